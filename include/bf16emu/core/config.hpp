@@ -30,7 +30,10 @@ BF16EMU_CXHD int clz64(unsigned long long x) noexcept {
 #if defined(__CUDA_ARCH__)
   if (!__builtin_is_constant_evaluated()) return __clzll(static_cast<long long>(x));
   int n = 0;
-  while (!(x & (1ull << 63))) { x <<= 1; ++n; }
+  while (!(x & (1ull << 63))) {
+    x <<= 1;
+    ++n;
+  }
   return n;
 #else
   return __builtin_clzll(x);

@@ -75,11 +75,11 @@ enum class op_kind : std::uint8_t { add, sub, mul, fma, div, sqrt, convert };
 
 // What the rounding did to the magnitude of the exact value.
 enum class decision : std::uint8_t {
-  exact,       // nothing discarded
-  down,        // magnitude truncated (discarded bits dropped)
-  up,          // magnitude incremented by one ulp
-  tie_down,    // exactly halfway; nearest-even kept the even neighbour below
-  tie_up,      // exactly halfway; rounded to the neighbour above (even, or ties-away)
+  exact,        // nothing discarded
+  down,         // magnitude truncated (discarded bits dropped)
+  up,           // magnitude incremented by one ulp
+  tie_down,     // exactly halfway; nearest-even kept the even neighbour below
+  tie_up,       // exactly halfway; rounded to the neighbour above (even, or ties-away)
   overflow_inf, // rounded magnitude exceeds the largest finite value: Inf (or NaN in fn formats)
   overflow_max, // likewise, saturated to the largest finite value
   flush_zero,   // tiny result flushed to zero by the subnormal policy
@@ -98,7 +98,7 @@ struct rounding_event {
   std::int32_t lsb_exp = 0;  // exponent of the last kept bit
   std::uint64_t kept = 0;    // kept significand before rounding (hidden bit included)
   bool guard = false, round = false, sticky = false;
-  bool tiny = false;         // tininess as detected under env::tiny
+  bool tiny = false; // tininess as detected under env::tiny
   decision dec = decision::exact;
   std::uint64_t result_bits = 0;
   std::uint8_t flags = 0;

@@ -19,28 +19,22 @@ namespace bf16emu {
 enum class special_encoding : std::uint8_t { ieee, fn };
 
 namespace detail {
-template <int Width> struct storage_for {
-  using type = std::uint64_t;
-};
+template <int Width> struct storage_for { using type = std::uint64_t; };
 template <int Width>
-  requires(Width <= 8)
-struct storage_for<Width> {
+requires(Width <= 8) struct storage_for<Width> {
   using type = std::uint8_t;
 };
 template <int Width>
-  requires(Width > 8 && Width <= 16)
-struct storage_for<Width> {
+requires(Width > 8 && Width <= 16) struct storage_for<Width> {
   using type = std::uint16_t;
 };
 template <int Width>
-  requires(Width > 16 && Width <= 32)
-struct storage_for<Width> {
+requires(Width > 16 && Width <= 32) struct storage_for<Width> {
   using type = std::uint32_t;
 };
 } // namespace detail
 
-template <int ExpBits, int FracBits, special_encoding Enc = special_encoding::ieee>
-struct format {
+template <int ExpBits, int FracBits, special_encoding Enc = special_encoding::ieee> struct format {
   static_assert(ExpBits >= 2 && ExpBits <= 11 && FracBits >= 1 && FracBits <= 52);
   static constexpr int exp_bits = ExpBits;
   static constexpr int frac_bits = FracBits;
@@ -87,15 +81,22 @@ template <class F> inline constexpr bool is_format_v = requires {
 
 // Short names used by the CLI, the JSON output and the docs.
 template <class F> BF16EMU_CXHD const char *format_name() noexcept {
-  if constexpr (F::exp_bits == 11 && F::frac_bits == 52) return "fp64";
-  else if constexpr (F::exp_bits == 8 && F::frac_bits == 23) return "fp32";
-  else if constexpr (F::exp_bits == 8 && F::frac_bits == 7) return "bf16";
-  else if constexpr (F::exp_bits == 5 && F::frac_bits == 10) return "fp16";
-  else if constexpr (F::exp_bits == 8 && F::frac_bits == 10) return "tf32";
+  if constexpr (F::exp_bits == 11 && F::frac_bits == 52)
+    return "fp64";
+  else if constexpr (F::exp_bits == 8 && F::frac_bits == 23)
+    return "fp32";
+  else if constexpr (F::exp_bits == 8 && F::frac_bits == 7)
+    return "bf16";
+  else if constexpr (F::exp_bits == 5 && F::frac_bits == 10)
+    return "fp16";
+  else if constexpr (F::exp_bits == 8 && F::frac_bits == 10)
+    return "tf32";
   else if constexpr (F::exp_bits == 4 && F::frac_bits == 3 && F::encoding == special_encoding::fn)
     return "e4m3";
-  else if constexpr (F::exp_bits == 5 && F::frac_bits == 2) return "e5m2";
-  else return "custom";
+  else if constexpr (F::exp_bits == 5 && F::frac_bits == 2)
+    return "e5m2";
+  else
+    return "custom";
 }
 
 // A floating-point datum of format F, held as its bit pattern.
@@ -112,17 +113,23 @@ template <class F> struct fp {
   BF16EMU_CXHD std::uint64_t magnitude() const noexcept { return bits & F::abs_mask; }
 
   BF16EMU_CXHD bool is_nan() const noexcept {
-    if constexpr (F::has_inf) return biased_exp() == F::exp_field_max && frac() != 0;
-    else return magnitude() == (F::exp_mask | F::frac_mask);
+    if constexpr (F::has_inf)
+      return biased_exp() == F::exp_field_max && frac() != 0;
+    else
+      return magnitude() == (F::exp_mask | F::frac_mask);
   }
   BF16EMU_CXHD bool is_inf() const noexcept {
-    if constexpr (F::has_inf) return magnitude() == F::exp_mask;
-    else return false;
+    if constexpr (F::has_inf)
+      return magnitude() == F::exp_mask;
+    else
+      return false;
   }
   // fn formats have a single NaN and no quiet/signaling distinction: treated as quiet.
   BF16EMU_CXHD bool is_signaling_nan() const noexcept {
-    if constexpr (F::has_inf) return is_nan() && (bits & F::quiet_bit) == 0;
-    else return false;
+    if constexpr (F::has_inf)
+      return is_nan() && (bits & F::quiet_bit) == 0;
+    else
+      return false;
   }
   BF16EMU_CXHD bool is_zero() const noexcept { return magnitude() == 0; }
   BF16EMU_CXHD bool is_subnormal() const noexcept { return biased_exp() == 0 && frac() != 0; }

@@ -1,0 +1,303 @@
+// bf16emu: correctly rounded add, sub, mul, fma, div, sqrt and conversion.
+//
+// Each operation computes its exact result into a 64-bit window (plus the sign of
+// whatever fell below it) and hands it to detail::round_pack. Operands and result
+// may be of different formats; arithmetic supports up to 24 significant bits.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include "bf16emu/core/round.hpp"
+#include "bf16emu/core/special.hpp"
+
+namespace bf16emu {
+
+namespace detail {
+
+template <class F> inline constexpr bool arith_ok = F::precision <= 24;
+
+// Exact sum of two nonzero finite terms |a| = sa*2^ea, |b| = sb*2^eb (signs given),
+// in a 64-bit window with leading bit at 61 or 62; bits of the smaller term that fall
+// below the window become the tail.
+template <bool Trace>
+BF16EMU_CXHD unrounded sum_terms(bool sign_a, std::int32_t ea, std::uint64_t sa, bool sign_b, std::int32_t eb,
+                                 std::uint64_t sb, const env &e, bool &exact_zero) noexcept {
+  normalize_to(sa, ea, 61);
+  normalize_to(sb, eb, 61);
+  if (ea < eb || (ea == eb && sa < sb)) {
+    const bool ts = sign_a;
+    sign_a = sign_b;
+    sign_b = ts;
+    const std::int32_t te = ea;
+    ea = eb;
+    eb = te;
+    const std::uint64_t tsig = sa;
+    sa = sb;
+    sb = tsig;
+  }
+  const std::uint32_t d = std::uint32_t(ea - eb);
+  const std::uint64_t aligned = d >= 64 ? 0 : sb >> d;
+  const std::uint64_t lost = d >= 64 ? sb : (sb & ((std::uint64_t{1} << d) - 1));
+  unrounded u;
+  u.sign = sign_a;
+  u.exp = ea;
+  const bool subtract = sign_a != sign_b;
+  u.sig = subtract ? sa - aligned : sa + aligned;
+  u.tail_sign = lost == 0 ? 0 : (subtract ? -1 : 1);
+  if constexpr (Trace) {
+    if (lost != 0) {
+      const double t = scale(double(lost), eb);
+      u.tail = subtract ? -t : t;
+    }
+  }
+  exact_zero = u.sig == 0 && lost == 0;
+  if (exact_zero) u.sign = zero_sum_sign(sign_a, sign_b, e);
+  return u;
+}
+
+template <class Out, class FA, class FB, class Tr>
+BF16EMU_CXHD result<Out> add_impl(fp<FA> a, fp<FB> b, bool negate_b, const env &e, Tr &tr,
+                                  op_kind op) noexcept {
+  static_assert(arith_ok<FA> && arith_ok<FB>, "arithmetic supports formats of up to 24 significant bits");
+  const unpacked ua = unpack(a, e);
+  unpacked ub = unpack(b, e);
+  ub.sign ^= negate_b;
+  if (ua.k == kind::nan || ub.k == kind::nan) return nan_result<Out>(e, 0, a, b);
+  if (ua.k == kind::inf || ub.k == kind::inf) {
+    if (ua.k == kind::inf && ub.k == kind::inf && ua.sign != ub.sign)
+      return default_nan<Out>(e, flag::invalid);
+    return infinity<Out>(ua.k == kind::inf ? ua.sign : ub.sign, e);
+  }
+  if (ua.k == kind::zero && ub.k == kind::zero) return zero<Out>(zero_sum_sign(ua.sign, ub.sign, e));
+  unrounded u;
+  if (ua.k == kind::zero || ub.k == kind::zero) {
+    const unpacked &nz = ua.k == kind::zero ? ub : ua;
+    u.sign = nz.sign;
+    u.exp = nz.exp;
+    u.sig = nz.sig;
+  } else {
+    bool exact_zero = false;
+    u = sum_terms<Tr::enabled>(ua.sign, ua.exp, ua.sig, ub.sign, ub.exp, ub.sig, e, exact_zero);
+    if (exact_zero) return zero<Out>(u.sign);
+  }
+  return round_pack<Out>(u, e, tr, op);
+}
+
+template <class Out, class FA, class FB, class Tr>
+BF16EMU_CXHD result<Out> mul_impl(fp<FA> a, fp<FB> b, const env &e, Tr &tr) noexcept {
+  static_assert(arith_ok<FA> && arith_ok<FB>, "arithmetic supports formats of up to 24 significant bits");
+  const unpacked ua = unpack(a, e), ub = unpack(b, e);
+  const bool sign = ua.sign != ub.sign;
+  if (ua.k == kind::nan || ub.k == kind::nan) return nan_result<Out>(e, 0, a, b);
+  if (ua.k == kind::inf || ub.k == kind::inf) {
+    if (ua.k == kind::zero || ub.k == kind::zero) return default_nan<Out>(e, flag::invalid);
+    return infinity<Out>(sign, e);
+  }
+  if (ua.k == kind::zero || ub.k == kind::zero) return zero<Out>(sign);
+  unrounded u;
+  u.sign = sign;
+  u.exp = ua.exp + ub.exp;
+  u.sig = ua.sig * ub.sig; // <= 48 bits: exact
+  return round_pack<Out>(u, e, tr, op_kind::mul);
+}
+
+template <class Out, class FA, class FB, class FC, class Tr>
+BF16EMU_CXHD result<Out> fma_impl(fp<FA> a, fp<FB> b, fp<FC> c, const env &e, Tr &tr) noexcept {
+  static_assert(arith_ok<FA> && arith_ok<FB> && arith_ok<FC>,
+                "arithmetic supports formats of up to 24 significant bits");
+  const unpacked ua = unpack(a, e), ub = unpack(b, e), uc = unpack(c, e);
+  const bool ps = ua.sign != ub.sign;
+  const bool inf_times_zero =
+      (ua.k == kind::inf && ub.k == kind::zero) || (ua.k == kind::zero && ub.k == kind::inf);
+  if (ua.k == kind::nan || ub.k == kind::nan || uc.k == kind::nan)
+    return nan_result<Out>(e, inf_times_zero ? flag::invalid : 0, a, b, c, true);
+  if (inf_times_zero) return default_nan<Out>(e, flag::invalid);
+  const bool prod_inf = ua.k == kind::inf || ub.k == kind::inf;
+  if (prod_inf || uc.k == kind::inf) {
+    if (prod_inf && uc.k == kind::inf && ps != uc.sign) return default_nan<Out>(e, flag::invalid);
+    return infinity<Out>(prod_inf ? ps : uc.sign, e);
+  }
+  const bool prod_zero = ua.k == kind::zero || ub.k == kind::zero;
+  if (prod_zero && uc.k == kind::zero) return zero<Out>(zero_sum_sign(ps, uc.sign, e));
+  unrounded u;
+  if (prod_zero) {
+    u.sign = uc.sign;
+    u.exp = uc.exp;
+    u.sig = uc.sig;
+  } else if (uc.k == kind::zero) {
+    u.sign = ps;
+    u.exp = ua.exp + ub.exp;
+    u.sig = ua.sig * ub.sig;
+  } else {
+    bool exact_zero = false;
+    u = sum_terms<Tr::enabled>(ps, ua.exp + ub.exp, ua.sig * ub.sig, uc.sign, uc.exp, uc.sig, e, exact_zero);
+    if (exact_zero) return zero<Out>(u.sign);
+  }
+  return round_pack<Out>(u, e, tr, op_kind::fma);
+}
+
+template <class Out, class FA, class FB, class Tr>
+BF16EMU_CXHD result<Out> div_impl(fp<FA> a, fp<FB> b, const env &e, Tr &tr) noexcept {
+  static_assert(arith_ok<FA> && arith_ok<FB>, "arithmetic supports formats of up to 24 significant bits");
+  const unpacked ua = unpack(a, e), ub = unpack(b, e);
+  const bool sign = ua.sign != ub.sign;
+  if (ua.k == kind::nan || ub.k == kind::nan) return nan_result<Out>(e, 0, a, b);
+  if (ua.k == kind::inf) {
+    if (ub.k == kind::inf) return default_nan<Out>(e, flag::invalid);
+    return infinity<Out>(sign, e);
+  }
+  if (ub.k == kind::inf) return zero<Out>(sign);
+  if (ub.k == kind::zero) {
+    if (ua.k == kind::zero) return default_nan<Out>(e, flag::invalid);
+    return infinity<Out>(sign, e, flag::divbyzero);
+  }
+  if (ua.k == kind::zero) return zero<Out>(sign);
+  // Quotient of significands normalised to [2^31, 2^32): (A * 2^32) / B has 32 or 33 bits.
+  std::uint64_t sa = ua.sig, sb = ub.sig;
+  std::int32_t ea = ua.exp, eb = ub.exp;
+  normalize_to(sa, ea, 31);
+  normalize_to(sb, eb, 31);
+  const std::uint64_t num = sa << 32;
+  unrounded u;
+  u.sign = sign;
+  u.sig = num / sb;
+  u.exp = ea - eb - 32;
+  const std::uint64_t rem = num % sb;
+  u.tail_sign = rem != 0;
+  if constexpr (Tr::enabled) {
+    u.tail = scale(double(rem) / double(sb), u.exp);
+    u.tail_exact = rem == 0;
+  }
+  return round_pack<Out>(u, e, tr, op_kind::div);
+}
+
+// floor(sqrt(m)) and m - root^2, bit by bit.
+struct isqrt_result {
+  std::uint64_t root, rem;
+};
+BF16EMU_CXHD isqrt_result isqrt(std::uint64_t m) noexcept {
+  std::uint64_t root = 0, rem = m;
+  std::uint64_t bit = std::uint64_t{1} << 62;
+  while (bit > m)
+    bit >>= 2;
+  while (bit != 0) {
+    if (rem >= root + bit) {
+      rem -= root + bit;
+      root = (root >> 1) + bit;
+    } else {
+      root >>= 1;
+    }
+    bit >>= 2;
+  }
+  return {root, rem};
+}
+
+template <class Out, class FA, class Tr>
+BF16EMU_CXHD result<Out> sqrt_impl(fp<FA> a, const env &e, Tr &tr) noexcept {
+  static_assert(arith_ok<FA>, "arithmetic supports formats of up to 24 significant bits");
+  const unpacked ua = unpack(a, e);
+  if (ua.k == kind::nan) return nan_result<Out>(e, 0, a, a);
+  if (ua.k == kind::zero) return zero<Out>(ua.sign);
+  if (ua.sign) return default_nan<Out>(e, flag::invalid);
+  if (ua.k == kind::inf) return infinity<Out>(false, e);
+  // m * 2^ex with ex even and m in [2^60, 2^62): the root has 31 bits.
+  std::uint64_t m = ua.sig;
+  std::int32_t ex = ua.exp;
+  normalize_to(m, ex, 60);
+  if (ex & 1) {
+    m <<= 1;
+    ex -= 1;
+  }
+  const isqrt_result s = isqrt(m);
+  unrounded u;
+  u.sig = s.root;
+  u.exp = ex / 2;
+  u.tail_sign = s.rem != 0;
+  if constexpr (Tr::enabled) {
+    // sqrt(m) - root = rem / (sqrt(m) + root), approximately rem / (2 root).
+    u.tail = scale(double(s.rem) / (2.0 * double(s.root)), u.exp);
+    u.tail_exact = s.rem == 0;
+  }
+  return round_pack<Out>(u, e, tr, op_kind::sqrt);
+}
+
+template <class Out, class In, class Tr>
+BF16EMU_CXHD result<Out> convert_impl(fp<In> x, const env &e, Tr &tr) noexcept {
+  const unpacked u = unpack(x, e);
+  if (u.k == kind::nan) return nan_result<Out>(e, 0, x, x);
+  if (u.k == kind::inf) return infinity<Out>(u.sign, e);
+  if (u.k == kind::zero) return zero<Out>(u.sign);
+  unrounded r;
+  r.sign = u.sign;
+  r.exp = u.exp;
+  r.sig = u.sig;
+  return round_pack<Out>(r, e, tr, op_kind::convert);
+}
+
+} // namespace detail
+
+// ---------------------------------------------------------------------------
+// Public operations. The tracer is the last argument; the default costs nothing.
+
+template <class Out, class FA, class FB, class T = no_trace>
+BF16EMU_CXHD result<Out> add_to(fp<FA> a, fp<FB> b, const env &e = {}, T &&tr = T{}) noexcept {
+  return detail::add_impl<Out>(a, b, false, e, tr, op_kind::add);
+}
+template <class Out, class FA, class FB, class T = no_trace>
+BF16EMU_CXHD result<Out> sub_to(fp<FA> a, fp<FB> b, const env &e = {}, T &&tr = T{}) noexcept {
+  return detail::add_impl<Out>(a, b, true, e, tr, op_kind::sub);
+}
+template <class Out, class FA, class FB, class T = no_trace>
+BF16EMU_CXHD result<Out> mul_to(fp<FA> a, fp<FB> b, const env &e = {}, T &&tr = T{}) noexcept {
+  return detail::mul_impl<Out>(a, b, e, tr);
+}
+template <class Out, class FA, class FB, class FC, class T = no_trace>
+BF16EMU_CXHD result<Out> fma_to(fp<FA> a, fp<FB> b, fp<FC> c, const env &e = {}, T &&tr = T{}) noexcept {
+  return detail::fma_impl<Out>(a, b, c, e, tr);
+}
+template <class Out, class FA, class FB, class T = no_trace>
+BF16EMU_CXHD result<Out> div_to(fp<FA> a, fp<FB> b, const env &e = {}, T &&tr = T{}) noexcept {
+  return detail::div_impl<Out>(a, b, e, tr);
+}
+template <class Out, class FA, class T = no_trace>
+BF16EMU_CXHD result<Out> sqrt_to(fp<FA> a, const env &e = {}, T &&tr = T{}) noexcept {
+  return detail::sqrt_impl<Out>(a, e, tr);
+}
+template <class Out, class In, class T = no_trace>
+BF16EMU_CXHD result<Out> convert(fp<In> x, const env &e = {}, T &&tr = T{}) noexcept {
+  return detail::convert_impl<Out>(x, e, tr);
+}
+
+template <class F, class T = no_trace>
+BF16EMU_CXHD result<F> add(fp<F> a, fp<F> b, const env &e = {}, T &&tr = T{}) noexcept {
+  return detail::add_impl<F>(a, b, false, e, tr, op_kind::add);
+}
+template <class F, class T = no_trace>
+BF16EMU_CXHD result<F> sub(fp<F> a, fp<F> b, const env &e = {}, T &&tr = T{}) noexcept {
+  return detail::add_impl<F>(a, b, true, e, tr, op_kind::sub);
+}
+template <class F, class T = no_trace>
+BF16EMU_CXHD result<F> mul(fp<F> a, fp<F> b, const env &e = {}, T &&tr = T{}) noexcept {
+  return detail::mul_impl<F>(a, b, e, tr);
+}
+template <class F, class T = no_trace>
+BF16EMU_CXHD result<F> fma(fp<F> a, fp<F> b, fp<F> c, const env &e = {}, T &&tr = T{}) noexcept {
+  return detail::fma_impl<F>(a, b, c, e, tr);
+}
+template <class F, class T = no_trace>
+BF16EMU_CXHD result<F> div(fp<F> a, fp<F> b, const env &e = {}, T &&tr = T{}) noexcept {
+  return detail::div_impl<F>(a, b, e, tr);
+}
+template <class F, class T = no_trace>
+BF16EMU_CXHD result<F> sqrt(fp<F> a, const env &e = {}, T &&tr = T{}) noexcept {
+  return detail::sqrt_impl<F>(a, e, tr);
+}
+
+// Sign-bit operations: exact, no flags, NaNs untouched but for the sign.
+template <class F> BF16EMU_CXHD fp<F> neg(fp<F> x) noexcept {
+  return fp<F>::from_bits(x.bits ^ F::sign_mask);
+}
+template <class F> BF16EMU_CXHD fp<F> abs(fp<F> x) noexcept { return fp<F>::from_bits(x.bits & F::abs_mask); }
+
+} // namespace bf16emu

@@ -1,0 +1,103 @@
+// bf16emu: exact sums of a few binary64 terms, for the rounding error in the trace.
+//
+// The error of a rounding is a sum of at most four exactly representable binary64
+// terms. grow() adds a term to a nonoverlapping expansion without error (Shewchuk's
+// Grow-Expansion built on TwoSum); the result is reported as hi + lo, exact when the
+// expansion needs no more than two components.
+#pragma once
+
+#include <cstdint>
+
+#include "bf16emu/core/config.hpp"
+
+namespace bf16emu::detail {
+
+// 2^k as a binary64, for -1074 <= k <= 1023 (0 below, +Inf above).
+BF16EMU_CXHD double pow2(int k) noexcept {
+  if (k > 1023) return bit_cast<double>(std::uint64_t{0x7ff0000000000000});
+  if (k >= -1022) return bit_cast<double>(std::uint64_t(k + 1023) << 52);
+  if (k >= -1074) return bit_cast<double>(std::uint64_t{1} << (k + 1074));
+  return 0.0;
+}
+
+// v * 2^k, exact whenever the true product is representable (v an integer < 2^53).
+BF16EMU_CXHD double scale(double v, int k) noexcept {
+  while (k > 1000) {
+    v *= pow2(1000);
+    k -= 1000;
+  }
+  while (k < -1000) { // first scale into range, then take the last step once
+    if (k >= -2000) return (v * pow2(k + 1000)) * pow2(-1000);
+    v *= pow2(-1000);
+    k += 1000;
+  }
+  return v * pow2(k);
+}
+
+// Exact uint64 * 2^k as two binary64 terms (hi part and lo part).
+struct two_terms {
+  double hi, lo;
+};
+BF16EMU_CXHD two_terms split_u64(std::uint64_t v, int k) noexcept {
+  return {scale(double(v >> 32), k + 32), scale(double(v & 0xffffffffu), k)};
+}
+
+struct expansion {
+  double c[6] = {};
+  int n = 0;
+
+  BF16EMU_CXHD void grow(double b) noexcept {
+    if (b == 0) return;
+    int m = 0;
+    double out[6] = {};
+    for (int i = 0; i < n; ++i) {
+      const double s = c[i] + b; // TwoSum(c[i], b)
+      const double bv = s - c[i];
+      const double av = s - bv;
+      const double err = (c[i] - av) + (b - bv);
+      if (err != 0 && m < 6) out[m++] = err;
+      b = s;
+    }
+    if (m < 6) out[m++] = b;
+    n = m;
+    for (int i = 0; i < n; ++i)
+      c[i] = out[i];
+  }
+
+  // hi + lo after Shewchuk's Compress; `exact` is false if more than two components remain.
+  BF16EMU_CXHD void to_pair(double &hi, double &lo, bool &exact) const noexcept {
+    hi = 0;
+    lo = 0;
+    exact = true;
+    if (n == 0) return;
+    double g[6] = {};
+    double q_hi = c[n - 1];
+    int bottom = n - 1;
+    for (int i = n - 2; i >= 0; --i) {
+      const double s = q_hi + c[i]; // Fast2Sum, |q_hi| >= |c[i]|
+      const double q = c[i] - (s - q_hi);
+      if (q != 0) {
+        g[bottom--] = s;
+        q_hi = q;
+      } else {
+        q_hi = s;
+      }
+    }
+    g[bottom] = q_hi;
+    double h[6] = {};
+    int top = 0;
+    double acc = g[bottom];
+    for (int i = bottom + 1; i < n; ++i) {
+      const double s = g[i] + acc;
+      const double q = acc - (s - g[i]);
+      if (q != 0) h[top++] = q;
+      acc = s;
+    }
+    h[top++] = acc;
+    hi = h[top - 1];
+    lo = top >= 2 ? h[top - 2] : 0.0;
+    exact = top <= 2;
+  }
+};
+
+} // namespace bf16emu::detail

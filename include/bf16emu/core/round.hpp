@@ -1,0 +1,210 @@
+// bf16emu: the one rounding routine. Every finite result of every operation is
+// rounded and packed here, and only here; the tracer hooks in here.
+//
+// Input: an exact magnitude  |x| = sig * 2^exp + tail,  |tail| < 2^exp.
+// Operations hand over a 64-bit window `sig` and summarise what fell below it
+// by tail_sign (-1, 0, +1); the exact `tail` value itself is read only when tracing.
+//
+// Example, fp32 -> bf16 (M = 7), the paper's sum -4.703990459442139 = 0xC0968717:
+//
+//      sig = 1.0010110 | 1 | 0 | 000011100010111      (24 bits, exp = 2 - 23)
+//            kept (8)    G   R   sticky bits -> S = 1
+//
+//   nearest-even: G = 1 and (R or S) -> round up in magnitude -> 1.0010111 * 2^2 = -4.71875.
+#pragma once
+
+#include <cstdint>
+
+#include "bf16emu/core/env.hpp"
+#include "bf16emu/core/exact_error.hpp"
+#include "bf16emu/core/unpack.hpp"
+
+namespace bf16emu::detail {
+
+struct unrounded {
+  bool sign = false;
+  std::int32_t exp = 0;
+  std::uint64_t sig = 0;
+  std::int8_t tail_sign = 0; // sign of the part below the window
+  double tail = 0;           // its exact value (trace only), same sign convention
+  bool tail_exact = true;    // false when tail is only an approximation (div, sqrt)
+};
+
+// Step 1: split the significand at the quantum 2^(exp + sh).
+struct cut_bits {
+  std::uint64_t kept;
+  bool guard, round, sticky;
+  std::uint32_t frac32; // floor(discarded fraction * 2^32), for stochastic rounding
+};
+
+BF16EMU_CXHD cut_bits cut(std::uint64_t sig, int sh, bool sticky_in) noexcept {
+  cut_bits c{};
+  if (sh <= 0) {
+    c.kept = sig << -sh;
+    c.sticky = sticky_in;
+    return c;
+  }
+  if (sh < 64) {
+    const std::uint64_t rem = sig & ((std::uint64_t{1} << sh) - 1);
+    c.kept = sig >> sh;
+    c.guard = (rem >> (sh - 1)) & 1;
+    c.round = sh >= 2 && ((rem >> (sh - 2)) & 1);
+    c.sticky = sticky_in || (sh >= 3 && (rem & ((std::uint64_t{1} << (sh - 2)) - 1)) != 0);
+    c.frac32 = sh >= 32 ? std::uint32_t(rem >> (sh - 32)) : std::uint32_t(rem << (32 - sh));
+    return c;
+  }
+  // Everything is below the last kept bit.
+  c.kept = 0;
+  c.guard = sh == 64 && (sig >> 63);
+  c.round = (sh == 64 && ((sig >> 62) & 1)) || (sh == 65 && (sig >> 63));
+  const std::uint64_t below_round = sh == 64   ? (sig & ((std::uint64_t{1} << 62) - 1))
+                                    : sh == 65 ? (sig & ((std::uint64_t{1} << 63) - 1))
+                                               : sig;
+  c.sticky = sticky_in || below_round != 0;
+  c.frac32 = (sh - 32) < 64 ? std::uint32_t(sig >> (sh - 32)) : 0u;
+  return c;
+}
+
+// Step 2: the rounding decision for one mode, in sign-magnitude.
+struct decided {
+  std::uint64_t kept; // rounded significand (may equal 2^precision after a carry)
+  decision dec;
+};
+
+BF16EMU_CXHD decided decide(const cut_bits &c, bool sign, const env &e) noexcept {
+  const bool inexact = c.guard || c.round || c.sticky;
+  if (!inexact) return {c.kept, decision::exact};
+  const bool tie = c.guard && !c.round && !c.sticky;
+  bool up = false;
+  switch (e.mode) {
+  case round_mode::nearest_even: up = c.guard && (c.round || c.sticky || (c.kept & 1)); break;
+  case round_mode::nearest_away: up = c.guard; break;
+  case round_mode::toward_zero: up = false; break;
+  case round_mode::upward: up = !sign; break;
+  case round_mode::downward: up = sign; break;
+  case round_mode::to_odd: up = (c.kept & 1) == 0; break; // setting the last bit of an even k
+  case round_mode::stochastic: up = ((std::uint64_t(c.frac32) + e.random) >> 32) != 0; break;
+  }
+  const bool nearest = e.mode == round_mode::nearest_even || e.mode == round_mode::nearest_away;
+  decision d = up ? decision::up : decision::down;
+  if (tie && nearest) d = up ? decision::tie_up : decision::tie_down;
+  return {c.kept + (up ? 1u : 0u), d};
+}
+
+// Result of an overflow: Inf (NaN in fn formats) or the largest finite value.
+BF16EMU_CXHD bool overflow_to_inf(bool sign, const env &e) noexcept {
+  if (e.saturate) return false;
+  switch (e.mode) {
+  case round_mode::toward_zero:
+  case round_mode::to_odd: return false;
+  case round_mode::upward: return !sign;
+  case round_mode::downward: return sign;
+  default: return true;
+  }
+}
+
+BF16EMU_CXHD bool flushes_outputs(const env &e) noexcept {
+  return (static_cast<unsigned>(e.subnormal) & static_cast<unsigned>(subnormals::flush_outputs)) != 0;
+}
+
+// Step 3: the round-and-pack routine.
+template <class F, class Tr>
+BF16EMU_CXHD result<F> round_pack(const unrounded &x, const env &e, Tr &tr, op_kind op) noexcept {
+  constexpr int M = F::frac_bits;
+  constexpr int P = F::precision;
+  const std::uint64_t sign_bit = x.sign ? F::sign_mask : 0;
+
+  // The window minus one unit when the tail is negative: the exact value then lies
+  // strictly between (sig - 1) and sig, so sig - 1 plus a sticky bit is exact enough.
+  std::uint64_t sig = x.sig;
+  if (x.tail_sign < 0) --sig;
+  const bool sticky_in = x.tail_sign != 0;
+
+  result<F> r;
+  if (sig == 0 && !sticky_in) { // exact zero: the caller chose the sign
+    r.value.bits = typename F::storage(sign_bit);
+    return r;
+  }
+
+  const int lead = x.exp + msb(sig);                   // floor(log2 |x|)
+  const int q = (lead < F::emin ? F::emin : lead) - M; // exponent of the last kept bit
+  const cut_bits c = cut(sig, q - x.exp, sticky_in);
+  const decided d = decide(c, x.sign, e);
+  const bool inexact = d.dec != decision::exact;
+
+  bool tiny = lead < F::emin;
+  if (tiny && e.tiny == tininess::after_rounding && lead == F::emin - 1) {
+    // Round at full precision with unbounded exponent: tiny unless it carries to 2^emin.
+    const decided wide = decide(cut(sig, lead - M - x.exp, sticky_in), x.sign, e);
+    tiny = wide.kept < (std::uint64_t{1} << P);
+  }
+
+  // Pack: the hidden bit carries into the exponent field (subnormal -> normal, binade carry).
+  std::uint64_t mag = (std::uint64_t(q + M + F::bias - 1) << M) + d.kept;
+  decision dec = d.dec;
+  std::uint8_t flags = inexact ? flag::inexact : 0;
+  if (mag > F::max_finite_bits) {
+    const bool to_inf = overflow_to_inf(x.sign, e);
+    mag = to_inf ? F::inf_bits : F::max_finite_bits;
+    dec = to_inf ? decision::overflow_inf : decision::overflow_max;
+    flags = flag::overflow | flag::inexact;
+  } else if (tiny && flushes_outputs(e)) {
+    mag = 0;
+    dec = decision::flush_zero;
+    flags = flag::underflow | flag::inexact;
+  } else if (tiny && inexact) {
+    flags |= flag::underflow;
+  }
+  r.value.bits = typename F::storage(sign_bit | mag);
+  r.flags = flags;
+
+  if constexpr (Tr::enabled) {
+    rounding_event ev;
+    ev.op = op;
+    ev.mode = e.mode;
+    ev.dst_exp_bits = F::exp_bits;
+    ev.dst_frac_bits = M;
+    ev.sign = x.sign;
+    ev.exponent = lead < F::emin ? F::emin : lead;
+    ev.lsb_exp = q;
+    ev.kept = c.kept;
+    ev.guard = c.guard;
+    ev.round = c.round;
+    ev.sticky = c.sticky;
+    ev.tiny = lead < F::emin && (e.tiny == tininess::before_rounding || tiny);
+    ev.dec = dec;
+    ev.result_bits = r.value.bits;
+    ev.flags = flags;
+    // error = result - exact, in magnitude first: R - sig*2^exp - tail.
+    expansion err;
+    bool exact = x.tail_exact;
+    if (dec == decision::overflow_inf) {
+      err.grow(pow2(2000)); // +Inf: the error is unbounded
+      exact = false;
+    } else {
+      std::uint64_t rounded_kept = dec == decision::flush_zero ? 0 : d.kept;
+      int rounded_q = q;
+      if (dec == decision::overflow_max) { // R = max finite
+        rounded_kept = (F::max_finite_bits & F::frac_mask) | (std::uint64_t{1} << M);
+        rounded_q = F::emax - M;
+      }
+      const two_terms rt = split_u64(rounded_kept, rounded_q);
+      const two_terms st = split_u64(x.sig, x.exp);
+      err.grow(rt.hi);
+      err.grow(rt.lo);
+      err.grow(-st.hi);
+      err.grow(-st.lo);
+      err.grow(-x.tail);
+    }
+    err.to_pair(ev.err_hi, ev.err_lo, ev.err_exact);
+    ev.err_exact = ev.err_exact && exact;
+    if (x.sign) {
+      ev.err_hi = -ev.err_hi;
+      ev.err_lo = -ev.err_lo;
+    }
+    tr(ev);
+  }
+  return r;
+}
+
+} // namespace bf16emu::detail

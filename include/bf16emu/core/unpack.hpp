@@ -1,0 +1,54 @@
+// bf16emu: decoding a bit pattern into class, sign, integer significand and exponent.
+#pragma once
+
+#include <cstdint>
+
+#include "bf16emu/core/env.hpp"
+
+namespace bf16emu::detail {
+
+enum class kind : std::uint8_t { zero, finite, inf, nan };
+
+// |x| = sig * 2^exp for finite x. sig includes the hidden bit for normal numbers;
+// subnormals keep their raw fraction (exp = emin - M), so sig has 1..precision bits.
+struct unpacked {
+  kind k = kind::zero;
+  bool sign = false;
+  std::int32_t exp = 0;
+  std::uint64_t sig = 0;
+};
+
+template <class F> BF16EMU_CXHD unpacked unpack(fp<F> x, const env &e) noexcept {
+  unpacked u;
+  u.sign = x.sign();
+  const int biased = x.biased_exp();
+  const std::uint64_t frac = x.frac();
+  if (x.is_nan()) {
+    u.k = kind::nan;
+  } else if (x.is_inf()) {
+    u.k = kind::inf;
+  } else if (biased == 0) {
+    const bool daz =
+        (static_cast<unsigned>(e.subnormal) & static_cast<unsigned>(subnormals::inputs_as_zero)) != 0;
+    u.k = (frac == 0 || daz) ? kind::zero : kind::finite;
+    u.sig = frac;
+    u.exp = F::emin - F::frac_bits;
+  } else {
+    u.k = kind::finite;
+    u.sig = frac | (std::uint64_t{1} << F::frac_bits);
+    u.exp = biased - F::bias - F::frac_bits;
+  }
+  return u;
+}
+
+// Index of the most significant set bit (sig != 0).
+BF16EMU_CXHD int msb(std::uint64_t sig) noexcept { return 63 - clz64(sig); }
+
+// Shifts sig left so that its leading bit sits at bit `pos`, adjusting exp.
+BF16EMU_CXHD void normalize_to(std::uint64_t &sig, std::int32_t &exp, int pos) noexcept {
+  const int s = pos - msb(sig);
+  sig <<= s;
+  exp -= s;
+}
+
+} // namespace bf16emu::detail
