@@ -1,0 +1,139 @@
+// bf16emu attention: the arithmetic policies and the parameters that describe a kernel exactly.
+//
+// A `kernel_policy` fixes every choice that changes the bits of a FlashAttention-2 style
+// forward: the tensor-core model, the tile sizes, the order of KV blocks, the exp
+// implementation, the reduction orders, FMA contraction, the normalisation and the optional
+// stabilized max (Algorithm 1 of Qiu & Yao, arXiv 2510.04212). The CUDA twin (cuda/)
+// implements the preset `fa2_twin()`; docs/attention.md ("Kernel contract") spells out the
+// exact sequence of operations.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace bf16emu::attention {
+
+// Arithmetic of a run.
+enum class policy_kind : std::uint8_t {
+  exact, // binary64 throughout: the high-precision reference
+  fp32,  // IEEE FP32 throughout (sequential FMA dot products), output FP32
+  paper, // all attention state BF16; matmul = FP32 dot rounded to BF16 (the paper's attention.py)
+  fa2,   // FlashAttention-2 rounding points on the tensor-core model of `kernel_policy::arch`
+};
+
+// Tensor-core generation used for S = Q K^T and O += P V (see docs/tensor-cores.md).
+enum class tc_arch : std::uint8_t { sm70, sm80, sm89, sm90, sm100 };
+
+enum class kv_order : std::uint8_t { forward, reverse };
+
+enum class exp_impl : std::uint8_t {
+  rn_f32,    // exp2 (fa2) or exp (paper) evaluated in binary64, rounded once to FP32 by the core
+  poly_exp2, // exp2_poly (exp2_poly.hpp): FMA-only, fixed rounding sequence (CUDA-twinnable)
+};
+
+// Order of a row reduction (row max, row sum) over the columns of a block.
+enum class reduce_order : std::uint8_t {
+  sequential,   // one accumulator, columns in increasing order
+  quad_shuffle, // SM80 m16n8k16 accumulator layout: column j belongs to lane q = (j mod 8) / 2
+                // of a quad; each lane accumulates its columns in increasing order (kept across
+                // KV blocks for the row sum), then the quad reduces with shuffle offsets 2, 1:
+                // total = (acc0 + acc2) + (acc1 + acc3)
+};
+
+enum class normalize_mode : std::uint8_t {
+  reciprocal, // inv = RN(1 / l) (IEEE division), o = RN(o * inv)
+  divide,     // o = RN(o / l)
+};
+
+struct kernel_policy {
+  policy_kind kind = policy_kind::fa2;
+  tc_arch arch = tc_arch::sm80;
+  int block_m = 64; // Br: query rows per tile
+  int block_n = 64; // Bc: keys per tile (a multiple of 16 for the tensor-core k chunks)
+  kv_order kv = kv_order::reverse;
+  exp_impl exp = exp_impl::poly_exp2;
+  reduce_order max_order = reduce_order::quad_shuffle; // exact either way (max does not round)
+  reduce_order sum_order = reduce_order::quad_shuffle;
+  bool fma_contract = true; // exp2 argument as one FMA; delta products fused into the sum
+  normalize_mode normalize = normalize_mode::reciprocal;
+  // Stabilized max (Algorithm 1): per row and block, r_m = max, r_s = #entries with
+  // s >= r_m - tie_tol; if r_s > 1: m = beta*r_m when r_m > 0, m = 0 when r_m < 0.
+  bool stabilized = false;
+  double beta = 2.0;
+  double tie_tol = 1e-3;
+  // Softmax scale; <= 0 means 1/sqrt(d) (rounded to FP32 once).
+  double softmax_scale = 0.0;
+};
+
+// The preset the CUDA kernel implements bit for bit (docs/attention.md, "Kernel contract").
+inline kernel_policy fa2_twin() {
+  kernel_policy p;
+  p.kind = policy_kind::fa2;
+  p.arch = tc_arch::sm80;
+  p.block_m = 64;
+  p.block_n = 64;
+  p.kv = kv_order::reverse;
+  p.exp = exp_impl::poly_exp2;
+  p.max_order = reduce_order::quad_shuffle;
+  p.sum_order = reduce_order::quad_shuffle;
+  p.fma_contract = true;
+  p.normalize = normalize_mode::reciprocal;
+  return p;
+}
+
+inline const char *to_string(policy_kind k) {
+  switch (k) {
+  case policy_kind::exact: return "exact";
+  case policy_kind::fp32: return "fp32";
+  case policy_kind::paper: return "paper";
+  default: return "fa2";
+  }
+}
+inline const char *to_string(tc_arch a) {
+  switch (a) {
+  case tc_arch::sm70: return "sm70";
+  case tc_arch::sm80: return "sm80";
+  case tc_arch::sm89: return "sm89";
+  case tc_arch::sm90: return "sm90";
+  default: return "sm100";
+  }
+}
+
+// Parses "exact", "fp32", "paper", "fa2:sm80", "fa2:sm90", ... and "fa2_twin".
+// Returns false for an unknown name (p is left unchanged).
+inline bool parse_policy(std::string_view s, kernel_policy &p) {
+  if (s == "exact" || s == "fp32" || s == "paper") {
+    p.kind = s == "exact" ? policy_kind::exact : s == "fp32" ? policy_kind::fp32 : policy_kind::paper;
+    return true;
+  }
+  if (s == "fa2_twin") {
+    p = fa2_twin();
+    return true;
+  }
+  if (s.substr(0, 4) != "fa2:") return false;
+  const std::string_view a = s.substr(4);
+  tc_arch arch;
+  if (a == "sm70")
+    arch = tc_arch::sm70;
+  else if (a == "sm80")
+    arch = tc_arch::sm80;
+  else if (a == "sm89")
+    arch = tc_arch::sm89;
+  else if (a == "sm90")
+    arch = tc_arch::sm90;
+  else if (a == "sm100")
+    arch = tc_arch::sm100;
+  else
+    return false;
+  p.kind = policy_kind::fa2;
+  p.arch = arch;
+  return true;
+}
+
+inline std::string policy_name(const kernel_policy &p) {
+  if (p.kind != policy_kind::fa2) return to_string(p.kind);
+  return std::string("fa2:") + to_string(p.arch);
+}
+
+} // namespace bf16emu::attention
