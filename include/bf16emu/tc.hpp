@@ -1,0 +1,7 @@
+// bf16emu tensor-core model (umbrella): block fused dot-product-add, presets per NVIDIA
+// generation, dot / mma / gemm references. docs/tensor-cores.md describes the model.
+#pragma once
+
+#include "bf16emu/tc/block.hpp"
+#include "bf16emu/tc/mma.hpp"
+#include "bf16emu/tc/presets.hpp"
