@@ -1,0 +1,103 @@
+// Shared helpers for the core test tiers: mapping core formats/environments to the oracle's own
+// descriptors, random generators, and readable mismatch reports.
+#pragma once
+
+#include <bf16emu/core.hpp>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <sstream>
+#include <string>
+
+#include "oracle.hpp"
+
+namespace coretest {
+
+using namespace bf16emu;
+
+template <class F> oracle::format ofmt() {
+  return oracle::format{F::exp_bits, F::frac_bits, F::encoding == special_encoding::fn};
+}
+
+// The oracle has its own flag constants; they are meant to carry the same meaning bit for bit.
+static_assert(flag::invalid == oracle::flags::invalid && flag::divbyzero == oracle::flags::divbyzero &&
+              flag::overflow == oracle::flags::overflow && flag::underflow == oracle::flags::underflow &&
+              flag::inexact == oracle::flags::inexact);
+
+inline oracle::environment oenv(const env &e) {
+  oracle::environment o;
+  o.mode = static_cast<oracle::rounding>(static_cast<int>(e.mode));
+  o.tiny = e.tiny == tininess::before_rounding ? oracle::tininess::before_rounding
+                                               : oracle::tininess::after_rounding;
+  o.nan = e.nan == nan_policy::ieee   ? oracle::nan_policy::ieee
+          : e.nan == nan_policy::cuda ? oracle::nan_policy::cuda
+                                      : oracle::nan_policy::pytorch;
+  o.flush_outputs = (static_cast<unsigned>(e.subnormal) & 1u) != 0;
+  o.inputs_as_zero = (static_cast<unsigned>(e.subnormal) & 2u) != 0;
+  o.saturate = e.saturate;
+  o.random = e.random;
+  return o;
+}
+
+inline std::string env_string(const env &e) {
+  std::ostringstream s;
+  s << to_string(e.mode) << (e.tiny == tininess::before_rounding ? " tiny=before" : " tiny=after") << " nan="
+    << (e.nan == nan_policy::ieee   ? "ieee"
+        : e.nan == nan_policy::cuda ? "cuda"
+                                    : "pytorch")
+    << " subnormal=" << static_cast<int>(e.subnormal) << (e.saturate ? " saturate" : "") << " random=0x"
+    << std::hex << e.random;
+  return s.str();
+}
+
+inline std::string hex(std::uint64_t v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
+  return b;
+}
+
+// splitmix64: deterministic random stream.
+struct rng {
+  std::uint64_t s;
+  explicit rng(std::uint64_t seed) : s(seed) {}
+  std::uint64_t next() {
+    std::uint64_t z = (s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  std::uint32_t u32() { return static_cast<std::uint32_t>(next() >> 32); }
+  int below(int n) { return static_cast<int>(next() % static_cast<std::uint64_t>(n)); }
+  bool coin() { return next() & 1; }
+};
+
+inline std::uint32_t hash32(std::uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ull;
+  x ^= x >> 33;
+  return static_cast<std::uint32_t>(x);
+}
+
+// A random environment: every mode, both tininess settings, NaN policies, subnormal handling and
+// saturation in some share.
+inline env random_env(rng &r, round_mode m) {
+  env e;
+  e.mode = m;
+  e.random = r.u32();
+  if (r.below(4) == 0) e.random = r.coin() ? 0u : 0xFFFFFFFFu;
+  e.tiny = r.coin() ? tininess::before_rounding : tininess::after_rounding;
+  const int n = r.below(8);
+  e.nan = n == 0 ? nan_policy::cuda : n == 1 ? nan_policy::pytorch : nan_policy::ieee;
+  const int s = r.below(8);
+  e.subnormal = s == 0   ? subnormals::flush_outputs
+                : s == 1 ? subnormals::inputs_as_zero
+                : s == 2 ? subnormals::flush_both
+                         : subnormals::ieee;
+  e.saturate = r.below(8) == 0;
+  return e;
+}
+
+} // namespace coretest
