@@ -25,29 +25,25 @@ BF16EMU_CXHD unrounded sum_terms(bool sign_a, std::int32_t ea, std::uint64_t sa,
                                  std::uint64_t sb, const env &e, bool &exact_zero) noexcept {
   normalize_to(sa, ea, 61);
   normalize_to(sb, eb, 61);
-  if (ea < eb || (ea == eb && sa < sb)) {
-    const bool ts = sign_a;
-    sign_a = sign_b;
-    sign_b = ts;
-    const std::int32_t te = ea;
-    ea = eb;
-    eb = te;
-    const std::uint64_t tsig = sa;
-    sa = sb;
-    sb = tsig;
-  }
-  const std::uint32_t d = std::uint32_t(ea - eb);
-  const std::uint64_t aligned = d >= 64 ? 0 : sb >> d;
-  const std::uint64_t lost = d >= 64 ? sb : (sb & ((std::uint64_t{1} << d) - 1));
-  unrounded u;
-  u.sign = sign_a;
-  u.exp = ea;
+  // Order by magnitude without branches (random data makes this a coin flip).
+  const bool swap = ea < eb || (ea == eb && sa < sb);
+  const bool sign_big = swap ? sign_b : sign_a;
+  const std::int32_t e_big = swap ? eb : ea, e_small = swap ? ea : eb;
+  const std::uint64_t big = swap ? sb : sa, small = swap ? sa : sb;
+  const std::uint32_t d = std::uint32_t(e_big - e_small);
+  const std::uint32_t dc = d > 63 ? 63 : d; // small < 2^62, so a shift by 63 drops it all
+  const std::uint64_t aligned = small >> dc;
+  const std::uint64_t lost = small & ((std::uint64_t{1} << dc) - 1);
   const bool subtract = sign_a != sign_b;
-  u.sig = subtract ? sa - aligned : sa + aligned;
-  u.tail_sign = lost == 0 ? 0 : (subtract ? -1 : 1);
+  const std::uint64_t neg_mask = std::uint64_t{0} - std::uint64_t(subtract);
+  unrounded u;
+  u.sign = sign_big;
+  u.exp = e_big;
+  u.sig = big + ((aligned ^ neg_mask) - neg_mask); // big - aligned when subtracting
+  u.tail_sign = std::int8_t(lost == 0 ? 0 : (subtract ? -1 : 1));
   if constexpr (Trace) {
     if (lost != 0) {
-      const double t = scale(double(lost), eb);
+      const double t = scale(double(lost), e_small);
       u.tail = subtract ? -t : t;
     }
   }
