@@ -1,0 +1,103 @@
+// Helpers shared by the tensor-core tests: dispatch from a preset's runtime format ids to
+// the model's templates, and random generators of bit patterns.
+#pragma once
+
+#include <cstdint>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <bf16emu/tc.hpp>
+
+#include "reference.hpp"
+
+namespace tctest {
+
+using namespace bf16emu;
+using namespace bf16emu::tc;
+
+inline tcref::fmt ref_fmt(format_id id) {
+  switch (id) {
+  case format_id::fp32: return tcref::fp32;
+  case format_id::fp16: return tcref::fp16;
+  case format_id::bf16: return tcref::bf16;
+  case format_id::tf32: return tcref::tf32;
+  case format_id::e4m3: return tcref::e4m3;
+  default: return tcref::e5m2;
+  }
+}
+
+inline tcref::params ref_params(const block_params &p) {
+  return {p.L, p.F, p.e_zero, p.out_frac, p.rounding == out_round::nearest_even};
+}
+
+// The model on bit patterns: D of a K-long dot product issued with the preset's k.
+template <class In, class Out>
+std::uint64_t model_dot_t(const block_params &p, int instr_k, const std::uint64_t *a, const std::uint64_t *b, int K,
+                          std::uint64_t c) {
+  fp<In> va[256], vb[256];
+  for (int i = 0; i < K; ++i) va[i] = fp<In>::from_bits(a[i]), vb[i] = fp<In>::from_bits(b[i]);
+  return dot<In, Out>(p, instr_k, va, 1, vb, 1, K, fp<Out>::from_bits(c)).bits;
+}
+
+inline std::uint64_t model_dot(format_id in, format_id out, const block_params &p, int instr_k,
+                               const std::uint64_t *a, const std::uint64_t *b, int K, std::uint64_t c) {
+  return visit_format(in, [&](auto fin) -> std::uint64_t {
+    using In = decltype(fin);
+    if constexpr (In::width > 24) return 0; // not an input format
+    else if (out == format_id::fp16) return model_dot_t<In, binary16>(p, instr_k, a, b, K, c);
+    else return model_dot_t<In, binary32>(p, instr_k, a, b, K, c);
+  });
+}
+
+inline std::uint64_t model_dot(const preset &P, const std::uint64_t *a, const std::uint64_t *b, int K,
+                               std::uint64_t c) {
+  return model_dot(P.in, P.out, P.block, P.k, a, b, K, c);
+}
+
+inline std::uint64_t ref_dot(const preset &P, const std::uint64_t *a, const std::uint64_t *b, int K, std::uint64_t c) {
+  return tcref::dot(ref_fmt(P.in), ref_fmt(P.out), ref_params(P.block), P.k, a, b, K, c);
+}
+
+inline std::string hex(std::uint64_t v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+inline const char *format_name_of(format_id id) {
+  return visit_format(id, [](auto f) { return format_name<decltype(f)>(); });
+}
+
+inline std::string describe(const preset &P) {
+  return std::string(P.arch) + " " + to_string(P.kind) + " " + format_name_of(P.in) + "->" + format_name_of(P.out);
+}
+
+// Random bit patterns of a format described by tcref::fmt.
+struct gen {
+  std::mt19937_64 rng;
+  explicit gen(std::uint64_t seed) : rng(seed) {}
+  std::uint64_t bits(int n) { return n >= 64 ? rng() : rng() & ((std::uint64_t{1} << n) - 1); }
+  int uniform(int lo, int hi) { return lo + int(rng() % std::uint64_t(hi - lo + 1)); }
+  bool coin(int one_in) { return rng() % std::uint64_t(one_in) == 0; }
+
+  // A finite nonzero normal value with unbiased exponent in [lo, hi] (clipped to the format).
+  std::uint64_t normal(const tcref::fmt &f, int lo, int hi) {
+    const int emax = (1 << f.ebits) - 1 - f.bias() - (f.fn ? 0 : 1);
+    lo = std::max(lo, f.emin()), hi = std::min(hi, emax);
+    if (lo > hi) lo = hi;
+    for (;;) {
+      const int e = uniform(lo, hi);
+      const std::uint64_t v = (bits(1) << (f.ebits + f.mbits)) | (std::uint64_t(e + f.bias()) << f.mbits) | bits(f.mbits);
+      if (tcref::decode(f, v).k == tcref::kind::finite) return v;
+    }
+  }
+  std::uint64_t any(const tcref::fmt &f) { return bits(f.width()); }
+  // Subnormal, zero or one of the smallest normals.
+  std::uint64_t tiny(const tcref::fmt &f) {
+    return (bits(1) << (f.ebits + f.mbits)) | (std::uint64_t(uniform(0, 2)) << f.mbits) | bits(f.mbits);
+  }
+};
+
+} // namespace tctest

@@ -1,0 +1,250 @@
+// The tensor-core API: presets and aliases, tile/GEMM entry points, the trace, constexpr use,
+// and the reductions to IEEE arithmetic (expected values from the host FPU).
+#include <cstring>
+
+#include <gtest/gtest.h>
+
+#include "common.hpp"
+
+namespace {
+
+using namespace tctest;
+
+std::uint32_t host_bits(float f) {
+  std::uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+
+// Exact value of a bf16/fp16/tf32 pattern as a double (independent decoding).
+double value_of(const tcref::fmt &f, std::uint64_t bits) {
+  const tcref::value v = tcref::decode(f, bits);
+  double m = double(v.sig.convert_to<std::uint64_t>());
+  double r = m;
+  for (int e = v.exp - f.mbits; e > 0; --e) r *= 2;
+  for (int e = v.exp - f.mbits; e < 0; ++e) r /= 2;
+  return v.neg ? -r : r;
+}
+
+TEST(Presets, AliasesAndGaps) {
+  EXPECT_STREQ(canonical_arch("volta"), "sm70");
+  EXPECT_STREQ(canonical_arch("turing"), "sm75");
+  EXPECT_STREQ(canonical_arch("ampere"), "sm80");
+  EXPECT_STREQ(canonical_arch("ada"), "sm89");
+  EXPECT_STREQ(canonical_arch("hopper"), "sm90");
+  EXPECT_STREQ(canonical_arch("blackwell"), "sm100");
+  EXPECT_EQ(canonical_arch("sm61"), nullptr);
+  EXPECT_EQ(find_preset("ampere", instr_kind::mma, format_id::bf16, format_id::fp32),
+            find_preset("sm80", instr_kind::mma, format_id::bf16, format_id::fp32));
+  // Open in the sources: no preset.
+  EXPECT_EQ(find_preset("sm100", instr_kind::tcgen05, format_id::e4m3, format_id::fp32), nullptr);
+  EXPECT_EQ(find_preset("sm80", instr_kind::mma, format_id::e4m3, format_id::fp32), nullptr);
+  EXPECT_EQ(find_preset("sm80", instr_kind::wgmma, format_id::bf16, format_id::fp32), nullptr);
+  EXPECT_EQ(default_kind("blackwell"), instr_kind::tcgen05);
+  for (const preset &P : presets) {
+    EXPECT_TRUE(P.block.valid()) << describe(P);
+    EXPECT_EQ(P.k % P.block.L, 0) << describe(P);
+    // e_zero can matter only for inputs with 8 exponent bits (see presets.hpp).
+    EXPECT_EQ(P.e_zero_matters, P.in == format_id::bf16 || P.in == format_id::tf32) << describe(P);
+  }
+}
+
+// Where e_zero_matters is false, no input can tell e_zero apart: random vectors (tiny and
+// random patterns) give the same D with e_zero = -1000.
+TEST(Presets, ZeroTermExponentIrrelevantForNarrowInputs) {
+  for (const preset &P : presets) {
+    if (P.e_zero_matters) continue;
+    block_params other = P.block;
+    other.e_zero = -1000;
+    gen g(7);
+    const tcref::fmt in = ref_fmt(P.in), out = ref_fmt(P.out);
+    std::vector<std::uint64_t> a(P.k), b(P.k);
+    for (int i = 0; i < 20000; ++i) {
+      for (int k = 0; k < P.k; ++k) {
+        a[k] = g.coin(3) ? 0 : g.coin(2) ? g.tiny(in) : g.any(in);
+        b[k] = g.coin(2) ? g.tiny(in) : g.any(in);
+      }
+      const std::uint64_t c = g.coin(2) ? 0 : g.tiny(out);
+      ASSERT_EQ(model_dot(P.in, P.out, P.block, P.k, a.data(), b.data(), P.k, c),
+                model_dot(P.in, P.out, other, P.k, a.data(), b.data(), P.k, c))
+          << describe(P);
+    }
+  }
+}
+
+// A single product with c = 0 is exact when the product is representable in the output
+// (F >= 2*frac_bits + 1 for every preset: no alignment loss). Expected: the host FPU product.
+TEST(IeeeReduction, SingleProductExact) {
+  for (const preset &P : presets) {
+    const tcref::fmt in = ref_fmt(P.in);
+    gen g(11);
+    std::vector<std::uint64_t> a(P.k, 0), b(P.k, 0);
+    int tested = 0;
+    for (int i = 0; i < 200000; ++i) {
+      a[0] = g.coin(8) ? g.tiny(in) : g.normal(in, -70, 70);
+      b[0] = g.coin(8) ? g.tiny(in) : g.normal(in, -70, 70);
+      if (P.out == format_id::fp16) { // short significands, so that the product can fit FP16
+        a[0] = g.normal(in, -7, 7) & ~std::uint64_t(0x3f);
+        b[0] = g.normal(in, -7, 7) & ~std::uint64_t(0x3f);
+      }
+      const double x = value_of(in, a[0]) * value_of(in, b[0]); // exact: <= 22-bit significands
+      std::uint64_t expect;
+      if (P.out == format_id::fp32) {
+        const float f = float(x);
+        if (double(f) != x || x == 0 || std::abs(x) > 3.0e38) continue;
+        expect = host_bits(f);
+      } else {
+        const _Float16 h = _Float16(x);
+        if (double(h) != x || x == 0 || std::abs(x) > 65504) continue;
+        std::uint16_t hb;
+        std::memcpy(&hb, &h, 2);
+        expect = hb;
+      }
+      if (P.block.out_frac < 23 && P.out == format_id::fp32) { // 13-bit output: must fit 14 bits
+        const std::uint32_t low = std::uint32_t(expect) & ((1u << (23 - P.block.out_frac)) - 1);
+        if (low != 0 || std::abs(x) < 1.2e-38) continue;
+      }
+      ++tested;
+      ASSERT_EQ(model_dot(P, a.data(), b.data(), P.k, 0), expect)
+          << describe(P) << " a " << hex(a[0]) << " b " << hex(b[0]);
+    }
+    EXPECT_GT(tested, 1000) << describe(P);
+  }
+}
+
+// c plus zero products is c when F covers c's fraction (FP32 c: F >= 23; FP16 c: F >= 10).
+TEST(IeeeReduction, ZeroProductsKeepC) {
+  for (const preset &P : presets) {
+    if (P.block.F < (P.out == format_id::fp32 ? 23 : 10) || P.block.out_frac < 10) continue;
+    gen g(3);
+    std::vector<std::uint64_t> a(P.k, 0), b(P.k, 0);
+    const tcref::fmt out = ref_fmt(P.out);
+    for (int i = 0; i < 100000; ++i) {
+      std::uint64_t c = g.coin(4) ? g.tiny(out) : g.normal(out, -126, 127);
+      if (P.out == format_id::fp32 && P.block.out_frac < 23) c &= ~std::uint64_t(0x3ff); // 13-bit c
+      const std::uint64_t expect = (c & ((std::uint64_t{1} << (out.width() - 1)) - 1)) == 0 ? 0 : c;
+      ASSERT_EQ(model_dot(P, a.data(), b.data(), P.k, c), expect) << describe(P) << " c " << hex(c);
+    }
+  }
+}
+
+// Sums of small integers are exact and independent of the order: compare with the host.
+TEST(IeeeReduction, SmallIntegerDotProducts) {
+  const preset &P = *find_preset("sm90", instr_kind::wgmma, format_id::bf16, format_id::fp32);
+  gen g(5);
+  std::vector<bf16> a(64), b(64);
+  for (int i = 0; i < 10000; ++i) {
+    float expect = 0;
+    for (int k = 0; k < 64; ++k) {
+      const int x = g.uniform(-100, 100), y = g.uniform(-100, 100);
+      a[k] = bf16::from_bits(host_bits(float(x)) >> 16), b[k] = bf16::from_bits(host_bits(float(y)) >> 16);
+      expect += float(x) * float(y);
+    }
+    const f32 d = dot<bfloat16, binary32>(P.block, P.k, a.data(), 1, b.data(), 1, 64, f32::from_bits(0));
+    ASSERT_EQ(d.bits, host_bits(expect + 0.0f));
+  }
+}
+
+// mma(): every element is the dot product of its row and column; gemm() with K > k chains
+// instructions; D may alias C.
+TEST(Api, MmaAndGemmAreDotProducts) {
+  const preset &P = *find_preset("sm80", instr_kind::mma, format_id::bf16, format_id::fp32);
+  gen g(9);
+  const tcref::fmt in = tcref::bf16, out = tcref::fp32;
+  std::vector<bf16> A(P.m * P.k), B(P.k * P.n);
+  std::vector<f32> C(P.m * P.n), D(P.m * P.n);
+  for (auto &x : A) x = bf16::from_bits(g.normal(in, -5, 5));
+  for (auto &x : B) x = bf16::from_bits(g.normal(in, -5, 5));
+  for (auto &x : C) x = f32::from_bits(g.normal(out, -3, 3));
+  mma<bfloat16, binary32>(P, A.data(), B.data(), C.data(), D.data());
+  for (int i = 0; i < P.m; ++i)
+    for (int j = 0; j < P.n; ++j) {
+      std::vector<std::uint64_t> a(P.k), b(P.k);
+      for (int k = 0; k < P.k; ++k) a[k] = A[i * P.k + k].bits, b[k] = B[k * P.n + j].bits;
+      EXPECT_EQ(D[i * P.n + j].bits, ref_dot(P, a.data(), b.data(), P.k, C[i * P.n + j].bits));
+    }
+  // GEMM 5 x 3 x 37 (K not a multiple of k: zero padding), in place.
+  const int M = 5, N = 3, K = 37;
+  std::vector<bf16> GA(M * K), GB(K * N);
+  std::vector<f32> GC(M * N);
+  for (auto &x : GA) x = bf16::from_bits(g.normal(in, -5, 5));
+  for (auto &x : GB) x = bf16::from_bits(g.normal(in, -5, 5));
+  for (auto &x : GC) x = f32::from_bits(g.normal(out, -3, 3));
+  const std::vector<f32> C0 = GC;
+  gemm<bfloat16, binary32>(P, M, N, K, GA.data(), K, GB.data(), N, GC.data(), N, GC.data(), N);
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j) {
+      std::vector<std::uint64_t> a(K), b(K);
+      for (int k = 0; k < K; ++k) a[k] = GA[i * K + k].bits, b[k] = GB[k * N + j].bits;
+      EXPECT_EQ(GC[i * N + j].bits, ref_dot(P, a.data(), b.data(), K, C0[i * N + j].bits));
+    }
+}
+
+// The trace of the A100 probe 1*1 + c, c = -2^-25 (two blocks of 8).
+TEST(Trace, BlockRecord) {
+  const preset &P = *find_preset("sm80", instr_kind::mma, format_id::bf16, format_id::fp32);
+  std::vector<bf16> a(16, bf16{}), b(16, bf16{});
+  a[0] = bf16::from_bits(0x3f80), b[0] = bf16::from_bits(0x3f80);
+  a[1] = bf16::from_bits(0x3f80), b[1] = bf16::from_bits(0x3380); // 2^-24
+  std::vector<block_trace> seen;
+  auto tr = make_block_tracer([&](const block_trace &t) { seen.push_back(t); });
+  // c = -(2^-25 + 2^-48): both bits lie below the lsb 2^-24.
+  const f32 c = f32::from_bits(0xb3000001);
+  const f32 d = dot<bfloat16, binary32>(P.block, P.k, a.data(), 1, b.data(), 1, 16, c, tr);
+  ASSERT_EQ(seen.size(), 2u);
+  const block_trace &t0 = seen[0];
+  EXPECT_EQ(t0.block, 0);
+  EXPECT_EQ(t0.k0, 0);
+  EXPECT_EQ(t0.n_products, 8);
+  EXPECT_FALSE(t0.special);
+  EXPECT_EQ(t0.max_exp, 0);
+  EXPECT_EQ(t0.lsb_exp, -24);
+  EXPECT_EQ(t0.aligned_sum, (1 << 24) + 1); // 1 + 2^-24; c is cut to 0
+  EXPECT_EQ(t0.sum_value, 1.0 + 0x1p-24);
+  EXPECT_EQ(t0.terms[0].exp, 0);
+  EXPECT_LE(t0.terms[0].shift, 0);
+  EXPECT_EQ(t0.terms[0].lost, 0.0);
+  EXPECT_EQ(t0.terms[1].exp, -24);
+  EXPECT_TRUE(t0.terms[2].zero);
+  EXPECT_EQ(t0.terms[2].exp, P.block.e_zero);
+  EXPECT_EQ(t0.terms[8].exp, -25);                    // c
+  EXPECT_EQ(t0.terms[8].lost, -(0x1p-25 + 0x1p-48)); // all of c
+  EXPECT_EQ(t0.terms[8].shift, 24);                    // its 24 significant bits are all below 2^-24
+  EXPECT_EQ(t0.c_bits, 0xb3000001u);
+  EXPECT_EQ(t0.d_bits, 0x3f800000u);
+  EXPECT_EQ(t0.trunc_err, -0x1p-24); // 1 + 2^-24 truncated to 1
+  EXPECT_EQ(seen[1].block, 1);
+  EXPECT_EQ(seen[1].k0, 8);
+  EXPECT_EQ(seen[1].c_bits, 0x3f800000u);
+  EXPECT_EQ(seen[1].trunc_err, 0.0);
+  EXPECT_EQ(d.bits, 0x3f800000u);
+  // Ledger identities: exact = sum_value + sum(lost); d = sum_value + trunc_err.
+  double lost = 0;
+  for (int i = 0; i <= t0.n_products; ++i) lost += t0.terms[i].lost;
+  EXPECT_EQ(t0.sum_value + lost, 1.0 + 0x1p-24 - 0x1p-25 - 0x1p-48);
+  EXPECT_EQ(t0.sum_value + t0.trunc_err, 1.0);
+}
+
+TEST(Trace, SpecialBlockAndZeroCostDefault) {
+  static_assert(!no_block_trace::enabled);
+  const preset &P = *find_preset("sm90", instr_kind::mma, format_id::bf16, format_id::fp32);
+  std::vector<bf16> a(16, bf16{}), b(16, bf16{});
+  a[0] = bf16::from_bits(0x7f80);
+  int calls = 0;
+  bool special = false;
+  auto tr = make_block_tracer([&](const block_trace &t) { ++calls, special = t.special; });
+  EXPECT_EQ((dot<bfloat16, binary32>(P.block, P.k, a.data(), 1, b.data(), 1, 16, f32{}, tr).bits), 0x7fffffffu);
+  EXPECT_EQ(calls, 1);
+  EXPECT_TRUE(special);
+}
+
+// The model runs in constant expressions (the same code runs on the device).
+constexpr std::uint32_t constexpr_probe() {
+  bf16 a[16]{}, b[16]{};
+  a[0].bits = 0x3f80, b[0].bits = 0x3f80;
+  const preset &P = *find_preset("sm90", instr_kind::wgmma, format_id::bf16, format_id::fp32);
+  return dot<bfloat16, binary32>(P.block, P.k, a, 1, b, 1, 16, f32::from_bits(0xb3000000)).bits;
+}
+static_assert(constexpr_probe() == 0x3f7fffff); // [KM25] H100 probe, tests/tc/test_probes.cpp
+
+} // namespace

@@ -1,0 +1,342 @@
+// The probe suite: single-element MMAs (D[0][0], every k entry not named is zero) whose
+// published outcome tells the generations apart. Expected values are the published
+// findings, or are derived by hand from the published parameters (the derivation is in the
+// comment); none is computed by the model.
+//
+// Sources (docs/tensor-cores.md has the full list):
+//   [FHMP21] Fasi, Higham, Mikaitis, Pranesh, "Numerical behavior of NVIDIA tensor cores",
+//            PeerJ CS 7:e330 (2021).
+//   [KM25]   Khattak & Mikaitis, "Accurate Models of NVIDIA Tensor Cores", arXiv 2512.07004,
+//            and arXiv 2510.15884; MATLAB models (A100TC.m: block 8, 1 extra alignment bit,
+//            RZ, min exponent -132; H100TC.m: block 16, 2 extra bits, -133; tf32 blocks 4 and
+//            8; fp8 block 32 with 13 bits).
+//   [MMASIM] Xie et al., "MMA-Sim", arXiv 2511.10909 (fraction bits Volta 23,
+//            Turing/Ampere/Ada 24, Hopper/Blackwell 25; Ampere/Ada split k into halves, first
+//            half first; Ada fp8 and Hopper wgmma fp8: 13 bits, FP32 output cut to 13 bits;
+//            NaN results 0x7fffffff / 0x7fff).
+//   [DSV3]   DeepSeek-V3 technical report, arXiv 2412.19437 s3.3.2 (H800 FP8 accumulation
+//            keeps about 14 bits).
+#include <initializer_list>
+#include <utility>
+
+#include <gtest/gtest.h>
+
+#include "common.hpp"
+
+namespace {
+
+using namespace tctest;
+using entry = std::pair<int, std::uint64_t>; // (k index, bit pattern)
+
+const preset &get(const char *arch, instr_kind kind, format_id in, format_id out = format_id::fp32) {
+  const preset *p = find_preset(arch, kind, in, out);
+  if (!p) throw std::runtime_error(std::string("no preset ") + arch);
+  return *p;
+}
+
+// D[0][0] of one instruction of preset P: A row 0 and B column 0 hold the given entries.
+std::uint64_t probe(const preset &P, std::initializer_list<entry> a, std::initializer_list<entry> b, std::uint64_t c) {
+  std::vector<std::uint64_t> va(P.k, 0), vb(P.k, 0);
+  for (auto [k, v] : a) va.at(k) = v;
+  for (auto [k, v] : b) vb.at(k) = v;
+  return model_dot(P, va.data(), vb.data(), P.k, c);
+}
+
+// Every (arch, kind) with a bf16 -> fp32 preset, and its generation's F.
+struct bf16_case {
+  const char *arch;
+  instr_kind kind;
+  int F;
+};
+const bf16_case bf16_presets[] = {{"sm80", instr_kind::mma, 24},   {"sm86", instr_kind::mma, 24},
+                                  {"sm89", instr_kind::mma, 24},   {"sm90", instr_kind::mma, 25},
+                                  {"sm90", instr_kind::wgmma, 25}, {"sm100", instr_kind::tcgen05, 25}};
+
+// bf16 bit patterns.
+constexpr std::uint64_t one = 0x3f80, half = 0x3f00, neg_bit = 0x8000;
+constexpr std::uint64_t bf16_pow2(int e) { return std::uint64_t(e + 127) << 7; }
+// fp32 bit patterns.
+constexpr std::uint64_t f32_pow2(int e) { return std::uint64_t(e + 127) << 23; }
+
+// ---------------------------------------------------------------------------
+// F probes.
+
+// 1*1 + c, c = -(1 - 2^-24): V100 0x34000000 (c cut to 23 bits: 1 - 2^-23), A100/H100
+// 0x33800000 (at least one extra bit) [FHMP21][KM25].
+TEST(ProbeF, OneMinusUlpHalf) {
+  for (const auto &pc : bf16_presets)
+    EXPECT_EQ(probe(get(pc.arch, pc.kind, format_id::bf16), {{0, one}}, {{0, one}}, 0xbf7fffff), 0x33800000u)
+        << pc.arch;
+  // fp16 inputs.
+  EXPECT_EQ(probe(get("sm70", instr_kind::mma, format_id::fp16), {{0, 0x3c00}}, {{0, 0x3c00}}, 0xbf7fffff),
+            0x34000000u);
+  EXPECT_EQ(probe(get("sm75", instr_kind::mma, format_id::fp16), {{0, 0x3c00}}, {{0, 0x3c00}}, 0xbf7fffff),
+            0x33800000u);
+  EXPECT_EQ(probe(get("sm80", instr_kind::mma, format_id::fp16), {{0, 0x3c00}}, {{0, 0x3c00}}, 0xbf7fffff),
+            0x33800000u);
+  EXPECT_EQ(probe(get("sm90", instr_kind::mma, format_id::fp16), {{0, 0x3c00}}, {{0, 0x3c00}}, 0xbf7fffff),
+            0x33800000u);
+}
+
+// 1*1 + c, c = -2^-25: A100 0x3f800000 (F = 24: c cut to 0), H100 0x3f7fffff (F = 25: 1 - 2^-25,
+// then truncated to FP32) [KM25][MMASIM].
+TEST(ProbeF, MinusTwoToMinus25) {
+  for (const auto &pc : bf16_presets)
+    EXPECT_EQ(probe(get(pc.arch, pc.kind, format_id::bf16), {{0, one}}, {{0, one}}, 0xb3000000),
+              pc.F == 24 ? 0x3f800000u : 0x3f7fffffu)
+        << pc.arch << " " << to_string(pc.kind);
+}
+
+// c = 1, products 2^-24*1 + 2^-24*(1/2) + 2^-24*(1/2): A100 0x3f800000 (the 2^-25 terms are cut),
+// H100 0x3f800001 (1 + 2^-24 + 2^-25 + 2^-25 = 1 + 2^-23) [KM25][MMASIM].
+TEST(ProbeF, ThreeSmallProducts) {
+  for (const auto &pc : bf16_presets)
+    EXPECT_EQ(probe(get(pc.arch, pc.kind, format_id::bf16), {{0, bf16_pow2(-24)}, {1, bf16_pow2(-24)}, {2, bf16_pow2(-24)}},
+                    {{0, one}, {1, half}, {2, half}}, 0x3f800000),
+              pc.F == 24 ? 0x3f800000u : 0x3f800001u)
+        << pc.arch;
+}
+
+// fp8: F = 13 [MMASIM][KM25]; [DSV3] reports about 14 bits kept on H800.
+// 1*1 + 2^-13 keeps the small product (1 + 2^-13 = 0x3f800400 in the 13-bit output);
+// 1*1 + 2^-14 loses it (0x3f800000).
+TEST(ProbeF, Fp8ThirteenBits) {
+  const std::uint64_t e4_one = 0x38, e4_2m6 = 0x08, e4_2m7 = 0x04, e4_2m8 = 0x02; // 1, 2^-6, 2^-7, 2^-8
+  for (auto [arch, kind] : {std::pair{"sm89", instr_kind::mma}, std::pair{"sm90", instr_kind::mma},
+                            std::pair{"sm90", instr_kind::wgmma}}) {
+    const preset &P = get(arch, kind, format_id::e4m3);
+    EXPECT_EQ(probe(P, {{0, e4_one}, {1, e4_2m6}}, {{0, e4_one}, {1, e4_2m7}}, 0), 0x3f800400u) << arch;
+    EXPECT_EQ(probe(P, {{0, e4_one}, {1, e4_2m6}}, {{0, e4_one}, {1, e4_2m8}}, 0), 0x3f800000u) << arch;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Block-size probes: c = 1 + 2^-23, a0*b0 = 1, a small 2^-23 product at index L-1 (same block:
+// 2 + 2^-22, exact: 0x40000001) or at index L (next block: the first block gives 2 + 2^-23,
+// truncated to 2; the second cuts 2^-23 below F bits of 2^1: 0x40000000) [KM25][MMASIM].
+TEST(ProbeBlockSize, SmallProductSlides) {
+  struct bcase {
+    const char *arch;
+    instr_kind kind;
+    format_id in;
+    std::uint64_t one, small_a, small_b; // small_a * small_b = 2^-23
+    int L;                               // published block size
+  };
+  const std::uint64_t tf_one = 0x3f800000 >> 13, tf_small = f32_pow2(-23) >> 13;
+  const bcase cases[] = {
+      {"sm70", instr_kind::mma, format_id::fp16, 0x3c00, 0x0c00 /*2^-12*/, 0x1000 /*2^-11*/, 4},
+      {"sm75", instr_kind::mma, format_id::fp16, 0x3c00, 0x0c00, 0x1000, 8},
+      {"sm80", instr_kind::mma, format_id::bf16, one, bf16_pow2(-23), one, 8},
+      {"sm80", instr_kind::mma, format_id::fp16, 0x3c00, 0x0c00, 0x1000, 8},
+      {"sm80", instr_kind::mma, format_id::tf32, tf_one, tf_small, tf_one, 4},
+      {"sm86", instr_kind::mma, format_id::bf16, one, bf16_pow2(-23), one, 8},
+      {"sm89", instr_kind::mma, format_id::bf16, one, bf16_pow2(-23), one, 8},
+      {"sm89", instr_kind::mma, format_id::tf32, tf_one, tf_small, tf_one, 4},
+      {"sm90", instr_kind::mma, format_id::bf16, one, bf16_pow2(-23), one, 16},
+      {"sm90", instr_kind::mma, format_id::fp16, 0x3c00, 0x0c00, 0x1000, 16},
+      {"sm90", instr_kind::mma, format_id::tf32, tf_one, tf_small, tf_one, 8},
+      {"sm90", instr_kind::wgmma, format_id::bf16, one, bf16_pow2(-23), one, 16},
+      {"sm90", instr_kind::wgmma, format_id::tf32, tf_one, tf_small, tf_one, 8},
+      {"sm100", instr_kind::tcgen05, format_id::bf16, one, bf16_pow2(-23), one, 16},
+      {"sm100", instr_kind::tcgen05, format_id::tf32, tf_one, tf_small, tf_one, 8},
+  };
+  const std::uint64_t c = 0x3f800001; // 1 + 2^-23
+  for (const bcase &bc : cases) {
+    const preset &P = get(bc.arch, bc.kind, bc.in);
+    ASSERT_EQ(P.block.L, bc.L) << bc.arch;
+    EXPECT_EQ(probe(P, {{0, bc.one}, {bc.L - 1, bc.small_a}}, {{0, bc.one}, {bc.L - 1, bc.small_b}}, c), 0x40000001u)
+        << bc.arch << " " << format_name_of(bc.in);
+    if (bc.L < P.k) // a second block exists inside the instruction
+      EXPECT_EQ(probe(P, {{0, bc.one}, {bc.L, bc.small_a}}, {{0, bc.one}, {bc.L, bc.small_b}}, c), 0x40000000u)
+          << bc.arch << " " << format_name_of(bc.in);
+    else // one block per instruction: the small product still counts
+      EXPECT_EQ(probe(P, {{0, bc.one}, {P.k - 1, bc.small_a}}, {{0, bc.one}, {P.k - 1, bc.small_b}}, c), 0x40000001u);
+  }
+}
+
+// fp8 blocks: Ada 16 (k32 split into halves) [MMASIM][KM25 L40STC.m], Hopper 32 [KM25 H100TC.m].
+// c = 1 + 2^-13, a0*b0 = 1, 2^-13 = 2^-6 * 2^-7 at index j: same block 2 + 2^-12 = 0x40000400;
+// next block: the first gives 2 + 2^-13, cut to 2 (13-bit output), the second cuts 2^-13: 0x40000000.
+TEST(ProbeBlockSize, Fp8) {
+  const std::uint64_t c = 0x3f800400; // 1 + 2^-13
+  const preset &ada = get("sm89", instr_kind::mma, format_id::e4m3);
+  EXPECT_EQ(probe(ada, {{0, 0x38}, {15, 0x08}}, {{0, 0x38}, {15, 0x04}}, c), 0x40000400u);
+  EXPECT_EQ(probe(ada, {{0, 0x38}, {16, 0x08}}, {{0, 0x38}, {16, 0x04}}, c), 0x40000000u);
+  for (instr_kind kind : {instr_kind::mma, instr_kind::wgmma}) {
+    const preset &hop = get("sm90", kind, format_id::e4m3);
+    EXPECT_EQ(probe(hop, {{0, 0x38}, {16, 0x08}}, {{0, 0x38}, {16, 0x04}}, c), 0x40000400u);
+    EXPECT_EQ(probe(hop, {{0, 0x38}, {31, 0x08}}, {{0, 0x38}, {31, 0x04}}, c), 0x40000400u);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Order probes: +U at k = 0, 1 at k = 1, -U at k = L (U = 2^24, c = 0).
+// Blocks in increasing k: the first block sums U + 1 = 2^24 + 1 exactly and truncates it to
+// FP32 2^24, the second gives U - U = +0. The reverse order would give -U, then -U + U + 1 = 1.
+// One block (Hopper k16): U + 1 - U = 1 exactly. [MMASIM: Ampere/Ada k-halves, first half first]
+TEST(ProbeOrder, PlusMinusPairAcrossBlocks) {
+  const std::uint64_t U = bf16_pow2(24);
+  for (const char *arch : {"sm80", "sm86", "sm89"})
+    EXPECT_EQ(probe(get(arch, instr_kind::mma, format_id::bf16), {{0, U}, {1, one}, {8, U | neg_bit}},
+                    {{0, one}, {1, one}, {8, one}}, 0),
+              0x00000000u)
+        << arch;
+  EXPECT_EQ(probe(get("sm90", instr_kind::mma, format_id::bf16), {{0, U}, {1, one}, {8, U | neg_bit}},
+                  {{0, one}, {1, one}, {8, one}}, 0),
+            0x3f800000u);
+  // Instructions chain in increasing k too (GEMM reference, K = 32 on Hopper: two instructions).
+  const preset &H = get("sm90", instr_kind::mma, format_id::bf16);
+  std::vector<std::uint64_t> a(32, 0), b(32, one);
+  a[0] = U, a[1] = one, a[16] = U | neg_bit;
+  EXPECT_EQ(model_dot(H, a.data(), b.data(), 32, 0), 0x00000000u);
+  a[16] = 0, a[17] = U | neg_bit, a[0] = 0, a[18] = U, a[1] = 0, a[19] = one; // all in the second
+  EXPECT_EQ(model_dot(H, a.data(), b.data(), 32, 0), 0x3f800000u);
+}
+
+// ---------------------------------------------------------------------------
+// Final truncation: c = 1 + 2^-23 + 2^-22 plus three 1*1 products = 4 + 3*2^-23: truncation gives
+// 0x40800000, nearest would give 0x40800001 [FHMP21 (round toward zero)][KM25][MMASIM].
+TEST(ProbeOutput, FinalTruncation) {
+  for (const auto &pc : bf16_presets)
+    EXPECT_EQ(probe(get(pc.arch, pc.kind, format_id::bf16), {{0, one}, {1, one}, {2, one}}, {{0, one}, {1, one}, {2, one}},
+                    0x3f800003),
+              0x40800000u)
+        << pc.arch;
+  EXPECT_EQ(probe(get("sm70", instr_kind::mma, format_id::fp16), {{0, 0x3c00}, {1, 0x3c00}, {2, 0x3c00}},
+                  {{0, 0x3c00}, {1, 0x3c00}, {2, 0x3c00}}, 0x3f800003),
+            0x40800000u);
+}
+
+// FP16 output rounds to nearest even [KM25 (frmode 'rne' for fp16 output)][MMASIM]:
+// 1 + 1.5*2^-11 -> 0x3c01 (truncation would give 0x3c00); ties 1 + 2^-11 -> 0x3c00 (even),
+// 1 + 2^-10 + 2^-11 -> 0x3c02.
+TEST(ProbeOutput, Fp16OutputNearestEven) {
+  for (const char *arch : {"sm70", "sm75", "sm80", "sm89", "sm90"}) {
+    const preset &P = get(arch, instr_kind::mma, format_id::fp16, format_id::fp16);
+    EXPECT_EQ(probe(P, {{0, 0x3c00}}, {{0, 0x3c00}}, 0x1200), 0x3c01u) << arch;
+    EXPECT_EQ(probe(P, {{0, 0x3c00}}, {{0, 0x3c00}}, 0x1000), 0x3c00u) << arch;
+    EXPECT_EQ(probe(P, {{0, 0x3c00}}, {{0, 0x3c00}}, 0x1600), 0x3c02u) << arch;
+  }
+}
+
+// fp8 with FP32 output: the result keeps 13 fraction bits [MMASIM (f32_e8m13)][KM25 (neab -10)]:
+// 1 + 1 + 2^-13 = 2 + 2^-13 -> 2 (0x40000000), not 0x40000400.
+TEST(ProbeOutput, Fp8OutputThirteenBits) {
+  for (auto [arch, kind] : {std::pair{"sm89", instr_kind::mma}, std::pair{"sm90", instr_kind::mma},
+                            std::pair{"sm90", instr_kind::wgmma}}) {
+    EXPECT_EQ(probe(get(arch, kind, format_id::e4m3), {{0, 0x38}, {1, 0x38}, {2, 0x08}}, {{0, 0x38}, {1, 0x38}, {2, 0x04}},
+                    0),
+              0x40000000u)
+        << arch;
+    // e5m2: 2^-13 is a normal e5m2 number (0x08).
+    EXPECT_EQ(probe(get(arch, kind, format_id::e5m2), {{0, 0x3c}, {1, 0x3c}, {2, 0x08}}, {{0, 0x3c}, {1, 0x3c}, {2, 0x3c}},
+                    0),
+              0x40000000u)
+        << arch;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// No overflow inside a block: 2^100*2^100 - 2^100*2^100 + 1 = +0 (the products are not rounded
+// to FP32; c is cut at alignment to 2^200) [notes: Khattak & Mikaitis / MMA-Sim].
+TEST(ProbeRange, NoOverflowInsideBlock) {
+  const std::uint64_t big = bf16_pow2(100);
+  for (const auto &pc : bf16_presets)
+    EXPECT_EQ(probe(get(pc.arch, pc.kind, format_id::bf16), {{0, big}, {1, big | neg_bit}}, {{0, big}, {1, big}},
+                    0x3f800000),
+              0x00000000u)
+        << pc.arch;
+}
+
+// 2^127*1 + 2^127 = 2^128: past FP32 range -> +Inf (0x7f800000).
+TEST(ProbeRange, OverflowToInf) {
+  for (const auto &pc : bf16_presets) {
+    EXPECT_EQ(probe(get(pc.arch, pc.kind, format_id::bf16), {{0, bf16_pow2(127)}}, {{0, one}}, f32_pow2(127)),
+              0x7f800000u);
+    EXPECT_EQ(probe(get(pc.arch, pc.kind, format_id::bf16), {{0, bf16_pow2(127) | neg_bit}}, {{0, one}},
+                    f32_pow2(127) | 0x80000000u),
+              0xff800000u);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Zero-term exponent [KM25: minimum alignment exponent -132 (A100), -133 (H100)]:
+// c = +0 (a zero term), products 2^-149 and -2^t. The zero term puts emax at e_zero, so the
+// block lsb is 2^(e_zero - F) = 2^-156 (A100) or 2^-158 (H100):
+//   t one below that lsb: -2^t is cut, the sum is 2^-149 -> 0x00000001;
+//   t at that lsb: 2^-149 - 2^t truncates to +0.
+// (If zero terms did not take part, emax would be -149 and both would give +0.)
+TEST(ProbeZeroTerm, ExponentOfZeroTerms) {
+  for (const auto &pc : bf16_presets) {
+    const preset &P = get(pc.arch, pc.kind, format_id::bf16);
+    const int lsb = pc.F == 24 ? -156 : -158;
+    const std::uint64_t a0 = bf16_pow2(-75), b0 = bf16_pow2(-74), a1 = bf16_pow2(-80) | neg_bit;
+    EXPECT_EQ(probe(P, {{0, a0}, {1, a1}}, {{0, b0}, {1, bf16_pow2(lsb - 1 + 80)}}, 0), 0x00000001u) << pc.arch;
+    EXPECT_EQ(probe(P, {{0, a0}, {1, a1}}, {{0, b0}, {1, bf16_pow2(lsb + 80)}}, 0), 0x00000000u) << pc.arch;
+    // A nonzero c (exponent >= -126) outranks e_zero: emax = -126, the lsb is 2^-150 (F = 24) or
+    // 2^-151 (F = 25); -2^t is cut all the same and c + 2^-149 = 4*2^-149.
+    EXPECT_EQ(probe(P, {{0, a0}, {1, a1}}, {{0, b0}, {1, bf16_pow2(lsb - 1 + 80)}}, 0x00000003), 0x00000004u);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Subnormals: inputs decode with the format's emin; products and results are not flushed
+// [KM25 (subnormal products on, subnormal outputs on)][FHMP21].
+TEST(ProbeSubnormal, SubnormalInputsAndResults) {
+  for (const auto &pc : bf16_presets) {
+    const preset &P = get(pc.arch, pc.kind, format_id::bf16);
+    // bf16 0x0001 = 2^-133; times 1 = 2^-133 = FP32 subnormal 0x00010000.
+    EXPECT_EQ(probe(P, {{0, 0x0001}}, {{0, one}}, 0), 0x00010000u);
+    // A subnormal c passes a block of zero products unchanged.
+    EXPECT_EQ(probe(P, {}, {}, 0x00000003), 0x00000003u);
+    EXPECT_EQ(probe(P, {}, {}, 0x80000003), 0x80000003u);
+    // Subnormal + subnormal.
+    EXPECT_EQ(probe(P, {{0, 0x0001}}, {{0, one}}, 0x00000005), 0x00010005u);
+  }
+  // fp16: subnormal 2^-24 (0x0001) * 2^-1 = 2^-25, an FP32 normal.
+  EXPECT_EQ(probe(get("sm80", instr_kind::mma, format_id::fp16), {{0, 0x0001}}, {{0, 0x3800}}, 0), f32_pow2(-25));
+  // fp16 output: 2^-24 * 1/2 = 2^-25 is a tie between 0 and the smallest subnormal: even -> +0;
+  // 3*2^-24 * 1/2 = 1.5*2^-24 -> 2*2^-24 (0x0002).
+  EXPECT_EQ(probe(get("sm80", instr_kind::mma, format_id::fp16, format_id::fp16), {{0, 0x0001}}, {{0, 0x3800}}, 0),
+            0x0000u);
+  EXPECT_EQ(probe(get("sm80", instr_kind::mma, format_id::fp16, format_id::fp16), {{0, 0x0003}}, {{0, 0x3800}}, 0),
+            0x0002u);
+}
+
+// ---------------------------------------------------------------------------
+// Specials: NaN input, Inf*0 and +Inf + -Inf give NaN; MMA-Sim emits the all-ones NaN
+// 0x7fffffff (0x7fff for FP16 output) [MMASIM]; Inf propagates with its sign. (The NaN
+// payload and the sign of zero are predictions until seen on a device: docs/tensor-cores.md.)
+TEST(ProbeSpecial, NaNAndInf) {
+  for (const auto &pc : bf16_presets) {
+    const preset &P = get(pc.arch, pc.kind, format_id::bf16);
+    EXPECT_EQ(probe(P, {{0, 0x7fc0}}, {{0, one}}, 0), 0x7fffffffu);
+    EXPECT_EQ(probe(P, {{3, 0xffc1}}, {{0, one}}, 0x3f800000), 0x7fffffffu);         // NaN times 0
+    EXPECT_EQ(probe(P, {{0, 0x7f80}}, {{0, 0}}, 0), 0x7fffffffu);                     // Inf * 0
+    EXPECT_EQ(probe(P, {{0, 0x7f80}}, {{0, one}}, 0xff800000), 0x7fffffffu);          // +Inf + -Inf
+    EXPECT_EQ(probe(P, {{0, 0x7f80}}, {{0, one | neg_bit}}, 0xff800000), 0xff800000u); // -Inf + -Inf
+    EXPECT_EQ(probe(P, {{0, 0x7f80}}, {{0, one}}, 0x3f800000), 0x7f800000u);          // Inf + 1
+    EXPECT_EQ(probe(P, {}, {}, 0x7f800001), 0x7fffffffu);                             // NaN c
+    EXPECT_EQ(probe(P, {{0, one}}, {{0, one}}, 0xff800000), 0xff800000u);             // -Inf c
+  }
+  // e4m3 has no Inf: its NaN is S.1111.111.
+  EXPECT_EQ(probe(get("sm90", instr_kind::wgmma, format_id::e4m3), {{0, 0x7f}}, {{0, 0x38}}, 0), 0x7fffffffu);
+  EXPECT_EQ(probe(get("sm90", instr_kind::wgmma, format_id::e4m3, format_id::fp16), {{0, 0xff}}, {{0, 0x38}}, 0),
+            0x7fffu);
+  // e4m3 0x7e = 448 is finite: 448*448 = 200704 exactly.
+  EXPECT_EQ(probe(get("sm90", instr_kind::wgmma, format_id::e4m3), {{0, 0x7e}}, {{0, 0x7e}}, 0), 0x48440000u);
+  // fp16 output overflow: 2^15 * 4 = 2^17 -> +Inf 0x7c00.
+  EXPECT_EQ(probe(get("sm80", instr_kind::mma, format_id::fp16, format_id::fp16), {{0, 0x7800}}, {{0, 0x4400}}, 0),
+            0x7c00u);
+}
+
+// Exact cancellation gives +0, also from negative zeros [notes: "An exact zero sum gives +0"].
+TEST(ProbeSpecial, ZeroSumIsPositiveZero) {
+  for (const auto &pc : bf16_presets) {
+    const preset &P = get(pc.arch, pc.kind, format_id::bf16);
+    EXPECT_EQ(probe(P, {{0, one}}, {{0, one}}, 0xbf800000), 0x00000000u);
+    EXPECT_EQ(probe(P, {{0, neg_bit}}, {{0, one}}, 0x80000000), 0x00000000u);
+  }
+}
+
+} // namespace
