@@ -1,0 +1,481 @@
+// bf16emu attention: the forward pass (standard, FlashAttention-2, stabilized) under the
+// exact / fp32 / paper / fa2 policies, for one head. See docs/attention.md.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "bf16emu/attention/arith.hpp"
+#include "bf16emu/attention/ledger.hpp"
+#include "bf16emu/attention/policy.hpp"
+#include "bf16emu/attention/tc_adapter.hpp"
+
+namespace bf16emu::attention {
+
+enum class variant : std::uint8_t {
+  standard,   // materialised S and P: one tile of all rows and all keys
+  fa2,        // tiled Br x Bc, online softmax
+  stabilized, // fa2 with the stabilized max (Algorithm 1, beta)
+};
+
+inline const char *to_string(variant v) {
+  return v == variant::standard ? "standard" : v == variant::fa2 ? "fa2" : "stabilized";
+}
+
+// One head's inputs: row-major n x d, values held exactly in binary64.
+struct head_view {
+  long n = 0, d = 0;
+  const double *q = nullptr, *k = nullptr, *v = nullptr;
+};
+
+struct forward_config {
+  kernel_policy pol;
+  variant var = variant::fa2;
+  bool causal = false;
+  long trace_row = -1, trace_col = -1; // element trace O[T, i]; -1: off
+};
+
+struct forward_result {
+  std::vector<double> o;   // n x d, in the policy's output format (BF16, FP32 or binary64)
+  std::vector<double> lse; // n (natural log)
+  std::vector<trace_point> trace;
+  int out_frac_bits = 52; // 7 (BF16), 23 (FP32), 52 (binary64)
+};
+
+// Softmax scale as the policy holds it: RN32(1/sqrt(d)) for the rounded policies.
+inline double softmax_scale(const kernel_policy &p, long d) {
+  const double s = p.softmax_scale > 0 ? p.softmax_scale : 1.0 / std::sqrt(double(d));
+  return p.kind == policy_kind::exact ? s : double(float(s));
+}
+
+namespace fwd_detail {
+
+constexpr double ninf = -std::numeric_limits<double>::infinity();
+constexpr double log2e = 1.4426950408889634073599246810018921;
+
+struct tiles {
+  long br, bc;
+};
+inline tiles tile_sizes(const forward_config &c, long n) {
+  if (c.var == variant::standard) return {n, n};
+  return {std::max<long>(1, c.pol.block_m), std::max<long>(1, c.pol.block_n)};
+}
+
+inline bool masked(bool causal, long r, long j) { return causal && j > r; }
+
+// Keeps the binary64 reference accumulator of the traced element (same running max).
+struct trace_state {
+  bool on = false;
+  long row = -1, col = -1;
+  double exact = 0; // sum exp2((s_ex - m) c_ex) v
+  double m_ref = ninf;
+  long step = 0;
+  std::vector<trace_point> *out = nullptr;
+
+  // New block with running max m_new (unscaled score units, exp2 weight c_ex).
+  void rebase(bool rescale, double m_new, double c_ex) {
+    const double ma = m_new == ninf ? 0.0 : m_new;
+    if (rescale && m_ref != ninf) exact *= std::exp2((m_ref - ma) * c_ex);
+    m_ref = ma;
+  }
+  void add_exact(const double *q, const double *k, double v, long d, double c_ex) {
+    double s = 0;
+    for (long t = 0; t < d; ++t)
+      s += q[t] * k[t];
+    exact += std::exp2((s - m_ref) * c_ex) * v;
+  }
+  // paper policy: the FP32 partial sums of a block wait for the block's rescaled state.
+  struct pending_point {
+    long t;
+    double pbar, partial, exact;
+  };
+  std::vector<pending_point> pending;
+  void flush(double state) {
+    const double keep = exact;
+    for (const auto &p : pending) {
+      exact = p.exact;
+      emit(p.t, p.pbar, state + p.partial, false);
+    }
+    exact = keep;
+    pending.clear();
+  }
+  void emit_boundary(double value) {
+    if (out->empty()) return;
+    trace_point p = out->back();
+    p.step = step++, p.boundary = true, p.running = value, p.cum_error = value - p.exact;
+    out->push_back(p);
+  }
+  void emit(long t, double pbar, double running, bool boundary) {
+    trace_point p;
+    p.step = step++, p.t = t, p.pbar = pbar, p.boundary = boundary;
+    p.running = running, p.exact = exact, p.cum_error = running - exact;
+    out->push_back(p);
+  }
+};
+
+} // namespace fwd_detail
+
+// ---------------------------------------------------------------------------
+// exact / fp32 / fa2: the FlashAttention-2 form (unscaled scores, exp2 with c = scale*log2 e).
+
+template <class Obs>
+void forward_fa2_form(const forward_config &cfg, const head_view &h, forward_result &res, Obs &obs) {
+  using namespace fwd_detail;
+  const kernel_policy &pol = cfg.pol;
+  const policy_kind kind = pol.kind;
+  const bool exact = kind == policy_kind::exact, tc = kind == policy_kind::fa2;
+  const long n = h.n, d = h.d;
+  const f32_ops<Obs> o{&obs};
+  const tc_model model = tc_for(pol.arch);
+  const bool poly = pol.exp == exp_impl::poly_exp2;
+  const bool quad = pol.sum_order == reduce_order::quad_shuffle;
+
+  // Inputs in the policy's format.
+  std::vector<double> q(h.q, h.q + n * d), k(h.k, h.k + n * d), v(h.v, h.v + n * d);
+  std::vector<bf16> qb, kb, vb;
+  if (!exact) {
+    for (auto *a : {&q, &k, &v})
+      for (double &x : *a)
+        x = tc ? o.to16(x, site::input) : o.to32(x, site::input);
+  }
+  if (tc) {
+    qb.resize(q.size()), kb.resize(k.size()), vb.resize(v.size());
+    for (std::size_t i = 0; i < q.size(); ++i)
+      qb[i] = as_bf16(q[i]), kb[i] = as_bf16(k[i]), vb[i] = as_bf16(v[i]);
+  }
+  const double scale = softmax_scale(pol, d);
+  const double c = exact ? scale * log2e : double(float(scale * log2e));
+  const double c_ex = softmax_scale(kernel_policy{policy_kind::exact}, d) * log2e;
+
+  res.o.assign(n * d, 0.0);
+  res.lse.assign(n, 0.0);
+  res.out_frac_bits = exact ? 52 : tc ? 7 : 23;
+  const tiles ts = tile_sizes(cfg, n);
+
+  // Binary64 dot product of rows (for the exact policy and the trace reference).
+  auto dot64 = [&](const double *a, const double *b) {
+    double s = 0;
+    for (long i = 0; i < d; ++i)
+      s += a[i] * b[i];
+    return s;
+  };
+
+  std::vector<double> S, P, Pb;
+  std::vector<bf16> Pbf;
+  for (long i0 = 0; i0 < n; i0 += ts.br) {
+    const long i1 = std::min(n, i0 + ts.br);
+    const long rows = i1 - i0;
+    const long kv_end = cfg.causal ? std::min(n, i1) : n;
+    const long nblk = (kv_end + ts.bc - 1) / ts.bc;
+    std::vector<double> m(rows, ninf), l(rows * 4, 0.0), acc(rows * d, 0.0);
+    trace_state tr;
+    if (cfg.trace_row >= i0 && cfg.trace_row < i1) {
+      tr.on = true, tr.row = cfg.trace_row, tr.col = cfg.trace_col, tr.out = &res.trace;
+    }
+    for (long bi = 0; bi < nblk; ++bi) {
+      const long b = pol.kv == kv_order::reverse ? nblk - 1 - bi : bi;
+      const long j0 = b * ts.bc, j1 = std::min(kv_end, j0 + ts.bc), w = j1 - j0;
+      S.assign(w, 0.0), P.assign(w, 0.0), Pb.assign(w, 0.0), Pbf.assign(w, bf16{});
+      for (long r = 0; r < rows; ++r) {
+        const long row = i0 + r;
+        const double *qr = &q[row * d];
+        // 1-2. scores and mask
+        double mb = ninf;
+        for (long j = 0; j < w; ++j) {
+          if (masked(cfg.causal, row, j0 + j) || j0 + j >= n) {
+            S[j] = ninf;
+            continue;
+          }
+          if (exact)
+            S[j] = dot64(qr, &k[(j0 + j) * d]);
+          else if (tc)
+            S[j] =
+                of(tc_dot(model, &qb[row * d], 1, &kb[(j0 + j) * d], 1, int(d), f32{}, obs, site::qk, false));
+          else {
+            double s = 0;
+            for (long t = 0; t < d; ++t)
+              s = o.fma(qr[t], k[(j0 + j) * d + t], s, site::qk);
+            S[j] = s;
+          }
+          mb = std::max(mb, S[j]);
+        }
+        // 3. row max (stabilized: Algorithm 1 on this block)
+        if (cfg.var == variant::stabilized || pol.stabilized) {
+          if (mb != ninf) {
+            long rs = 0;
+            for (long j = 0; j < w; ++j)
+              rs += S[j] >= mb - pol.tie_tol;
+            if (rs > 1 && mb > 0)
+              mb = exact ? pol.beta * mb : o.mul(pol.beta, mb, site::row_max);
+            else if (rs > 1 && mb < 0)
+              mb = 0;
+          }
+        }
+        const double m_old = m[r];
+        const double m_new = std::max(m_old, mb);
+        // 4. rescale (not on the first block)
+        double alpha = 1;
+        if (bi > 0) {
+          const double mc = m_new == ninf ? 0.0 : m_new;
+          if (exact)
+            alpha = std::exp2((m_old - mc) * c);
+          else {
+            const double x = o.mul(o.sub(m_old, mc, site::rescale), c, site::rescale);
+            alpha = exp2_f32(o, x, poly, site::rescale);
+          }
+          for (long i = 0; i < d; ++i)
+            acc[r * d + i] = exact ? acc[r * d + i] * alpha : o.mul(acc[r * d + i], alpha, site::rescale);
+          for (int qd = 0; qd < 4; ++qd)
+            l[r * 4 + qd] = exact ? l[r * 4 + qd] * alpha : o.mul(l[r * 4 + qd], alpha, site::rescale);
+        }
+        m[r] = m_new;
+        // 5. exp
+        const double mc = m_new == ninf ? 0.0 : exact ? m_new * c : o.mul(m_new, c, site::row_max);
+        std::uint64_t live = 0, ones = 0;
+        for (long j = 0; j < w; ++j) {
+          if (S[j] == ninf) {
+            P[j] = 0;
+            continue;
+          }
+          ++live;
+          if (exact)
+            P[j] = std::exp2(S[j] * c - mc);
+          else {
+            const double x = pol.fma_contract ? o.fma(S[j], c, -mc, site::exp_arg)
+                                              : o.sub(o.mul(S[j], c, site::exp_arg), mc, site::exp_arg);
+            P[j] = exp2_f32(o, x, poly, site::exp);
+          }
+        }
+        // 6. row sum (lane sums for quad_shuffle; lane 0 only for sequential)
+        for (long j = 0; j < w; ++j) {
+          if (S[j] == ninf) continue;
+          const int lane = quad ? int((j % 8) / 2) : 0;
+          double &ls = l[r * 4 + lane];
+          ls = exact ? ls + P[j] : o.add(ls, P[j], site::row_sum, P[j] == 1.0);
+        }
+        // 7. P -> BF16
+        for (long j = 0; j < w; ++j) {
+          Pb[j] = (tc && S[j] != ninf) ? o.to16(P[j], site::p_to_bf16) : P[j];
+          if (Pb[j] == 1.0) ++ones;
+          if (tc) Pbf[j] = as_bf16(Pb[j]);
+        }
+        obs.count_p(live, ones);
+        // 8. O += P-bar V
+        const bool traced = tr.on && row == tr.row;
+        if (traced) tr.rebase(bi > 0, m_new, c_ex);
+        for (long i = 0; i < d; ++i) {
+          double &a = acc[r * d + i];
+          const bool ti = traced && i == tr.col;
+          if (tc) {
+            if (ti) {
+              double base = a, partial = 0;
+              long next = 0;
+              auto step = [&](int kend, f32 val) {
+                for (; next < kend && next < w; ++next) {
+                  const long t = j0 + next;
+                  if (S[next] != ninf) tr.add_exact(&q[row * d], &k[t * d], v[t * d + i], d, c_ex);
+                  partial += Pb[next] * v[t * d + i];
+                  const bool last = next + 1 == kend || next + 1 == w;
+                  tr.emit(t, Pb[next], last ? of(val) : base + partial, last);
+                }
+                base = of(val), partial = 0;
+              };
+              a = of(tc_dot(model, Pbf.data(), 1, &vb[j0 * d + i], d, int(w), as_f32(a), obs, site::pv, true,
+                            block_step<decltype(step)>{step}));
+            } else {
+              a = of(
+                  tc_dot(model, Pbf.data(), 1, &vb[j0 * d + i], d, int(w), as_f32(a), obs, site::pv, true));
+            }
+          } else {
+            for (long j = 0; j < w; ++j) {
+              if (S[j] == ninf) continue;
+              a = exact ? a + Pb[j] * v[(j0 + j) * d + i]
+                        : o.fma(Pb[j], v[(j0 + j) * d + i], a, site::pv, Pb[j] == 1.0);
+              if (ti) {
+                tr.add_exact(&q[row * d], &k[(j0 + j) * d], v[(j0 + j) * d + i], d, c_ex);
+                tr.emit(j0 + j, Pb[j], a, true);
+              }
+            }
+          }
+        }
+      }
+    }
+    // 9-12. final reduction, normalisation, output rounding, LSE
+    for (long r = 0; r < rows; ++r) {
+      const long row = i0 + r;
+      double lt;
+      if (exact)
+        lt = l[r * 4] + l[r * 4 + 1] + l[r * 4 + 2] + l[r * 4 + 3];
+      else if (quad)
+        lt = o.add(o.add(l[r * 4], l[r * 4 + 2], site::row_sum),
+                   o.add(l[r * 4 + 1], l[r * 4 + 3], site::row_sum), site::row_sum);
+      else
+        lt = l[r * 4];
+      const bool bad = lt == 0 || std::isnan(lt);
+      const double inv = exact                                         ? 1.0 / lt
+                         : bad                                         ? 1.0
+                         : pol.normalize == normalize_mode::reciprocal ? o.div(1.0, lt, site::normalize)
+                                                                       : 0.0;
+      for (long i = 0; i < d; ++i) {
+        const double a = acc[r * d + i];
+        double y;
+        if (exact)
+          y = a / lt;
+        else if (bad || pol.normalize == normalize_mode::reciprocal)
+          y = o.mul(a, inv, site::normalize);
+        else
+          y = o.div(a, lt, site::normalize);
+        if (tc) y = o.to16(y, site::o_to_bf16);
+        res.o[row * d + i] = y;
+      }
+      const double lse = bad ? std::numeric_limits<double>::infinity() : m[r] * scale + std::log(lt);
+      res.lse[row] = exact ? lse : double(float(lse));
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// paper: the arithmetic of the paper's attention.py (Qiu & Yao). Every tensor is BF16; each
+// elementwise operation is computed in FP32 and rounded to BF16; each matmul is an FP32 dot
+// product (sequential FMA here) rounded to BF16; the scores are scaled after the matmul.
+
+template <class Obs>
+void forward_paper(const forward_config &cfg, const head_view &h, forward_result &res, Obs &obs) {
+  using namespace fwd_detail;
+  const kernel_policy &pol = cfg.pol;
+  const long n = h.n, d = h.d;
+  const f32_ops<Obs> o{&obs};
+  std::vector<double> q(h.q, h.q + n * d), k(h.k, h.k + n * d), v(h.v, h.v + n * d);
+  for (auto *a : {&q, &k, &v})
+    for (double &x : *a)
+      x = o.to16(x, site::input);
+  const double scale = softmax_scale(pol, d);
+  const double c_ex = softmax_scale(kernel_policy{policy_kind::exact}, d) * log2e;
+  const double tol32 = double(float(pol.tie_tol));
+  res.o.assign(n * d, 0.0);
+  res.lse.assign(n, 0.0);
+  res.out_frac_bits = 7;
+  const tiles ts = tile_sizes(cfg, n);
+  // BF16 result of an FP32 operation: two roundings (FP32, then BF16), both under one site.
+  auto b16 = [&](double x32, site s, bool p1 = false) { return o.to16(x32, s, p1); };
+  auto exp16 = [&](double x, site s) { // torch.exp on BF16: expf, then BF16
+    const double y32 = rn_f32(o, std::exp(x), s);
+    return o.to16(y32, s, y32 == 1.0 || std::exp(x) == 1.0);
+  };
+
+  std::vector<double> S, P, pv(d);
+  for (long i0 = 0; i0 < n; i0 += ts.br) {
+    const long i1 = std::min(n, i0 + ts.br);
+    const long rows = i1 - i0;
+    const long kv_end = cfg.causal ? std::min(n, i1) : n;
+    const long nblk = (kv_end + ts.bc - 1) / ts.bc;
+    std::vector<double> m(rows, ninf), l(rows, 0.0), O(rows * d, 0.0);
+    trace_state tr;
+    if (cfg.trace_row >= i0 && cfg.trace_row < i1) {
+      tr.on = true, tr.row = cfg.trace_row, tr.col = cfg.trace_col, tr.out = &res.trace;
+    }
+    for (long bi = 0; bi < nblk; ++bi) {
+      const long b = pol.kv == kv_order::reverse ? nblk - 1 - bi : bi;
+      const long j0 = b * ts.bc, j1 = std::min(kv_end, j0 + ts.bc), w = j1 - j0;
+      S.assign(w, ninf), P.assign(w, 0.0);
+      for (long r = 0; r < rows; ++r) {
+        const long row = i0 + r;
+        double mb = ninf;
+        for (long j = 0; j < w; ++j) {
+          if (masked(cfg.causal, row, j0 + j)) continue;
+          double s = 0;
+          for (long t = 0; t < d; ++t)
+            s = o.fma(q[row * d + t], k[(j0 + j) * d + t], s, site::qk);
+          s = b16(s, site::qk);
+          S[j] = b16(o.mul(s, scale, site::scale), site::scale);
+          mb = std::max(mb, S[j]);
+        }
+        if ((cfg.var == variant::stabilized || pol.stabilized) && mb != ninf) {
+          // close_to_max = S >= (m - tol), the threshold a BF16 tensor op
+          const double thr = b16(o.sub(mb, tol32, site::row_max), site::row_max);
+          long rs = 0;
+          for (long j = 0; j < w; ++j)
+            rs += S[j] >= thr;
+          if (rs > 1 && mb > 0)
+            mb = b16(o.mul(pol.beta, mb, site::row_max), site::row_max);
+          else if (rs > 1 && mb < 0)
+            mb = 0;
+        }
+        const double m_old = m[r], m_new = std::max(m_old, mb);
+        std::uint64_t live = 0, ones = 0;
+        for (long j = 0; j < w; ++j) {
+          if (S[j] == ninf) continue;
+          ++live;
+          const double x = b16(o.sub(S[j], m_new, site::exp_arg), site::exp_arg);
+          P[j] = exp16(x, site::exp);
+          ones += P[j] == 1.0;
+        }
+        obs.count_p(live, ones);
+        const bool row_p1 = ones > 0;
+        // block row sum: FP32 sum, then BF16
+        double bs = 0;
+        for (long j = 0; j < w; ++j)
+          if (S[j] != ninf) bs = o.add(bs, P[j], site::row_sum, P[j] == 1.0);
+        bs = b16(bs, site::row_sum, row_p1);
+        const bool traced = tr.on && row == tr.row;
+        // P-bar V: FP32 dot products rounded to BF16
+        for (long i = 0; i < d; ++i) {
+          const bool ti = traced && i == tr.col;
+          double a = 0;
+          if (ti) tr.rebase(bi > 0, m_new / scale, c_ex);
+          for (long j = 0; j < w; ++j) {
+            if (S[j] == ninf) continue;
+            a = o.fma(P[j], v[(j0 + j) * d + i], a, site::pv, P[j] == 1.0);
+            if (ti) {
+              tr.add_exact(&q[row * d], &k[(j0 + j) * d], v[(j0 + j) * d + i], d, c_ex);
+              tr.pending.push_back({j0 + j, P[j], a, tr.exact});
+            }
+          }
+          pv[i] = b16(a, site::pv_to_bf16, row_p1);
+        }
+        // rescale and update
+        if (bi == 0) {
+          l[r] = bs;
+          for (long i = 0; i < d; ++i)
+            O[r * d + i] = o.to16(o.add(0.0, pv[i], site::o_update), site::o_update);
+        } else {
+          const double x = b16(o.sub(m_old, m_new, site::rescale), site::rescale);
+          const double al = o.to16(rn_f32(o, std::exp(x), site::rescale), site::rescale);
+          l[r] = b16(o.add(b16(o.mul(al, l[r], site::rescale), site::rescale), bs, site::row_sum),
+                     site::row_sum);
+          for (long i = 0; i < d; ++i) {
+            const double oi = b16(o.mul(O[r * d + i], al, site::rescale), site::rescale);
+            if (traced && i == tr.col) tr.flush(oi);
+            O[r * d + i] = b16(o.add(oi, pv[i], site::o_update), site::o_update, row_p1);
+          }
+        }
+        if (traced && bi == 0) tr.flush(0.0);
+        if (traced) tr.emit_boundary(O[r * d + tr.col]);
+        m[r] = m_new;
+      }
+    }
+    for (long r = 0; r < rows; ++r) {
+      const long row = i0 + r;
+      for (long i = 0; i < d; ++i) {
+        const double y32 = o.div(O[r * d + i], l[r], site::normalize);
+        res.o[row * d + i] = o.to16(y32, site::o_to_bf16);
+      }
+      const double lg = b16(o.to32(std::log(l[r]), site::lse), site::lse);
+      res.lse[row] = b16(o.add(lg, m[r], site::lse), site::lse);
+    }
+  }
+}
+
+// One head, any policy.
+template <class Obs> forward_result forward_head(const forward_config &cfg, const head_view &h, Obs &obs) {
+  forward_result r;
+  if (cfg.pol.kind == policy_kind::paper)
+    forward_paper(cfg, h, r, obs);
+  else
+    forward_fa2_form(cfg, h, r, obs);
+  return r;
+}
+
+} // namespace bf16emu::attention

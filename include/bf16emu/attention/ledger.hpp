@@ -1,0 +1,230 @@
+// bf16emu attention: the error ledger.
+//
+// A ledger counts every rounding of an attention run by *site* (where in the algorithm it
+// happened): how many roundings, how many made the value larger / smaller / left it exact,
+// how many were exact ties, and the sum of the signed errors (result - exact of that one
+// operation) in binary64 with compensation. Events whose operand involved P-bar = 1 exactly
+// are counted again apart. The ledger hooks into the core's tracer argument
+// (`site_tracer`) and takes per-block records of the tensor-core model (`record`).
+// With `null_observer` every hook compiles away.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "bf16emu/core.hpp"
+
+namespace bf16emu::attention {
+
+enum class site : std::uint8_t {
+  input,      // inputs converted to the policy's input format
+  qk,         // S = Q K^T: dot-product roundings (FP32 steps, tensor-core blocks, or to BF16)
+  scale,      // S * softmax_scale (paper policy)
+  row_max,    // max handling that rounds: m*c (fa2/fp32), beta*r_m (stabilized)
+  exp_arg,    // the exp argument: S - m (paper) or S*c - m*c (fa2/fp32)
+  exp,        // exp / exp2 results
+  row_sum,    // row sums of P (and l = alpha*l + rowsum in the paper policy)
+  p_to_bf16,  // P -> BF16 before P V (fa2)
+  pv,         // P-bar V accumulation (FP32 steps or tensor-core blocks)
+  pv_to_bf16, // the P-bar V block product rounded to BF16 (paper)
+  o_update,   // O + (P-bar V) in BF16 (paper)
+  rescale,    // alpha = exp(m_old - m_new) and O*alpha, l*alpha
+  normalize,  // O / l or O * (1/l)
+  o_to_bf16,  // final O -> BF16
+  lse,        // log-sum-exp
+  delta,      // delta = rowsum(dO o O)
+  backward,   // dP, dS, dQ, dK, dV roundings
+  count_
+};
+inline constexpr int site_count = int(site::count_);
+
+inline const char *to_string(site s) {
+  constexpr const char *names[] = {"input",     "qk",        "scale", "row_max",    "exp_arg",  "exp",
+                                   "row_sum",   "p_to_bf16", "pv",    "pv_to_bf16", "o_update", "rescale",
+                                   "normalize", "o_to_bf16", "lse",   "delta",      "backward"};
+  return names[int(s)];
+}
+
+// Binary64 sum with Neumaier compensation.
+struct comp_sum {
+  double s = 0, c = 0;
+  void add(double x) {
+    const double t = s + x;
+    c += std::fabs(s) >= std::fabs(x) ? (s - t) + x : (x - t) + s;
+    s = t;
+  }
+  double value() const { return s + c; }
+  void merge(const comp_sum &o) {
+    add(o.s);
+    add(o.c);
+  }
+};
+
+struct sign_counts {
+  std::uint64_t count = 0, pos = 0, neg = 0, zero = 0, ties = 0;
+  comp_sum sum;     // signed error
+  comp_sum sum_abs; // |error|
+  void add(double err_hi, double err_lo, bool tie) {
+    ++count;
+    const double e = err_hi + err_lo;
+    if (err_hi > 0 || (err_hi == 0 && err_lo > 0))
+      ++pos;
+    else if (err_hi < 0 || (err_hi == 0 && err_lo < 0))
+      ++neg;
+    else
+      ++zero;
+    if (tie) ++ties;
+    sum.add(err_hi);
+    sum.add(err_lo);
+    sum_abs.add(std::fabs(e));
+  }
+  void merge(const sign_counts &o) {
+    count += o.count, pos += o.pos, neg += o.neg, zero += o.zero, ties += o.ties;
+    sum.merge(o.sum);
+    sum_abs.merge(o.sum_abs);
+  }
+  double mean() const { return count ? sum.value() / double(count) : 0.0; }
+};
+
+struct site_stats {
+  sign_counts all;
+  sign_counts p_one; // the subset whose operands involved P-bar = 1 exactly
+  void merge(const site_stats &o) {
+    all.merge(o.all);
+    p_one.merge(o.p_one);
+  }
+};
+
+class ledger {
+public:
+  static constexpr bool enabled = true;
+  site_stats sites[site_count];
+  std::uint64_t p_entries = 0;       // unmasked P-bar entries
+  std::uint64_t p_one_entries = 0;   // ... equal to 1 exactly
+  std::uint64_t rows_with_p_one = 0; // (row, KV block) pairs with P-bar = 1 at least once
+  std::uint64_t rows_tied = 0;       // ... at least twice
+
+  void record(site s, const rounding_event &e, bool p1 = false) {
+    const bool tie = e.dec == decision::tie_down || e.dec == decision::tie_up;
+    sites[int(s)].all.add(e.err_hi, e.err_lo, tie);
+    if (p1) sites[int(s)].p_one.add(e.err_hi, e.err_lo, tie);
+  }
+  // An event computed outside the core (tensor-core block, exp polynomial): err = result - exact.
+  void record(site s, double err, bool tie, bool p1) {
+    sites[int(s)].all.add(err, 0.0, tie);
+    if (p1) sites[int(s)].p_one.add(err, 0.0, tie);
+  }
+  void count_p(std::uint64_t entries, std::uint64_t ones) {
+    p_entries += entries;
+    p_one_entries += ones;
+    if (ones >= 1) ++rows_with_p_one;
+    if (ones >= 2) ++rows_tied;
+  }
+  void merge(const ledger &o) {
+    for (int i = 0; i < site_count; ++i)
+      sites[i].merge(o.sites[i]);
+    p_entries += o.p_entries, p_one_entries += o.p_one_entries;
+    rows_with_p_one += o.rows_with_p_one, rows_tied += o.rows_tied;
+  }
+};
+
+// The "ledger off" observer: every call is a no-op and every tracer is disabled.
+struct null_observer {
+  static constexpr bool enabled = false;
+  void record(site, const rounding_event &, bool = false) {}
+  void record(site, double, bool, bool) {}
+  void count_p(std::uint64_t, std::uint64_t) {}
+};
+
+// A core tracer that files each event under one site.
+template <class Obs> struct site_tracer {
+  static constexpr bool enabled = Obs::enabled;
+  Obs *obs;
+  site s;
+  bool p1;
+  void operator()(const rounding_event &e) {
+    if constexpr (Obs::enabled) obs->record(s, e, p1);
+  }
+};
+
+// ---------------------------------------------------------------------------
+// Output error against the exact policy.
+
+struct error_summary {
+  std::uint64_t n = 0;
+  double mean_signed = 0, stderr_signed = 0, mean_abs = 0, max_abs = 0, rel_fro = 0;
+  std::uint64_t positive = 0, negative = 0, zero = 0;
+  std::map<int, std::uint64_t> ulp_hist; // signed error in ulps of the output format, clamped to +-8
+  double z() const { return stderr_signed > 0 ? mean_signed / stderr_signed : 0.0; }
+};
+
+// ulp of a value in a format with `frac_bits` fraction bits and exponent range of FP32/BF16;
+// 0 means no rounding (binary64 output): the histogram then holds only bin 0.
+inline double ulp_of(double x, int frac_bits) {
+  const double a = std::fabs(x);
+  int e = a > 0 ? std::ilogb(a) : -126;
+  if (e < -126) e = -126;
+  return std::ldexp(1.0, e - frac_bits);
+}
+
+// got vs want (exact), elementwise; out_frac_bits: fraction bits of the output format
+// (7 for BF16, 23 for FP32, 52 for binary64).
+inline error_summary summarize_error(const std::vector<double> &got, const std::vector<double> &want,
+                                     int out_frac_bits) {
+  error_summary r;
+  r.n = got.size();
+  if (r.n == 0) return r;
+  comp_sum s, sa, num, den;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double e = got[i] - want[i];
+    s.add(e);
+    sa.add(std::fabs(e));
+    num.add(e * e);
+    den.add(want[i] * want[i]);
+    if (std::fabs(e) > r.max_abs) r.max_abs = std::fabs(e);
+    if (e > 0)
+      ++r.positive;
+    else if (e < 0)
+      ++r.negative;
+    else
+      ++r.zero;
+    long u = std::lround(e / ulp_of(want[i], out_frac_bits));
+    if (u > 8) u = 8;
+    if (u < -8) u = -8;
+    ++r.ulp_hist[int(u)];
+  }
+  r.mean_signed = s.value() / double(r.n);
+  r.mean_abs = sa.value() / double(r.n);
+  comp_sum var;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double d = (got[i] - want[i]) - r.mean_signed;
+    var.add(d * d);
+  }
+  if (r.n > 1) r.stderr_signed = std::sqrt(var.value() / double(r.n - 1) / double(r.n));
+  r.rel_fro = den.value() > 0 ? std::sqrt(num.value() / den.value()) : 0.0;
+  return r;
+}
+
+// ---------------------------------------------------------------------------
+// Element trace: O[T, i] through its accumulation (the paper's figure 6).
+
+struct trace_point {
+  long step = 0;         // processing order
+  long t = 0;            // key position
+  double pbar = 0;       // P-bar[T, t] as used by the policy
+  bool boundary = false; // a rounding point of the accumulator (block end) follows this t
+  double running = 0;    // the policy's unnormalised accumulator for O[T, i] after t
+  double exact = 0;      // binary64 accumulator with the same running max
+  double cum_error = 0;  // running - exact
+};
+
+struct trace_request {
+  long row = -1, col = -1; // T, i; row < 0: off
+  long batch = 0, head = 0;
+  bool active() const { return row >= 0; }
+};
+
+} // namespace bf16emu::attention
