@@ -143,6 +143,25 @@ void BM_f32_to_bf16_bulk(benchmark::State &state) {
 }
 BENCHMARK(BM_f32_to_bf16_bulk);
 
+void BM_f32_to_bf16_convert_n(benchmark::State &state) {
+  const auto a = random_f32(kN, 5);
+  std::vector<f32> in(kN);
+  std::vector<bf16> out(kN);
+  for (std::size_t i = 0; i < kN; ++i)
+    in[i] = f32::from_bits(a[i]);
+  env e;
+  e.mode = static_cast<round_mode>(state.range(0));
+  for (auto _ : state) {
+    const std::uint8_t flags = convert_n(in.data(), out.data(), kN, e);
+    benchmark::DoNotOptimize(flags);
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(state.iterations() * kN);
+  state.SetLabel(to_string(e.mode));
+}
+BENCHMARK(BM_f32_to_bf16_convert_n)->DenseRange(0, round_mode_count - 1);
+
 } // namespace
 
 BENCHMARK_MAIN();

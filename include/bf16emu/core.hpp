@@ -3,6 +3,7 @@
 #pragma once
 
 #include "bf16emu/core/arith.hpp"
+#include "bf16emu/core/bulk.hpp"
 #include "bf16emu/core/compare.hpp"
 #include "bf16emu/core/config.hpp"
 #include "bf16emu/core/env.hpp"

@@ -26,7 +26,7 @@ BF16EMU_CXHD unrounded sum_terms(bool sign_a, std::int32_t ea, std::uint64_t sa,
   normalize_to(sa, ea, 61);
   normalize_to(sb, eb, 61);
   // Order by magnitude without branches (random data makes this a coin flip).
-  const bool swap = ea < eb || (ea == eb && sa < sb);
+  const bool swap = (ea < eb) | ((ea == eb) & (sa < sb));
   const bool sign_big = swap ? sign_b : sign_a;
   const std::int32_t e_big = swap ? eb : ea, e_small = swap ? ea : eb;
   const std::uint64_t big = swap ? sb : sa, small = swap ? sa : sb;

@@ -31,63 +31,88 @@ struct unrounded {
 };
 
 // Step 1: split the significand at the quantum 2^(exp + sh).
-struct cut_bits {
-  std::uint64_t kept;
-  bool guard, round, sticky;
-  std::uint32_t frac32; // floor(discarded fraction * 2^32), for stochastic rounding
+template <class U> struct cut_bits {
+  U kept;
+  std::uint8_t guard, round, sticky; // 0/1; not bool: GCC 12 will not vectorise loops over bool members
+  std::uint32_t frac32;              // floor(discarded fraction * 2^32), for stochastic rounding
 };
 
-BF16EMU_CXHD cut_bits cut(std::uint64_t sig, int sh, bool sticky_in) noexcept {
-  cut_bits c{};
+template <class U> BF16EMU_CXHD cut_bits<U> cut(U sig, int sh, bool sticky_in) noexcept {
+  constexpr int W = int(sizeof(U) * 8);
+  // Scalars and one aggregate return: GCC then keeps it all in registers and
+  // vectorises the bulk loops that call this.
+  U kept = 0;
+  bool guard = false, round = false, sticky = sticky_in;
+  std::uint32_t frac32 = 0;
   if (sh <= 0) {
-    c.kept = sig << -sh;
-    c.sticky = sticky_in;
-    return c;
+    kept = U(sig << -sh);
+  } else if (sh < W) {
+    // Bitwise, not short-circuit: G, R and S of random data are coin flips for a branch.
+    const U rem = sig & U((U{1} << sh) - 1);
+    const U half = U(U{1} << (sh - 1));
+    const U below_round = sh >= 2 ? U((half >> 1) - 1) : U{0};
+    kept = U(sig >> sh);
+    guard = (rem & half) != 0;
+    round = (rem & U(half >> 1)) != 0;
+    sticky = sticky_in | ((rem & below_round) != 0);
+    // rem < 2^sh, so for sh < 32 the left shift stays within 32 bits.
+    frac32 = sh >= 32 ? std::uint32_t(rem >> (sh >= 32 ? sh - 32 : 0)) : std::uint32_t(rem << (32 - sh));
+  } else { // everything is below the last kept bit
+    const U below_round = sh == W       ? U(sig & ((U{1} << (W - 2)) - 1))
+                          : sh == W + 1 ? U(sig & ((U{1} << (W - 1)) - 1))
+                                        : sig;
+    guard = sh == W && (sig >> (W - 1));
+    round = (sh == W && ((sig >> (W - 2)) & 1)) || (sh == W + 1 && (sig >> (W - 1)));
+    sticky = sticky_in || below_round != 0;
+    frac32 = (sh - 32) < W ? std::uint32_t(std::uint64_t(sig) >> (sh - 32)) : 0u;
   }
-  if (sh < 64) {
-    const std::uint64_t rem = sig & ((std::uint64_t{1} << sh) - 1);
-    c.kept = sig >> sh;
-    c.guard = (rem >> (sh - 1)) & 1;
-    c.round = sh >= 2 && ((rem >> (sh - 2)) & 1);
-    c.sticky = sticky_in || (sh >= 3 && (rem & ((std::uint64_t{1} << (sh - 2)) - 1)) != 0);
-    c.frac32 = sh >= 32 ? std::uint32_t(rem >> (sh - 32)) : std::uint32_t(rem << (32 - sh));
-    return c;
-  }
-  // Everything is below the last kept bit.
-  c.kept = 0;
-  c.guard = sh == 64 && (sig >> 63);
-  c.round = (sh == 64 && ((sig >> 62) & 1)) || (sh == 65 && (sig >> 63));
-  const std::uint64_t below_round = sh == 64   ? (sig & ((std::uint64_t{1} << 62) - 1))
-                                    : sh == 65 ? (sig & ((std::uint64_t{1} << 63) - 1))
-                                               : sig;
-  c.sticky = sticky_in || below_round != 0;
-  c.frac32 = (sh - 32) < 64 ? std::uint32_t(sig >> (sh - 32)) : 0u;
-  return c;
+  return cut_bits<U>{kept, std::uint8_t(guard), std::uint8_t(round), std::uint8_t(sticky), frac32};
 }
 
-// Step 2: the rounding decision for one mode, in sign-magnitude.
+// Step 2: the rounding decision. One rule per mode, in sign-magnitude: does the
+// magnitude go up by one ulp? Only asked when something was discarded.
+template <round_mode Mode, class U>
+BF16EMU_CXHD bool rounds_up(const cut_bits<U> &c, bool sign, std::uint32_t random) noexcept {
+  const bool lsb = (c.kept & 1) != 0;
+  if constexpr (Mode == round_mode::nearest_even)
+    return (c.guard & (c.round | c.sticky | lsb)) != 0;
+  else if constexpr (Mode == round_mode::nearest_away)
+    return c.guard != 0;
+  else if constexpr (Mode == round_mode::toward_zero)
+    return false;
+  else if constexpr (Mode == round_mode::upward)
+    return !sign;
+  else if constexpr (Mode == round_mode::downward)
+    return sign;
+  else if constexpr (Mode == round_mode::to_odd)
+    return !lsb; // setting the last bit of an even k
+  else
+    return ((std::uint64_t(c.frac32) + random) >> 32) != 0; // stochastic
+}
+
 struct decided {
   std::uint64_t kept; // rounded significand (may equal 2^precision after a carry)
   decision dec;
 };
 
-BF16EMU_CXHD decided decide(const cut_bits &c, bool sign, const env &e) noexcept {
-  const bool inexact = c.guard || c.round || c.sticky;
-  if (!inexact) return {c.kept, decision::exact};
+BF16EMU_CXHD decided decide(const cut_bits<std::uint64_t> &c, bool sign, const env &e) noexcept {
+  const bool inexact = (c.guard | c.round | c.sticky) != 0;
   const bool tie = c.guard && !c.round && !c.sticky;
   bool up = false;
   switch (e.mode) {
-  case round_mode::nearest_even: up = c.guard && (c.round || c.sticky || (c.kept & 1)); break;
-  case round_mode::nearest_away: up = c.guard; break;
-  case round_mode::toward_zero: up = false; break;
-  case round_mode::upward: up = !sign; break;
-  case round_mode::downward: up = sign; break;
-  case round_mode::to_odd: up = (c.kept & 1) == 0; break; // setting the last bit of an even k
-  case round_mode::stochastic: up = ((std::uint64_t(c.frac32) + e.random) >> 32) != 0; break;
+  case round_mode::nearest_even: up = rounds_up<round_mode::nearest_even>(c, sign, e.random); break;
+  case round_mode::nearest_away: up = rounds_up<round_mode::nearest_away>(c, sign, e.random); break;
+  case round_mode::toward_zero: up = rounds_up<round_mode::toward_zero>(c, sign, e.random); break;
+  case round_mode::upward: up = rounds_up<round_mode::upward>(c, sign, e.random); break;
+  case round_mode::downward: up = rounds_up<round_mode::downward>(c, sign, e.random); break;
+  case round_mode::to_odd: up = rounds_up<round_mode::to_odd>(c, sign, e.random); break;
+  case round_mode::stochastic: up = rounds_up<round_mode::stochastic>(c, sign, e.random); break;
   }
   const bool nearest = e.mode == round_mode::nearest_even || e.mode == round_mode::nearest_away;
-  decision d = up ? decision::up : decision::down;
-  if (tie && nearest) d = up ? decision::tie_up : decision::tie_down;
+  up &= inexact;
+  const decision d = !inexact        ? decision::exact
+                     : tie & nearest ? (up ? decision::tie_up : decision::tie_down)
+                                     : (up ? decision::up : decision::down);
   return {c.kept + (up ? 1u : 0u), d};
 }
 
@@ -128,7 +153,7 @@ BF16EMU_CXHD result<F> round_pack(const unrounded &x, const env &e, Tr &tr, op_k
 
   const int lead = x.exp + msb(sig);                   // floor(log2 |x|)
   const int q = (lead < F::emin ? F::emin : lead) - M; // exponent of the last kept bit
-  const cut_bits c = cut(sig, q - x.exp, sticky_in);
+  const cut_bits<std::uint64_t> c = cut(sig, q - x.exp, sticky_in);
   const decided d = decide(c, x.sign, e);
   const bool inexact = d.dec != decision::exact;
 

@@ -23,20 +23,25 @@ template <class F> BF16EMU_CXHD unpacked unpack(fp<F> x, const env &e) noexcept 
   u.sign = x.sign();
   const int biased = x.biased_exp();
   const std::uint64_t frac = x.frac();
+  // Fast path: normal numbers (one unsigned compare). In fn formats the top exponent
+  // code holds normal numbers too, all but the NaN pattern.
+  constexpr unsigned top_normal = unsigned(F::has_inf ? F::exp_field_max - 1 : F::exp_field_max);
+  if (unsigned(biased - 1) < top_normal && (F::has_inf || !x.is_nan())) {
+    u.k = kind::finite;
+    u.sig = frac | (std::uint64_t{1} << F::frac_bits);
+    u.exp = biased - F::bias - F::frac_bits;
+    return u;
+  }
   if (x.is_nan()) {
     u.k = kind::nan;
   } else if (x.is_inf()) {
     u.k = kind::inf;
-  } else if (biased == 0) {
+  } else { // biased == 0
     const bool daz =
         (static_cast<unsigned>(e.subnormal) & static_cast<unsigned>(subnormals::inputs_as_zero)) != 0;
     u.k = (frac == 0 || daz) ? kind::zero : kind::finite;
     u.sig = frac;
     u.exp = F::emin - F::frac_bits;
-  } else {
-    u.k = kind::finite;
-    u.sig = frac | (std::uint64_t{1} << F::frac_bits);
-    u.exp = biased - F::bias - F::frac_bits;
   }
   return u;
 }
