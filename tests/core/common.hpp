@@ -101,3 +101,62 @@ inline env random_env(rng &r, round_mode m) {
 }
 
 } // namespace coretest
+
+#include <atomic>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace coretest {
+
+// Collects mismatches from several threads; keeps the first few messages.
+struct tally {
+  std::atomic<long long> cases{0}, bad{0};
+  std::mutex mu;
+  std::vector<std::string> msgs;
+  void fail(const std::string &m) {
+    ++bad;
+    std::lock_guard<std::mutex> lk(mu);
+    if (msgs.size() < 20) msgs.push_back(m);
+  }
+  std::string report() {
+    std::string s;
+    for (auto &m : msgs)
+      s += m + "\n";
+    return s;
+  }
+};
+
+// Runs body(i) for i in [0, n) on hardware_concurrency threads (interleaved chunks).
+inline void parallel_for(long long n, const std::function<void(long long)> &body) {
+  unsigned t = std::thread::hardware_concurrency();
+  if (t == 0) t = 1;
+  std::atomic<long long> next{0};
+  const long long chunk = 64;
+  std::vector<std::thread> pool;
+  for (unsigned k = 0; k < t; ++k)
+    pool.emplace_back([&] {
+      for (;;) {
+        const long long lo = next.fetch_add(chunk);
+        if (lo >= n) return;
+        const long long hi = lo + chunk < n ? lo + chunk : n;
+        for (long long i = lo; i < hi; ++i)
+          body(i);
+      }
+    });
+  for (auto &th : pool)
+    th.join();
+}
+
+// Compares a core result with an oracle result; on mismatch describes the case via what().
+template <class R, class What>
+inline void check_result(tally &t, const R &got, const oracle::result &want, What &&what) {
+  ++t.cases;
+  if (std::uint64_t(got.value.bits) != want.bits || got.flags != want.flags) {
+    t.fail(what() + ": core " + hex(got.value.bits) + " flags " + oracle::flags_string(got.flags) +
+           ", oracle " + hex(want.bits) + " flags " + oracle::flags_string(want.flags));
+  }
+}
+
+} // namespace coretest
