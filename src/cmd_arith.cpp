@@ -1,0 +1,103 @@
+// bf16emu CLI: add, sub, mul, fma, div, sqrt, convert on single values, with the full
+// rounding trace. The work is done by support/arith_report (shared with `bf16emu paper`).
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "command.hpp"
+#include "support/arith_report.hpp"
+#include "support/error.hpp"
+#include "support/json.hpp"
+#include "support/names.hpp"
+#include "support/number.hpp"
+
+namespace bf16emu::cli {
+
+namespace {
+
+struct arith_cli {
+  std::vector<std::string> operands;
+  std::string format = "fp32", to, round = "nearest_even", tininess = "after", nan = "ieee", random = "0";
+  bool ftz = false, daz = false, saturate = false, trace = false, json = false;
+};
+
+support::arith_request make_request(const arith_cli &o, op_kind op) {
+  support::arith_request rq;
+  rq.op = op;
+  rq.format = support::parse_format(o.format);
+  if (!o.to.empty())
+    rq.to = support::parse_format(o.to);
+  else if (op == op_kind::convert)
+    throw support::input_error("convert needs --to FORMAT (the destination format)");
+  rq.e.mode = support::parse_mode(o.round);
+  rq.e.tiny = support::parse_tininess(o.tininess);
+  rq.e.nan = support::parse_nan_policy(o.nan);
+  rq.e.subnormal = subnormals((o.ftz ? unsigned(subnormals::flush_outputs) : 0u) |
+                              (o.daz ? unsigned(subnormals::inputs_as_zero) : 0u));
+  rq.e.saturate = o.saturate;
+  rq.e.random = std::uint32_t(support::parse_uint(o.random, 0xFFFFFFFFu, "--random"));
+  for (const auto &t : o.operands)
+    rq.operands.push_back(support::parse_operand(t, rq.format));
+  return rq;
+}
+
+void run(const arith_cli &o, op_kind op) {
+  support::rethrow_as<bad_input>([&] {
+    support::arith_report r = support::run_arith(make_request(o, op));
+    if (o.json) {
+      support::json_writer w(std::cout);
+      support::print_json(w, r, o.trace);
+    } else {
+      support::print_text(std::cout, r, o.trace);
+    }
+  });
+}
+
+const char *operand_help =
+    "Operands: decimal (-2.4071154594421387), C hex-float (-0x1.34p+1), a bit pattern of "
+    "the operand format (0xC01A0E2E for fp32, 0xC097 for bf16), inf, nan, snan. Decimal "
+    "and hex-float are rounded once, to nearest even, into --format.";
+
+void add_op(CLI::App &app, op_kind op, const char *name, const char *what, const char *example) {
+  auto o = std::make_shared<arith_cli>();
+  const int n = support::arity(op);
+  CLI::App *sub = app.add_subcommand(name, what);
+  sub->add_option("operands", o->operands, n == 1 ? "the operand" : "the operands")->required()->expected(n);
+  sub->add_option("-f,--format", o->format, "operand format: " + support::format_names() + " (default fp32)");
+  sub->add_option("-t,--to", o->to,
+                  op == op_kind::convert ? "destination format (required)"
+                                         : "round the result into this format too (a second rounding step)");
+  sub->add_option("-r,--round", o->round, "rounding mode: " + support::mode_names());
+  sub->add_option("--tininess", o->tininess, "underflow tininess: before or after rounding (default after)");
+  sub->add_option("--nan", o->nan, "NaN results: ieee (propagate, quiet), cuda (all ones), pytorch (+qNaN)");
+  sub->add_flag("--ftz", o->ftz, "flush tiny results to zero");
+  sub->add_flag("--daz", o->daz, "read subnormal operands as zero");
+  sub->add_flag("--saturate", o->saturate, "overflow gives the largest finite value");
+  sub->add_option("--random", o->random, "random bits for --round stochastic (32-bit, decimal or 0x hex)");
+  sub->add_flag("--trace", o->trace,
+                "show guard/round/sticky, kept significand, decision and error of every rounding");
+  sub->add_flag("--json", o->json, "machine-readable output");
+  sub->footer(std::string(operand_help) + "\n\nExample:\n  " + example);
+  sub->callback([o, op] { run(*o, op); });
+}
+
+void register_arith(CLI::App &app) {
+  add_op(app, op_kind::add, "add", "a + b, rounded once (then into --to if given)",
+         "bf16emu add -2.4071154594421387 -2.296875 --to bf16 --trace   (the paper's case)");
+  add_op(app, op_kind::sub, "sub", "a - b, rounded once", "bf16emu sub 1 0x1p-30 --round to_odd --trace");
+  add_op(app, op_kind::mul, "mul", "a * b, rounded once", "bf16emu mul 3 0.1 --format bf16 --trace");
+  add_op(app, op_kind::fma, "fma", "a * b + c with a single rounding",
+         "bf16emu fma 0x3F800001 0x3F800001 -1 --trace");
+  add_op(app, op_kind::div, "div", "a / b, rounded once",
+         "bf16emu div 1 3 --format fp16 --round upward --trace");
+  add_op(app, op_kind::sqrt, "sqrt", "square root, rounded once", "bf16emu sqrt 2 --format bf16 --trace");
+  add_op(app, op_kind::convert, "convert", "round a value of --format into --to",
+         "bf16emu convert 0.1 --format fp64 --to bf16 --trace");
+}
+
+} // namespace
+
+BF16EMU_COMMAND(10, register_arith);
+
+} // namespace bf16emu::cli
