@@ -34,10 +34,11 @@ inline tcref::params ref_params(const block_params &p) {
 
 // The model on bit patterns: D of a K-long dot product issued with the preset's k.
 template <class In, class Out>
-std::uint64_t model_dot_t(const block_params &p, int instr_k, const std::uint64_t *a, const std::uint64_t *b, int K,
-                          std::uint64_t c) {
+std::uint64_t model_dot_t(const block_params &p, int instr_k, const std::uint64_t *a, const std::uint64_t *b,
+                          int K, std::uint64_t c) {
   fp<In> va[256], vb[256];
-  for (int i = 0; i < K; ++i) va[i] = fp<In>::from_bits(a[i]), vb[i] = fp<In>::from_bits(b[i]);
+  for (int i = 0; i < K; ++i)
+    va[i] = fp<In>::from_bits(a[i]), vb[i] = fp<In>::from_bits(b[i]);
   return dot<In, Out>(p, instr_k, va, 1, vb, 1, K, fp<Out>::from_bits(c)).bits;
 }
 
@@ -45,9 +46,12 @@ inline std::uint64_t model_dot(format_id in, format_id out, const block_params &
                                const std::uint64_t *a, const std::uint64_t *b, int K, std::uint64_t c) {
   return visit_format(in, [&](auto fin) -> std::uint64_t {
     using In = decltype(fin);
-    if constexpr (In::width > 24) return 0; // not an input format
-    else if (out == format_id::fp16) return model_dot_t<In, binary16>(p, instr_k, a, b, K, c);
-    else return model_dot_t<In, binary32>(p, instr_k, a, b, K, c);
+    if constexpr (In::width > 24)
+      return 0; // not an input format
+    else if (out == format_id::fp16)
+      return model_dot_t<In, binary16>(p, instr_k, a, b, K, c);
+    else
+      return model_dot_t<In, binary32>(p, instr_k, a, b, K, c);
   });
 }
 
@@ -56,7 +60,8 @@ inline std::uint64_t model_dot(const preset &P, const std::uint64_t *a, const st
   return model_dot(P.in, P.out, P.block, P.k, a, b, K, c);
 }
 
-inline std::uint64_t ref_dot(const preset &P, const std::uint64_t *a, const std::uint64_t *b, int K, std::uint64_t c) {
+inline std::uint64_t ref_dot(const preset &P, const std::uint64_t *a, const std::uint64_t *b, int K,
+                             std::uint64_t c) {
   return tcref::dot(ref_fmt(P.in), ref_fmt(P.out), ref_params(P.block), P.k, a, b, K, c);
 }
 
@@ -71,7 +76,8 @@ inline const char *format_name_of(format_id id) {
 }
 
 inline std::string describe(const preset &P) {
-  return std::string(P.arch) + " " + to_string(P.kind) + " " + format_name_of(P.in) + "->" + format_name_of(P.out);
+  return std::string(P.arch) + " " + to_string(P.kind) + " " + format_name_of(P.in) + "->" +
+         format_name_of(P.out);
 }
 
 // Random bit patterns of a format described by tcref::fmt.
@@ -89,7 +95,8 @@ struct gen {
     if (lo > hi) lo = hi;
     for (;;) {
       const int e = uniform(lo, hi);
-      const std::uint64_t v = (bits(1) << (f.ebits + f.mbits)) | (std::uint64_t(e + f.bias()) << f.mbits) | bits(f.mbits);
+      const std::uint64_t v =
+          (bits(1) << (f.ebits + f.mbits)) | (std::uint64_t(e + f.bias()) << f.mbits) | bits(f.mbits);
       if (tcref::decode(f, v).k == tcref::kind::finite) return v;
     }
   }

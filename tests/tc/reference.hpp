@@ -16,9 +16,9 @@ namespace tcref {
 using big = boost::multiprecision::cpp_int;
 
 struct fmt {
-  int ebits;  // exponent field width
-  int mbits;  // fraction field width
-  bool fn;    // OCP "fn" encoding: no Inf, only S.1..1.1..1 is NaN
+  int ebits; // exponent field width
+  int mbits; // fraction field width
+  bool fn;   // OCP "fn" encoding: no Inf, only S.1..1.1..1 is NaN
   int bias() const { return (1 << (ebits - 1)) - 1; }
   int emin() const { return 1 - bias(); }
   int width() const { return 1 + ebits + mbits; }
@@ -37,8 +37,8 @@ enum class kind { zero, finite, inf, nan };
 struct value {
   kind k;
   bool neg;
-  big sig;  // integer significand (hidden bit included for normals)
-  int exp;  // exponent of the significand's unit position: value = sig * 2^(exp - mbits)
+  big sig; // integer significand (hidden bit included for normals)
+  int exp; // exponent of the significand's unit position: value = sig * 2^(exp - mbits)
 };
 
 inline value decode(const fmt &f, std::uint64_t bits) {
@@ -104,15 +104,19 @@ inline std::uint64_t block(const fmt &in, const fmt &out, const params &p, const
     va.push_back(decode(in, a[i]));
     vb.push_back(decode(in, b[i]));
     const value &x = va.back(), &y = vb.back();
-    if (x.k == kind::nan || y.k == kind::nan) nan = true;
+    if (x.k == kind::nan || y.k == kind::nan)
+      nan = true;
     else if (x.k == kind::inf || y.k == kind::inf) {
-      if (x.k == kind::zero || y.k == kind::zero) nan = true;
-      else (x.neg != y.neg ? ninf : pinf) = true;
+      if (x.k == kind::zero || y.k == kind::zero)
+        nan = true;
+      else
+        (x.neg != y.neg ? ninf : pinf) = true;
     }
   }
   if (nan || (pinf && ninf)) return nan_out;
-  if (pinf || ninf) return (std::uint64_t(ninf) << (out.ebits + out.mbits)) |
-                           (std::uint64_t((1 << out.ebits) - 1) << out.mbits);
+  if (pinf || ninf)
+    return (std::uint64_t(ninf) << (out.ebits + out.mbits)) |
+           (std::uint64_t((1 << out.ebits) - 1) << out.mbits);
 
   // Terms: exact significand, sign, exponent of the [1,4) (products) / [1,2) (c) scale,
   // and the weight of the significand's last bit.
@@ -131,15 +135,19 @@ inline std::uint64_t block(const fmt &in, const fmt &out, const params &p, const
     const int e = va[i].exp + vb[i].exp;
     terms.push_back({va[i].sig * vb[i].sig, va[i].neg != vb[i].neg, e, e - 2 * in.mbits});
   }
-  if (vc.k == kind::zero) terms.push_back({0, false, p.e_zero, 0});
-  else terms.push_back({vc.sig, vc.neg, vc.exp, vc.exp - out.mbits});
+  if (vc.k == kind::zero)
+    terms.push_back({0, false, p.e_zero, 0});
+  else
+    terms.push_back({vc.sig, vc.neg, vc.exp, vc.exp - out.mbits});
 
   bool all_zero = true;
-  for (const term &t : terms) all_zero = all_zero && t.sig == 0;
+  for (const term &t : terms)
+    all_zero = all_zero && t.sig == 0;
   if (all_zero) return 0;
 
   int emax = terms[0].exp;
-  for (const term &t : terms) emax = std::max(emax, t.exp);
+  for (const term &t : terms)
+    emax = std::max(emax, t.exp);
   const int unit = emax - p.F; // every term is cut to a multiple of 2^unit
 
   big sum = 0;

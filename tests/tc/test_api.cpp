@@ -21,8 +21,10 @@ double value_of(const tcref::fmt &f, std::uint64_t bits) {
   const tcref::value v = tcref::decode(f, bits);
   double m = double(v.sig.convert_to<std::uint64_t>());
   double r = m;
-  for (int e = v.exp - f.mbits; e > 0; --e) r *= 2;
-  for (int e = v.exp - f.mbits; e < 0; ++e) r /= 2;
+  for (int e = v.exp - f.mbits; e > 0; --e)
+    r *= 2;
+  for (int e = v.exp - f.mbits; e < 0; ++e)
+    r /= 2;
   return v.neg ? -r : r;
 }
 
@@ -153,29 +155,37 @@ TEST(Api, MmaAndGemmAreDotProducts) {
   const tcref::fmt in = tcref::bf16, out = tcref::fp32;
   std::vector<bf16> A(P.m * P.k), B(P.k * P.n);
   std::vector<f32> C(P.m * P.n), D(P.m * P.n);
-  for (auto &x : A) x = bf16::from_bits(g.normal(in, -5, 5));
-  for (auto &x : B) x = bf16::from_bits(g.normal(in, -5, 5));
-  for (auto &x : C) x = f32::from_bits(g.normal(out, -3, 3));
+  for (auto &x : A)
+    x = bf16::from_bits(g.normal(in, -5, 5));
+  for (auto &x : B)
+    x = bf16::from_bits(g.normal(in, -5, 5));
+  for (auto &x : C)
+    x = f32::from_bits(g.normal(out, -3, 3));
   mma<bfloat16, binary32>(P, A.data(), B.data(), C.data(), D.data());
   for (int i = 0; i < P.m; ++i)
     for (int j = 0; j < P.n; ++j) {
       std::vector<std::uint64_t> a(P.k), b(P.k);
-      for (int k = 0; k < P.k; ++k) a[k] = A[i * P.k + k].bits, b[k] = B[k * P.n + j].bits;
+      for (int k = 0; k < P.k; ++k)
+        a[k] = A[i * P.k + k].bits, b[k] = B[k * P.n + j].bits;
       EXPECT_EQ(D[i * P.n + j].bits, ref_dot(P, a.data(), b.data(), P.k, C[i * P.n + j].bits));
     }
   // GEMM 5 x 3 x 37 (K not a multiple of k: zero padding), in place.
   const int M = 5, N = 3, K = 37;
   std::vector<bf16> GA(M * K), GB(K * N);
   std::vector<f32> GC(M * N);
-  for (auto &x : GA) x = bf16::from_bits(g.normal(in, -5, 5));
-  for (auto &x : GB) x = bf16::from_bits(g.normal(in, -5, 5));
-  for (auto &x : GC) x = f32::from_bits(g.normal(out, -3, 3));
+  for (auto &x : GA)
+    x = bf16::from_bits(g.normal(in, -5, 5));
+  for (auto &x : GB)
+    x = bf16::from_bits(g.normal(in, -5, 5));
+  for (auto &x : GC)
+    x = f32::from_bits(g.normal(out, -3, 3));
   const std::vector<f32> C0 = GC;
   gemm<bfloat16, binary32>(P, M, N, K, GA.data(), K, GB.data(), N, GC.data(), N, GC.data(), N);
   for (int i = 0; i < M; ++i)
     for (int j = 0; j < N; ++j) {
       std::vector<std::uint64_t> a(K), b(K);
-      for (int k = 0; k < K; ++k) a[k] = GA[i * K + k].bits, b[k] = GB[k * N + j].bits;
+      for (int k = 0; k < K; ++k)
+        a[k] = GA[i * K + k].bits, b[k] = GB[k * N + j].bits;
       EXPECT_EQ(GC[i * N + j].bits, ref_dot(P, a.data(), b.data(), K, C0[i * N + j].bits));
     }
 }
@@ -207,9 +217,9 @@ TEST(Trace, BlockRecord) {
   EXPECT_EQ(t0.terms[1].exp, -24);
   EXPECT_TRUE(t0.terms[2].zero);
   EXPECT_EQ(t0.terms[2].exp, P.block.e_zero);
-  EXPECT_EQ(t0.terms[8].exp, -25);                    // c
+  EXPECT_EQ(t0.terms[8].exp, -25);                   // c
   EXPECT_EQ(t0.terms[8].lost, -(0x1p-25 + 0x1p-48)); // all of c
-  EXPECT_EQ(t0.terms[8].shift, 24);                    // its 24 significant bits are all below 2^-24
+  EXPECT_EQ(t0.terms[8].shift, 24);                  // its 24 significant bits are all below 2^-24
   EXPECT_EQ(t0.c_bits, 0xb3000001u);
   EXPECT_EQ(t0.d_bits, 0x3f800000u);
   EXPECT_EQ(t0.trunc_err, -0x1p-24); // 1 + 2^-24 truncated to 1
@@ -220,7 +230,8 @@ TEST(Trace, BlockRecord) {
   EXPECT_EQ(d.bits, 0x3f800000u);
   // Ledger identities: exact = sum_value + sum(lost); d = sum_value + trunc_err.
   double lost = 0;
-  for (int i = 0; i <= t0.n_products; ++i) lost += t0.terms[i].lost;
+  for (int i = 0; i <= t0.n_products; ++i)
+    lost += t0.terms[i].lost;
   EXPECT_EQ(t0.sum_value + lost, 1.0 + 0x1p-24 - 0x1p-25 - 0x1p-48);
   EXPECT_EQ(t0.sum_value + t0.trunc_err, 1.0);
 }
@@ -233,7 +244,8 @@ TEST(Trace, SpecialBlockAndZeroCostDefault) {
   int calls = 0;
   bool special = false;
   auto tr = make_block_tracer([&](const block_trace &t) { ++calls, special = t.special; });
-  EXPECT_EQ((dot<bfloat16, binary32>(P.block, P.k, a.data(), 1, b.data(), 1, 16, f32{}, tr).bits), 0x7fffffffu);
+  EXPECT_EQ((dot<bfloat16, binary32>(P.block, P.k, a.data(), 1, b.data(), 1, 16, f32{}, tr).bits),
+            0x7fffffffu);
   EXPECT_EQ(calls, 1);
   EXPECT_TRUE(special);
 }

@@ -35,10 +35,13 @@ const preset &get(const char *arch, instr_kind kind, format_id in, format_id out
 }
 
 // D[0][0] of one instruction of preset P: A row 0 and B column 0 hold the given entries.
-std::uint64_t probe(const preset &P, std::initializer_list<entry> a, std::initializer_list<entry> b, std::uint64_t c) {
+std::uint64_t probe(const preset &P, std::initializer_list<entry> a, std::initializer_list<entry> b,
+                    std::uint64_t c) {
   std::vector<std::uint64_t> va(P.k, 0), vb(P.k, 0);
-  for (auto [k, v] : a) va.at(k) = v;
-  for (auto [k, v] : b) vb.at(k) = v;
+  for (auto [k, v] : a)
+    va.at(k) = v;
+  for (auto [k, v] : b)
+    vb.at(k) = v;
   return model_dot(P, va.data(), vb.data(), P.k, c);
 }
 
@@ -91,7 +94,8 @@ TEST(ProbeF, MinusTwoToMinus25) {
 // H100 0x3f800001 (1 + 2^-24 + 2^-25 + 2^-25 = 1 + 2^-23) [KM25][MMASIM].
 TEST(ProbeF, ThreeSmallProducts) {
   for (const auto &pc : bf16_presets)
-    EXPECT_EQ(probe(get(pc.arch, pc.kind, format_id::bf16), {{0, bf16_pow2(-24)}, {1, bf16_pow2(-24)}, {2, bf16_pow2(-24)}},
+    EXPECT_EQ(probe(get(pc.arch, pc.kind, format_id::bf16),
+                    {{0, bf16_pow2(-24)}, {1, bf16_pow2(-24)}, {2, bf16_pow2(-24)}},
                     {{0, one}, {1, half}, {2, half}}, 0x3f800000),
               pc.F == 24 ? 0x3f800000u : 0x3f800001u)
         << pc.arch;
@@ -144,13 +148,16 @@ TEST(ProbeBlockSize, SmallProductSlides) {
   for (const bcase &bc : cases) {
     const preset &P = get(bc.arch, bc.kind, bc.in);
     ASSERT_EQ(P.block.L, bc.L) << bc.arch;
-    EXPECT_EQ(probe(P, {{0, bc.one}, {bc.L - 1, bc.small_a}}, {{0, bc.one}, {bc.L - 1, bc.small_b}}, c), 0x40000001u)
+    EXPECT_EQ(probe(P, {{0, bc.one}, {bc.L - 1, bc.small_a}}, {{0, bc.one}, {bc.L - 1, bc.small_b}}, c),
+              0x40000001u)
         << bc.arch << " " << format_name_of(bc.in);
     if (bc.L < P.k) // a second block exists inside the instruction
-      EXPECT_EQ(probe(P, {{0, bc.one}, {bc.L, bc.small_a}}, {{0, bc.one}, {bc.L, bc.small_b}}, c), 0x40000000u)
+      EXPECT_EQ(probe(P, {{0, bc.one}, {bc.L, bc.small_a}}, {{0, bc.one}, {bc.L, bc.small_b}}, c),
+                0x40000000u)
           << bc.arch << " " << format_name_of(bc.in);
     else // one block per instruction: the small product still counts
-      EXPECT_EQ(probe(P, {{0, bc.one}, {P.k - 1, bc.small_a}}, {{0, bc.one}, {P.k - 1, bc.small_b}}, c), 0x40000001u);
+      EXPECT_EQ(probe(P, {{0, bc.one}, {P.k - 1, bc.small_a}}, {{0, bc.one}, {P.k - 1, bc.small_b}}, c),
+                0x40000001u);
   }
 }
 
@@ -198,8 +205,8 @@ TEST(ProbeOrder, PlusMinusPairAcrossBlocks) {
 // 0x40800000, nearest would give 0x40800001 [FHMP21 (round toward zero)][KM25][MMASIM].
 TEST(ProbeOutput, FinalTruncation) {
   for (const auto &pc : bf16_presets)
-    EXPECT_EQ(probe(get(pc.arch, pc.kind, format_id::bf16), {{0, one}, {1, one}, {2, one}}, {{0, one}, {1, one}, {2, one}},
-                    0x3f800003),
+    EXPECT_EQ(probe(get(pc.arch, pc.kind, format_id::bf16), {{0, one}, {1, one}, {2, one}},
+                    {{0, one}, {1, one}, {2, one}}, 0x3f800003),
               0x40800000u)
         << pc.arch;
   EXPECT_EQ(probe(get("sm70", instr_kind::mma, format_id::fp16), {{0, 0x3c00}, {1, 0x3c00}, {2, 0x3c00}},
@@ -224,13 +231,13 @@ TEST(ProbeOutput, Fp16OutputNearestEven) {
 TEST(ProbeOutput, Fp8OutputThirteenBits) {
   for (auto [arch, kind] : {std::pair{"sm89", instr_kind::mma}, std::pair{"sm90", instr_kind::mma},
                             std::pair{"sm90", instr_kind::wgmma}}) {
-    EXPECT_EQ(probe(get(arch, kind, format_id::e4m3), {{0, 0x38}, {1, 0x38}, {2, 0x08}}, {{0, 0x38}, {1, 0x38}, {2, 0x04}},
-                    0),
+    EXPECT_EQ(probe(get(arch, kind, format_id::e4m3), {{0, 0x38}, {1, 0x38}, {2, 0x08}},
+                    {{0, 0x38}, {1, 0x38}, {2, 0x04}}, 0),
               0x40000000u)
         << arch;
     // e5m2: 2^-13 is a normal e5m2 number (0x08).
-    EXPECT_EQ(probe(get(arch, kind, format_id::e5m2), {{0, 0x3c}, {1, 0x3c}, {2, 0x08}}, {{0, 0x3c}, {1, 0x3c}, {2, 0x3c}},
-                    0),
+    EXPECT_EQ(probe(get(arch, kind, format_id::e5m2), {{0, 0x3c}, {1, 0x3c}, {2, 0x08}},
+                    {{0, 0x3c}, {1, 0x3c}, {2, 0x3c}}, 0),
               0x40000000u)
         << arch;
   }
@@ -242,8 +249,8 @@ TEST(ProbeOutput, Fp8OutputThirteenBits) {
 TEST(ProbeRange, NoOverflowInsideBlock) {
   const std::uint64_t big = bf16_pow2(100);
   for (const auto &pc : bf16_presets)
-    EXPECT_EQ(probe(get(pc.arch, pc.kind, format_id::bf16), {{0, big}, {1, big | neg_bit}}, {{0, big}, {1, big}},
-                    0x3f800000),
+    EXPECT_EQ(probe(get(pc.arch, pc.kind, format_id::bf16), {{0, big}, {1, big | neg_bit}},
+                    {{0, big}, {1, big}}, 0x3f800000),
               0x00000000u)
         << pc.arch;
 }
@@ -271,7 +278,8 @@ TEST(ProbeZeroTerm, ExponentOfZeroTerms) {
     const preset &P = get(pc.arch, pc.kind, format_id::bf16);
     const int lsb = pc.F == 24 ? -156 : -158;
     const std::uint64_t a0 = bf16_pow2(-75), b0 = bf16_pow2(-74), a1 = bf16_pow2(-80) | neg_bit;
-    EXPECT_EQ(probe(P, {{0, a0}, {1, a1}}, {{0, b0}, {1, bf16_pow2(lsb - 1 + 80)}}, 0), 0x00000001u) << pc.arch;
+    EXPECT_EQ(probe(P, {{0, a0}, {1, a1}}, {{0, b0}, {1, bf16_pow2(lsb - 1 + 80)}}, 0), 0x00000001u)
+        << pc.arch;
     EXPECT_EQ(probe(P, {{0, a0}, {1, a1}}, {{0, b0}, {1, bf16_pow2(lsb + 80)}}, 0), 0x00000000u) << pc.arch;
     // A nonzero c (exponent >= -126) outranks e_zero: emax = -126, the lsb is 2^-150 (F = 24) or
     // 2^-151 (F = 25); -2^t is cut all the same and c + 2^-149 = 4*2^-149.
@@ -294,13 +302,16 @@ TEST(ProbeSubnormal, SubnormalInputsAndResults) {
     EXPECT_EQ(probe(P, {{0, 0x0001}}, {{0, one}}, 0x00000005), 0x00010005u);
   }
   // fp16: subnormal 2^-24 (0x0001) * 2^-1 = 2^-25, an FP32 normal.
-  EXPECT_EQ(probe(get("sm80", instr_kind::mma, format_id::fp16), {{0, 0x0001}}, {{0, 0x3800}}, 0), f32_pow2(-25));
+  EXPECT_EQ(probe(get("sm80", instr_kind::mma, format_id::fp16), {{0, 0x0001}}, {{0, 0x3800}}, 0),
+            f32_pow2(-25));
   // fp16 output: 2^-24 * 1/2 = 2^-25 is a tie between 0 and the smallest subnormal: even -> +0;
   // 3*2^-24 * 1/2 = 1.5*2^-24 -> 2*2^-24 (0x0002).
-  EXPECT_EQ(probe(get("sm80", instr_kind::mma, format_id::fp16, format_id::fp16), {{0, 0x0001}}, {{0, 0x3800}}, 0),
-            0x0000u);
-  EXPECT_EQ(probe(get("sm80", instr_kind::mma, format_id::fp16, format_id::fp16), {{0, 0x0003}}, {{0, 0x3800}}, 0),
-            0x0002u);
+  EXPECT_EQ(
+      probe(get("sm80", instr_kind::mma, format_id::fp16, format_id::fp16), {{0, 0x0001}}, {{0, 0x3800}}, 0),
+      0x0000u);
+  EXPECT_EQ(
+      probe(get("sm80", instr_kind::mma, format_id::fp16, format_id::fp16), {{0, 0x0003}}, {{0, 0x3800}}, 0),
+      0x0002u);
 }
 
 // ---------------------------------------------------------------------------
@@ -311,23 +322,25 @@ TEST(ProbeSpecial, NaNAndInf) {
   for (const auto &pc : bf16_presets) {
     const preset &P = get(pc.arch, pc.kind, format_id::bf16);
     EXPECT_EQ(probe(P, {{0, 0x7fc0}}, {{0, one}}, 0), 0x7fffffffu);
-    EXPECT_EQ(probe(P, {{3, 0xffc1}}, {{0, one}}, 0x3f800000), 0x7fffffffu);         // NaN times 0
-    EXPECT_EQ(probe(P, {{0, 0x7f80}}, {{0, 0}}, 0), 0x7fffffffu);                     // Inf * 0
-    EXPECT_EQ(probe(P, {{0, 0x7f80}}, {{0, one}}, 0xff800000), 0x7fffffffu);          // +Inf + -Inf
+    EXPECT_EQ(probe(P, {{3, 0xffc1}}, {{0, one}}, 0x3f800000), 0x7fffffffu);           // NaN times 0
+    EXPECT_EQ(probe(P, {{0, 0x7f80}}, {{0, 0}}, 0), 0x7fffffffu);                      // Inf * 0
+    EXPECT_EQ(probe(P, {{0, 0x7f80}}, {{0, one}}, 0xff800000), 0x7fffffffu);           // +Inf + -Inf
     EXPECT_EQ(probe(P, {{0, 0x7f80}}, {{0, one | neg_bit}}, 0xff800000), 0xff800000u); // -Inf + -Inf
-    EXPECT_EQ(probe(P, {{0, 0x7f80}}, {{0, one}}, 0x3f800000), 0x7f800000u);          // Inf + 1
-    EXPECT_EQ(probe(P, {}, {}, 0x7f800001), 0x7fffffffu);                             // NaN c
-    EXPECT_EQ(probe(P, {{0, one}}, {{0, one}}, 0xff800000), 0xff800000u);             // -Inf c
+    EXPECT_EQ(probe(P, {{0, 0x7f80}}, {{0, one}}, 0x3f800000), 0x7f800000u);           // Inf + 1
+    EXPECT_EQ(probe(P, {}, {}, 0x7f800001), 0x7fffffffu);                              // NaN c
+    EXPECT_EQ(probe(P, {{0, one}}, {{0, one}}, 0xff800000), 0xff800000u);              // -Inf c
   }
   // e4m3 has no Inf: its NaN is S.1111.111.
   EXPECT_EQ(probe(get("sm90", instr_kind::wgmma, format_id::e4m3), {{0, 0x7f}}, {{0, 0x38}}, 0), 0x7fffffffu);
-  EXPECT_EQ(probe(get("sm90", instr_kind::wgmma, format_id::e4m3, format_id::fp16), {{0, 0xff}}, {{0, 0x38}}, 0),
-            0x7fffu);
+  EXPECT_EQ(
+      probe(get("sm90", instr_kind::wgmma, format_id::e4m3, format_id::fp16), {{0, 0xff}}, {{0, 0x38}}, 0),
+      0x7fffu);
   // e4m3 0x7e = 448 is finite: 448*448 = 200704 exactly.
   EXPECT_EQ(probe(get("sm90", instr_kind::wgmma, format_id::e4m3), {{0, 0x7e}}, {{0, 0x7e}}, 0), 0x48440000u);
   // fp16 output overflow: 2^15 * 4 = 2^17 -> +Inf 0x7c00.
-  EXPECT_EQ(probe(get("sm80", instr_kind::mma, format_id::fp16, format_id::fp16), {{0, 0x7800}}, {{0, 0x4400}}, 0),
-            0x7c00u);
+  EXPECT_EQ(
+      probe(get("sm80", instr_kind::mma, format_id::fp16, format_id::fp16), {{0, 0x7800}}, {{0, 0x4400}}, 0),
+      0x7c00u);
 }
 
 // Exact cancellation gives +0, also from negative zeros [notes: "An exact zero sum gives +0"].

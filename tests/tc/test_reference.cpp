@@ -33,8 +33,8 @@ struct mismatch {
   int K;
 };
 
-void make_vector(gen &g, const preset &P, long index, std::vector<std::uint64_t> &a, std::vector<std::uint64_t> &b,
-                 std::uint64_t &c, int &K) {
+void make_vector(gen &g, const preset &P, long index, std::vector<std::uint64_t> &a,
+                 std::vector<std::uint64_t> &b, std::uint64_t &c, int &K) {
   const tcref::fmt in = ref_fmt(P.in), out = ref_fmt(P.out);
   K = g.coin(4) ? g.uniform(1, 2 * P.k) : P.k;
   a.assign(K, 0), b.assign(K, 0);
@@ -42,11 +42,13 @@ void make_vector(gen &g, const preset &P, long index, std::vector<std::uint64_t>
   const int in_emax = (1 << in.ebits) - 1 - in.bias() - (in.fn ? 0 : 1);
   switch (cls) {
   case 0:
-    for (int i = 0; i < K; ++i) a[i] = g.normal(in, -6, 6), b[i] = g.normal(in, -6, 6);
+    for (int i = 0; i < K; ++i)
+      a[i] = g.normal(in, -6, 6), b[i] = g.normal(in, -6, 6);
     c = g.coin(8) ? 0 : g.normal(out, -10, 10);
     break;
   case 1:
-    for (int i = 0; i < K; ++i) a[i] = g.any(in), b[i] = g.any(in);
+    for (int i = 0; i < K; ++i)
+      a[i] = g.any(in), b[i] = g.any(in);
     c = g.any(out);
     break;
   case 2: {
@@ -59,7 +61,8 @@ void make_vector(gen &g, const preset &P, long index, std::vector<std::uint64_t>
       if (tcref::decode(in, na).k != tcref::kind::finite) na = a[i] ^ sign;
       a[half + i] = na, b[half + i] = b[i];
     }
-    for (int i = 2 * half; i < K; ++i) a[i] = g.normal(in, -20, -8), b[i] = g.normal(in, -4, 4);
+    for (int i = 2 * half; i < K; ++i)
+      a[i] = g.normal(in, -20, -8), b[i] = g.normal(in, -4, 4);
     // Shuffle so that pairs straddle block boundaries.
     for (int i = K - 1; i > 0; --i) {
       const int j = g.uniform(0, i);
@@ -129,14 +132,17 @@ TEST_P(ModelVsReference, RandomVectorsAgreeBitForBit) {
       checked += local;
     });
   }
-  for (auto &th : pool) th.join();
+  for (auto &th : pool)
+    th.join();
   EXPECT_EQ(checked.load(), total);
   EXPECT_EQ(bad.load(), 0) << describe(P) << ": " << bad.load() << " of " << total << " differ";
   for (const mismatch &m : first) {
     std::string s = "K=" + std::to_string(m.K) + " a:";
-    for (auto v : m.a) s += " " + hex(v);
+    for (auto v : m.a)
+      s += " " + hex(v);
     s += " b:";
-    for (auto v : m.b) s += " " + hex(v);
+    for (auto v : m.b)
+      s += " " + hex(v);
     ADD_FAILURE() << s << " c: " << hex(m.c) << " model " << hex(m.model) << " reference " << hex(m.ref);
   }
   RecordProperty("vectors", std::to_string(checked.load()));

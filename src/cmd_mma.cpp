@@ -1,0 +1,282 @@
+// bf16emu CLI: `bf16emu mma`, the tensor-core model on dot-product lines (one output element
+// of an MMA per line). The line format is specified in docs/tensor-cores.md; the CUDA probes
+// read and write the same lines.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <bf16emu/tc.hpp>
+
+#include "command.hpp"
+#include "support/error.hpp"
+#include "support/json.hpp"
+#include "support/names.hpp"
+#include "support/number.hpp"
+
+namespace bf16emu::cli {
+
+namespace {
+
+struct mma_cli {
+  std::string arch, instr, a_format, out = "fp32", in_file;
+  int k = 0;
+  bool list = false, trace = false, json = false;
+};
+
+std::string hex_of(format_id f, std::uint64_t bits) {
+  const int digits = (support::describe(f).width + 3) / 4;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0x%0*llx", digits, static_cast<unsigned long long>(bits));
+  return buf;
+}
+
+std::string hexfloat(double x) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%a", x);
+  return buf;
+}
+
+const char *rounding_name(tc::out_round r) {
+  return r == tc::out_round::truncate ? "truncate" : "nearest_even";
+}
+
+void list_presets(bool json) {
+  if (json) {
+    support::json_writer w(std::cout);
+    w.begin_array();
+    for (const tc::preset &p : tc::presets) {
+      w.begin_object();
+      w.kv("arch", p.arch).kv("gpu", p.gpu).kv("instr", tc::to_string(p.kind));
+      w.kv("a_format", support::name(p.in)).kv("out", support::name(p.out)).kv("ptx", p.ptx);
+      w.kv("m", p.m).kv("n", p.n).kv("k", p.k);
+      w.kv("L", p.block.L).kv("F", p.block.F).kv("e_zero", p.block.e_zero);
+      w.kv("e_zero_matters", p.e_zero_matters).kv("out_frac", p.block.out_frac);
+      w.kv("rounding", rounding_name(p.block.rounding)).kv("source", p.source);
+      w.end_object();
+    }
+    w.end_array();
+    return;
+  }
+  std::printf("%-6s %-8s %-5s %-5s %3s %3s %3s %7s %4s %-13s %s\n", "arch", "instr", "in", "out", "k", "L",
+              "F", "e_zero", "frac", "rounding", "gpu / instruction / sources");
+  for (const tc::preset &p : tc::presets) {
+    char ez[16];
+    std::snprintf(ez, sizeof ez, p.e_zero_matters ? "%d" : "(%d)", p.block.e_zero);
+    std::printf("%-6s %-8s %-5s %-5s %3d %3d %3d %7s %4d %-13s %s\n", p.arch, tc::to_string(p.kind),
+                support::name(p.in), support::name(p.out), p.k, p.block.L, p.block.F, ez, p.block.out_frac,
+                rounding_name(p.block.rounding), p.gpu);
+    std::printf("%51s %s\n%51s %s\n", "", p.ptx, "", p.source);
+  }
+  std::printf(
+      "\nk: instruction k (a multiple of L); L: products per block; F: fraction bits kept at alignment;\n"
+      "e_zero: exponent of zero terms, in parentheses where it cannot change any result for these formats;\n"
+      "frac: fraction bits of the output. Aliases: volta sm70, turing sm75, ampere sm80, ada sm89,\n"
+      "hopper sm90, blackwell sm100. No preset where the sources leave a parameter open (B200 fp8).\n"
+      "Details and full references: docs/tensor-cores.md.\n");
+}
+
+std::vector<std::string> tokens(const std::string &line) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char ch : line) {
+    if (ch == ' ' || ch == '\t' || ch == ',' || ch == '\r') {
+      if (!cur.empty()) out.push_back(cur), cur.clear();
+    } else {
+      cur += ch;
+    }
+  }
+  if (!cur.empty()) out.push_back(cur);
+  return out;
+}
+
+std::uint64_t parse_value(const std::string &tok, format_id f, int line, const char *what) {
+  support::operand op;
+  try {
+    op = support::parse_operand(tok, f);
+  } catch (const support::input_error &e) {
+    throw bad_input("line " + std::to_string(line) + ": " + what + ": " + e.what());
+  }
+  if (!op.exact)
+    throw bad_input("line " + std::to_string(line) + ": " + what + " '" + tok +
+                    "' is not exactly representable in " + support::name(f) +
+                    " (nearest: " + hex_of(f, op.bits) + "); give its bit pattern");
+  return op.bits;
+}
+
+template <class In, class Out> void run_lines(const mma_cli &o, const tc::preset &P, std::istream &is) {
+  const int K = o.k > 0 ? o.k : P.k;
+  std::vector<fp<In>> a(K), b(K);
+  std::vector<tc::block_trace> blocks;
+  auto tracer = tc::make_block_tracer([&](const tc::block_trace &t) { blocks.push_back(t); });
+  std::string line;
+  int lineno = 0;
+  const std::size_t want = std::size_t(2 * K + 1);
+  while (std::getline(is, line)) {
+    ++lineno;
+    const auto first = line.find_first_not_of(" \t\r");
+    if (first == std::string::npos || line[first] == '#') continue;
+    const std::vector<std::string> tok = tokens(line);
+    if (tok.size() != want)
+      throw bad_input("line " + std::to_string(lineno) + ": expected " + std::to_string(want) + " values (" +
+                      std::to_string(K) + " of A, " + std::to_string(K) + " of B, then C), got " +
+                      std::to_string(tok.size()));
+    for (int i = 0; i < K; ++i) {
+      a[i] = fp<In>::from_bits(parse_value(tok[i], P.in, lineno, "A value"));
+      b[i] = fp<In>::from_bits(parse_value(tok[K + i], P.in, lineno, "B value"));
+    }
+    const fp<Out> c = fp<Out>::from_bits(parse_value(tok[2 * K], P.out, lineno, "C value"));
+    blocks.clear();
+    fp<Out> d;
+    if (o.trace)
+      d = tc::dot<In, Out>(P.block, P.k, a.data(), 1, b.data(), 1, K, c, tracer);
+    else
+      d = tc::dot<In, Out>(P.block, P.k, a.data(), 1, b.data(), 1, K, c);
+    const std::string dhex = hex_of(P.out, d.bits);
+    if (o.json) {
+      support::json_writer w(std::cout, false);
+      w.begin_object().kv("line", lineno).kv("d", dhex);
+      if (o.trace) {
+        w.key("blocks").begin_array();
+        for (const tc::block_trace &t : blocks) {
+          w.begin_object().kv("block", t.block).kv("k0", t.k0).kv("special", t.special);
+          w.kv("c", hex_of(P.out, t.c_bits)).kv("d", hex_of(P.out, t.d_bits));
+          if (!t.special) {
+            w.kv("max_exp", t.max_exp)
+                .kv("lsb_exp", t.lsb_exp)
+                .kv("aligned_sum", std::int64_t(t.aligned_sum));
+            w.kv("sum_value", hexfloat(t.sum_value)).kv("trunc_err", hexfloat(t.trunc_err));
+            w.key("terms").begin_array();
+            for (int i = 0; i <= t.n_products; ++i) {
+              const tc::term_trace &tt = t.terms[i];
+              w.begin_object();
+              if (i < t.n_products)
+                w.kv("k", t.k0 + i);
+              else
+                w.kv("term", "c");
+              w.kv("zero", tt.zero).kv("exp", tt.exp).kv("shift", tt.shift).kv("lost", hexfloat(tt.lost));
+              w.end_object();
+            }
+            w.end_array();
+          }
+          w.end_object();
+        }
+        w.end_array();
+      }
+      w.end_object();
+      continue;
+    }
+    if (o.trace) {
+      for (const tc::block_trace &t : blocks) {
+        std::printf("# block %d k=%d..%d c=%s d=%s", t.block, t.k0, t.k0 + t.n_products - 1,
+                    hex_of(P.out, t.c_bits).c_str(), hex_of(P.out, t.d_bits).c_str());
+        if (t.special) {
+          std::printf(" special (NaN/Inf path)\n");
+          continue;
+        }
+        std::printf(" max_exp=%d lsb_exp=%d aligned_sum=%lld sum=%s trunc_err=%s\n", t.max_exp, t.lsb_exp,
+                    static_cast<long long>(t.aligned_sum), hexfloat(t.sum_value).c_str(),
+                    hexfloat(t.trunc_err).c_str());
+        std::string lost;
+        for (int i = 0; i <= t.n_products; ++i)
+          if (t.terms[i].lost != 0)
+            lost += (i < t.n_products ? " k" + std::to_string(t.k0 + i) : std::string(" c")) + "=" +
+                    hexfloat(t.terms[i].lost);
+        std::printf("#   lost to alignment:%s\n", lost.empty() ? " none" : lost.c_str());
+      }
+    }
+    std::printf("%s\n", dhex.c_str());
+  }
+  std::fflush(stdout);
+}
+
+void run(const mma_cli &o) {
+  if (o.list) {
+    list_presets(o.json);
+    return;
+  }
+  if (o.arch.empty()) throw bad_input("mma needs --arch (or --list-arch)");
+  if (o.a_format.empty()) throw bad_input("mma needs --a-format");
+  const char *arch = tc::canonical_arch(o.arch.c_str());
+  if (!arch)
+    throw bad_input("unknown --arch '" + o.arch +
+                    "' (sm70 sm75 sm80 sm86 sm89 sm90 sm100, volta turing "
+                    "ampere ada hopper blackwell)");
+  const format_id in = support::rethrow_as<bad_input>([&] { return support::parse_format(o.a_format); });
+  const format_id out = support::rethrow_as<bad_input>([&] { return support::parse_format(o.out); });
+  tc::instr_kind kind = tc::default_kind(arch);
+  if (!o.instr.empty()) {
+    if (o.instr == "mma" || o.instr == "mma.sync")
+      kind = tc::instr_kind::mma;
+    else if (o.instr == "wgmma")
+      kind = tc::instr_kind::wgmma;
+    else if (o.instr == "tcgen05")
+      kind = tc::instr_kind::tcgen05;
+    else
+      throw bad_input("unknown --instr '" + o.instr + "' (mma, wgmma, tcgen05)");
+  }
+  const tc::preset *P = tc::find_preset(arch, kind, in, out);
+  if (!P) {
+    std::string have;
+    for (const tc::preset &p : tc::presets)
+      if (std::string(p.arch) == arch)
+        have += std::string(" ") + tc::to_string(p.kind) + ":" + support::name(p.in) + "->" +
+                support::name(p.out);
+    throw bad_input(std::string("no preset for ") + arch + " " + tc::to_string(kind) + " " +
+                    support::name(in) + " -> " + support::name(out) +
+                    " (the sources leave it open or the GPU lacks it); " + arch + " has:" + have);
+  }
+  if (o.k < 0 || o.k > (1 << 20)) throw bad_input("--k must be between 1 and 1048576");
+  std::ifstream file;
+  if (!o.in_file.empty()) {
+    file.open(o.in_file);
+    if (!file) throw bad_input("cannot open --in file '" + o.in_file + "'");
+  }
+  std::istream &is = o.in_file.empty() ? std::cin : file;
+  visit_format(P->in, [&](auto fin) {
+    using In = decltype(fin);
+    if constexpr (In::width <= 19) {
+      if (P->out == format_id::fp16)
+        run_lines<In, binary16>(o, *P, is);
+      else
+        run_lines<In, binary32>(o, *P, is);
+    }
+  });
+}
+
+void register_mma(CLI::App &app) {
+  auto o = std::make_shared<mma_cli>();
+  CLI::App *sub =
+      app.add_subcommand("mma", "NVIDIA tensor-core MMA model: D = A*B + C per output element, bit-exact");
+  sub->add_option("--arch", o->arch,
+                  "sm70 sm75 sm80 sm86 sm89 sm90 sm100 or volta turing ampere ada hopper blackwell");
+  sub->add_option("--instr", o->instr, "mma (mma.sync, default), wgmma (sm90), tcgen05 (sm100, its default)");
+  sub->add_option("--a-format", o->a_format, "format of A and B: bf16 fp16 tf32 e4m3 e5m2");
+  sub->add_option("--k", o->k,
+                  "values of A (and of B) per line; default the instruction's k; padded with zeros to "
+                  "a multiple of it, instructions chained in increasing k");
+  sub->add_option("--out", o->out, "format of C and D: fp32 (default) or fp16");
+  sub->add_option("--in", o->in_file, "read lines from FILE instead of stdin");
+  sub->add_flag("--list-arch", o->list, "print the presets with their parameters and sources");
+  sub->add_flag("--trace", o->trace,
+                "per block: max exponent, bits lost by each term, final truncation error");
+  sub->add_flag("--json", o->json, "one JSON object per line (with --list-arch: a JSON array)");
+  sub->footer(
+      "Each input line: K values of a row of A, K values of a column of B, then C. Values are bit patterns\n"
+      "(0x..., of the A/B format; C and D in the --out format, tf32 as its 19-bit pattern) or decimals,\n"
+      "hex-floats, inf, nan that must be exact in their format. Lines that are empty or start with #\n"
+      "are skipped. Output: D as a hex bit pattern, one per line. Bad input: 'line N: ...', exit 2.\n\n"
+      "Example (A100 F probe):\n"
+      "  echo \"0x3f80 $(printf '0 %.0s' {1..15})0x3f80 $(printf '0 %.0s' {1..15})0xbf7fffff\" |\n"
+      "    bf16emu mma --arch sm80 --a-format bf16          # prints 0x33800000");
+  sub->callback([o] { run(*o); });
+}
+
+} // namespace
+
+BF16EMU_COMMAND(30, register_mma);
+
+} // namespace bf16emu::cli
