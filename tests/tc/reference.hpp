@@ -1,19 +1,22 @@
 // Slow reference of the tensor-core block model, written from the description in
-// docs/tensor-cores.md ("The model") with arbitrary-precision integers
-// (boost::multiprecision::cpp_int). It deliberately includes nothing from bf16emu: formats
+// docs/tensor-cores.md ("The model") with exact big integers (boost::multiprecision
+// cpp_int, fixed 256-bit and overflow-checked). It deliberately includes nothing from bf16emu: formats
 // are described by their field widths, values are decoded here, every step is done on
 // exact big integers, and the output is encoded from (sign, exponent, significand).
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
-#include <vector>
 
 #include <boost/multiprecision/cpp_int.hpp>
 
 namespace tcref {
 
-using big = boost::multiprecision::cpp_int;
+// Exact signed integers of the cpp_int family: 256-bit, `checked` (any overflow throws instead
+// of wrapping), no allocation. Every quantity below is far smaller (aligned terms < 2^60); the
+// width only has to be large enough never to lose a bit, and `checked` proves it on every run.
+using big = boost::multiprecision::number<boost::multiprecision::cpp_int_backend<
+    256, 256, boost::multiprecision::signed_magnitude, boost::multiprecision::checked, void>>;
 
 struct fmt {
   int ebits; // exponent field width
@@ -99,11 +102,11 @@ inline std::uint64_t block(const fmt &in, const fmt &out, const params &p, const
   const value vc = decode(out, c);
   if (vc.k == kind::nan) nan = true;
   if (vc.k == kind::inf) (vc.neg ? ninf : pinf) = true;
-  std::vector<value> va, vb;
+  value va[64], vb[64];
   for (int i = 0; i < n; ++i) {
-    va.push_back(decode(in, a[i]));
-    vb.push_back(decode(in, b[i]));
-    const value &x = va.back(), &y = vb.back();
+    va[i] = decode(in, a[i]);
+    vb[i] = decode(in, b[i]);
+    const value &x = va[i], &y = vb[i];
     if (x.k == kind::nan || y.k == kind::nan)
       nan = true;
     else if (x.k == kind::inf || y.k == kind::inf) {
@@ -126,32 +129,34 @@ inline std::uint64_t block(const fmt &in, const fmt &out, const params &p, const
     int exp;
     int lsb;
   };
-  std::vector<term> terms;
+  term terms[65];
+  int nt = 0;
   for (int i = 0; i < p.L; ++i) {
     if (i >= n || va[i].k == kind::zero || vb[i].k == kind::zero) {
-      terms.push_back({0, false, p.e_zero, 0});
+      terms[nt++] = {0, false, p.e_zero, 0};
       continue;
     }
     const int e = va[i].exp + vb[i].exp;
-    terms.push_back({va[i].sig * vb[i].sig, va[i].neg != vb[i].neg, e, e - 2 * in.mbits});
+    terms[nt++] = {va[i].sig * vb[i].sig, va[i].neg != vb[i].neg, e, e - 2 * in.mbits};
   }
   if (vc.k == kind::zero)
-    terms.push_back({0, false, p.e_zero, 0});
+    terms[nt++] = {0, false, p.e_zero, 0};
   else
-    terms.push_back({vc.sig, vc.neg, vc.exp, vc.exp - out.mbits});
+    terms[nt++] = {vc.sig, vc.neg, vc.exp, vc.exp - out.mbits};
 
   bool all_zero = true;
-  for (const term &t : terms)
-    all_zero = all_zero && t.sig == 0;
+  for (int i = 0; i < nt; ++i)
+    all_zero = all_zero && terms[i].sig == 0;
   if (all_zero) return 0;
 
   int emax = terms[0].exp;
-  for (const term &t : terms)
-    emax = std::max(emax, t.exp);
+  for (int i = 0; i < nt; ++i)
+    emax = std::max(emax, terms[i].exp);
   const int unit = emax - p.F; // every term is cut to a multiple of 2^unit
 
   big sum = 0;
-  for (const term &t : terms) {
+  for (int i = 0; i < nt; ++i) {
+    const term &t = terms[i];
     if (t.sig == 0) continue;
     // |t| / 2^unit, truncated toward zero; then the sign.
     big m = t.lsb >= unit ? big(t.sig << (t.lsb - unit)) : big(t.sig >> (unit - t.lsb));
