@@ -69,12 +69,6 @@ std::string exact_input(const rounding_event &ev, format_id to) {
   return exact_decimal_sum({res, -ev.err_hi, -ev.err_lo});
 }
 
-// The error as an exact decimal; "0" for an exact rounding whatever the zero's sign.
-std::string error_text(const rounding_event &ev) {
-  if (ev.err_hi == 0 && ev.err_lo == 0) return "0";
-  return exact_decimal_sum({ev.err_hi, ev.err_lo});
-}
-
 std::ostream &row(std::ostream &out, const char *indent, const char *label) {
   out << indent << label;
   for (std::size_t n = std::strlen(label); n < 14; ++n)
@@ -89,6 +83,12 @@ std::string step_title(const arith_step &s, std::size_t n) {
 }
 
 } // namespace
+
+// The error as an exact decimal; "0" for an exact rounding whatever the zero's sign.
+std::string exact_error_text(const rounding_event &ev) {
+  if (ev.err_hi == 0 && ev.err_lo == 0) return "0";
+  return exact_decimal_sum({ev.err_hi, ev.err_lo});
+}
 
 int arity(op_kind op) noexcept {
   switch (op) {
@@ -154,7 +154,7 @@ void print_event(std::ostream &out, const rounding_event &ev, format_id to, cons
   row(out, in, "bits") << "guard " << ev.guard << "  round " << ev.round << "  sticky " << ev.sticky << "\n";
   row(out, in, "decision") << to_string(ev.dec) << " (" << to_string(ev.mode) << "): " << explain(ev.dec)
                            << "\n";
-  row(out, in, "error") << error_text(ev)
+  row(out, in, "error") << exact_error_text(ev)
                         << (ev.err_exact ? " (exact; error = result - exact value)"
                                          : " (approximate: the exact error has no finite binary form)")
                         << "\n";
@@ -168,7 +168,7 @@ void write_event_json(json_writer &w, const rounding_event &ev, format_id to) {
   w.kv("kept", hex_bits(format_id::fp64, ev.kept)).kv("kept_binary", kept_binary(ev));
   w.kv("guard", int(ev.guard)).kv("round", int(ev.round)).kv("sticky", int(ev.sticky)).kv("tiny", ev.tiny);
   w.kv("decision", to_string(ev.dec)).kv("result_bits", hex_bits(to, ev.result_bits));
-  w.kv("error", error_text(ev)).kv("error_exact", ev.err_exact);
+  w.kv("error", exact_error_text(ev)).kv("error_exact", ev.err_exact);
   w.key("flags").begin_array();
   for (const auto &f : flag_list(ev.flags))
     w.value(f);

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <optional>
 #include <ostream>
+#include <string>
 #include <vector>
 
 #include <bf16emu/core/env.hpp>
@@ -68,6 +69,9 @@ void print_json(json_writer &w, const arith_report &r, bool trace);
 // The trace lines of one rounding event (used by print_text; indented by `indent`).
 void print_event(std::ostream &out, const rounding_event &ev, format_id to, const char *indent);
 void write_event_json(json_writer &w, const rounding_event &ev, format_id to);
+
+// The error err_hi + err_lo as an exact decimal ("0" for an exact rounding).
+std::string exact_error_text(const rounding_event &ev);
 
 // "up: magnitude rounded up by one unit in the last place" etc.
 const char *explain(decision d) noexcept;
