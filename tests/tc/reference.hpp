@@ -80,7 +80,7 @@ inline std::uint64_t encode(const fmt &out, int out_frac, bool nearest_even, boo
   }
   int qq = q;
   if (kept == 0) return 0;
-  if (kept >> (out_frac + 1) != 0) { // the rounding carried into a new binade
+  if ((kept >> (out_frac + 1)) != 0) { // the rounding carried into a new binade
     kept >>= 1;
     ++qq;
   }

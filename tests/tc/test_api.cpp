@@ -1,5 +1,6 @@
 // The tensor-core API: presets and aliases, tile/GEMM entry points, the trace, constexpr use,
 // and the reductions to IEEE arithmetic (expected values from the host FPU).
+#include <cmath>
 #include <cstring>
 
 #include <gtest/gtest.h>
@@ -14,6 +15,18 @@ std::uint32_t host_bits(float f) {
   std::uint32_t u;
   std::memcpy(&u, &f, 4);
   return u;
+}
+
+// FP16 bit pattern of x when x is a nonzero finite FP16 value (plain <cmath>, no model code).
+bool fp16_exact_bits(double x, std::uint64_t &bits) {
+  if (x == 0 || !std::isfinite(x) || std::abs(x) > 65504) return false;
+  const int e = std::ilogb(x);
+  const int q = std::max(e, -14) - 10; // weight of the last fraction bit
+  const double s = std::ldexp(std::abs(x), -q);
+  if (s != std::floor(s)) return false;
+  const std::uint64_t sig = std::uint64_t(s);
+  bits = (x < 0 ? 0x8000u : 0u) | (e >= -14 ? (std::uint64_t(e + 15) << 10) | (sig - 1024) : sig);
+  return true;
 }
 
 // Exact value of a bf16/fp16/tf32 pattern as a double (independent decoding).
@@ -96,11 +109,7 @@ TEST(IeeeReduction, SingleProductExact) {
         if (double(f) != x || x == 0 || std::abs(x) > 3.0e38) continue;
         expect = host_bits(f);
       } else {
-        const _Float16 h = _Float16(x);
-        if (double(h) != x || x == 0 || std::abs(x) > 65504) continue;
-        std::uint16_t hb;
-        std::memcpy(&hb, &h, 2);
-        expect = hb;
+        if (!fp16_exact_bits(x, expect)) continue;
       }
       if (P.block.out_frac < 23 && P.out == format_id::fp32) { // 13-bit output: must fit 14 bits
         const std::uint32_t low = std::uint32_t(expect) & ((1u << (23 - P.block.out_frac)) - 1);
