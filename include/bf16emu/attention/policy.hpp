@@ -114,9 +114,7 @@ inline bool parse_policy(std::string_view s, kernel_policy &p) {
   if (s.substr(0, 4) != "fa2:") return false;
   const std::string_view a = s.substr(4);
   tc_arch arch;
-  if (a == "sm70")
-    arch = tc_arch::sm70;
-  else if (a == "sm80")
+  if (a == "sm80") // (sm70 has no BF16 tensor cores)
     arch = tc_arch::sm80;
   else if (a == "sm89")
     arch = tc_arch::sm89;

@@ -1,0 +1,206 @@
+// The ledger's accounting on cases small enough to follow every rounding by hand.
+//
+// The two-key case used below (n = 2, d = 16):
+//   Q rows = K rows = e0 (1 at index 0), V row 0 = (1, 0, ..., 0), V row 1 = (2^-8, 0, ..., 0).
+//   Every score is 1, so each row's maximum is repeated: P-bar = (1, 1) in both rows, l = 2,
+//   and the exact output is O[r][0] = (1 + 2^-8)/2 = 0.5 + 2^-9, O[r][i > 0] = 0.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "bf16emu/attention.hpp"
+
+namespace at = bf16emu::attention;
+using bf16emu::f32;
+
+namespace {
+
+at::attention_inputs two_keys() {
+  at::attention_inputs in;
+  in.n = 2, in.d = 16;
+  in.q.assign(32, 0.0), in.k.assign(32, 0.0), in.v.assign(32, 0.0), in.dout.assign(32, 0.0);
+  in.q[0] = in.q[16] = in.k[0] = in.k[16] = 1.0;
+  in.v[0] = 1.0, in.v[16] = std::ldexp(1.0, -8);
+  in.dout[0] = in.dout[16] = 1.0; // dO = e0 in both rows
+  return in;
+}
+
+at::run_report run(const at::attention_inputs &in, const char *policy, bool backward = false,
+                   bool causal = false) {
+  at::run_options o;
+  EXPECT_TRUE(at::parse_policy(policy, o.cfg.pol));
+  o.cfg.var = at::variant::fa2;
+  o.cfg.causal = causal;
+  o.backward = backward;
+  o.threads = 1;
+  return at::run_attention(in, o);
+}
+
+const at::site_stats &S(const at::run_report &r, at::site s) { return r.led.sites[int(s)]; }
+
+} // namespace
+
+TEST(Ledger, PaperWorkedExample) {
+  // Notes (Qiu & Yao's example): FP32 running sum 0xC01A0E2E plus V = -2.296875 (0xC0130000).
+  // The FP32 sum is exact: -4.703990459442139 (0xC0968717). To BF16: kept 1.0010110, guard 1,
+  // sticky 1 -> up in magnitude -> 0xC097 = -4.71875, error -0.014759540557861328125.
+  at::ledger led;
+  at::site_tracer<at::ledger> pv{&led, at::site::pv, true}, to16{&led, at::site::pv_to_bf16, true};
+  const auto s = bf16emu::add(f32::from_bits(0xC01A0E2Eu), f32::from_bits(0xC0130000u), bf16emu::env{}, pv);
+  EXPECT_EQ(s.value.bits, 0xC0968717u);
+  const auto b = bf16emu::convert<bf16emu::bfloat16>(s.value, bf16emu::env{}, to16);
+  EXPECT_EQ(b.value.bits, 0xC097u);
+  // Without the residual: -2.40625 + -2.296875 = -4.703125, an exact BF16 tie between
+  // -4.6875 (0xC096, even) and -4.71875: nearest-even gives -4.6875, error +0.015625.
+  const auto t = bf16emu::convert<bf16emu::bfloat16>(bf16emu::from_float(-4.703125f), bf16emu::env{}, to16);
+  EXPECT_EQ(t.value.bits, 0xC096u);
+
+  const auto &a = led.sites[int(at::site::pv)].all;
+  EXPECT_EQ(a.count, 1u);
+  EXPECT_EQ(a.zero, 1u);
+  const auto &c = led.sites[int(at::site::pv_to_bf16)];
+  EXPECT_EQ(c.all.count, 2u);
+  EXPECT_EQ(c.all.neg, 1u);
+  EXPECT_EQ(c.all.pos, 1u);
+  EXPECT_EQ(c.all.ties, 1u);
+  EXPECT_EQ(c.all.sum.value(), -0.014759540557861328125 + 0.015625);
+  EXPECT_EQ(c.p_one.count, 2u);
+}
+
+TEST(Ledger, Fa2TwoKeysTieAtFinalRounding) {
+  // fa2:sm80. S = 1 exactly (tensor-core blocks of 8: 2 blocks per dot, 2x2 dots = 8 events,
+  // all exact). m*c = c exactly; the exp2 argument fma(1, c, -c) = 0; exp2(0) = 1: P = P-bar = 1
+  // at all 4 entries. Lane sums: columns 0 and 1 both belong to lane 0: l0 = 1 + 1 = 2, exact.
+  // P-bar V, column 0: 1*1 + 1*2^-8 = 1 + 2^-8, exact in FP32 (sum of the 2 blocks: exact).
+  // inv = RN(1/2) = 0.5, o = (1 + 2^-8)*0.5 = 0.5 + 2^-9: exact in FP32. To BF16: the ulp at
+  // 0.5 is 2^-8, so 2^-9 is half an ulp: a tie, nearest-even keeps 0.5 (even): error -2^-9.
+  const auto r = run(two_keys(), "fa2:sm80");
+  EXPECT_EQ(r.o[0], 0.5);
+  EXPECT_EQ(r.o[16], 0.5);
+  EXPECT_EQ(r.o_exact[0], 0.5 + std::ldexp(1.0, -9));
+
+  EXPECT_EQ(S(r, at::site::qk).all.count, 8u);
+  EXPECT_EQ(S(r, at::site::qk).all.zero, 8u);
+  EXPECT_EQ(S(r, at::site::exp).all.count, 4u);
+  EXPECT_EQ(S(r, at::site::exp).all.zero, 4u);
+  EXPECT_EQ(S(r, at::site::exp).p_one.count, 4u);
+  // row sums per row: lane 0 adds 0 + 1 and 1 + 1; the quad reduction adds l0 + l2 = 2 + 0,
+  // l1 + l3 = 0 + 0 and 2 + 0. A sum of two zeros is an exact zero that the core returns without
+  // rounding (docs/semantics.md: zeros), so 4 events per row, all exact.
+  EXPECT_EQ(S(r, at::site::row_sum).all.count, 8u);
+  EXPECT_EQ(S(r, at::site::row_sum).all.zero, 8u);
+  EXPECT_EQ(S(r, at::site::p_to_bf16).all.count, 4u);
+  EXPECT_EQ(S(r, at::site::p_to_bf16).all.zero, 4u);
+  // P-bar V: 2 rows x 16 columns x (k = 2 padded to one m16n8k16: two blocks of 8) = 64 blocks,
+  // all exact; the 32 first blocks hold the P-bar = 1 products.
+  EXPECT_EQ(S(r, at::site::pv).all.count, 64u);
+  EXPECT_EQ(S(r, at::site::pv).all.zero, 64u);
+  EXPECT_EQ(S(r, at::site::pv).p_one.count, 32u);
+  // the only inexact roundings: the two ties at O -> BF16
+  const auto &o = S(r, at::site::o_to_bf16).all;
+  EXPECT_EQ(o.ties, 2u);
+  EXPECT_EQ(o.neg, 2u);
+  EXPECT_EQ(o.pos, 0u);
+  EXPECT_EQ(o.sum.value(), -std::ldexp(1.0, -8));
+  EXPECT_EQ(S(r, at::site::normalize).all.pos + S(r, at::site::normalize).all.neg, 0u);
+  // P-bar = 1: 4 of 4 entries; both (row, block) pairs hold two of them
+  EXPECT_EQ(r.led.p_entries, 4u);
+  EXPECT_EQ(r.led.p_one_entries, 4u);
+  EXPECT_EQ(r.led.rows_with_p_one, 2u);
+  EXPECT_EQ(r.led.rows_tied, 2u);
+  // output error: two elements off by -2^-9 among 32; in ulps of the exact value (2^-8): -1/2,
+  // which the histogram rounds away from zero into bin -1.
+  EXPECT_EQ(r.o_err.n, 32u);
+  EXPECT_EQ(r.o_err.mean_signed, -std::ldexp(1.0, -9) / 16);
+  EXPECT_EQ(r.o_err.max_abs, std::ldexp(1.0, -9));
+  EXPECT_EQ(r.o_err.negative, 2u);
+  EXPECT_EQ(r.o_err.ulp_hist.at(-1), 2u);
+  EXPECT_EQ(r.o_err.ulp_hist.at(0), 30u);
+}
+
+TEST(Ledger, PaperTwoKeysTieAtPvToBf16) {
+  // paper policy. S = RN16(1) * RN32(1/4) = 0.25 (exact); x = RN16(0.25 - 0.25) = 0; exp(0) = 1.
+  // Row sum 1 + 1 = 2. P-bar V in FP32: fma(1, 1, 0) = 1, fma(1, 2^-8, 1) = 1 + 2^-8 (exact).
+  // Rounded to BF16: the ulp at 1 is 2^-7, 2^-8 is half of it: a tie, nearest-even keeps 1:
+  // error -2^-8 in each row, a P-bar = 1 event. O = 1/2 = 0.5 (exact), vs exact 0.5 + 2^-9.
+  const auto r = run(two_keys(), "paper");
+  EXPECT_EQ(r.o[0], 0.5);
+  const auto &pv = S(r, at::site::pv_to_bf16);
+  EXPECT_EQ(pv.all.ties, 2u);
+  EXPECT_EQ(pv.all.neg, 2u);
+  EXPECT_EQ(pv.all.pos, 0u);
+  EXPECT_EQ(pv.all.sum.value(), -std::ldexp(1.0, -7));
+  EXPECT_EQ(pv.p_one.ties, 2u);
+  EXPECT_EQ(pv.p_one.sum.value(), -std::ldexp(1.0, -7));
+  // qk: 2x2 dots of 16 FP32 FMAs (all exact) + 4 roundings to BF16
+  EXPECT_EQ(S(r, at::site::qk).all.count, 68u);
+  EXPECT_EQ(S(r, at::site::qk).all.zero, 68u);
+  for (auto s :
+       {at::site::scale, at::site::row_sum, at::site::o_update, at::site::normalize, at::site::o_to_bf16})
+    EXPECT_EQ(S(r, s).all.pos + S(r, s).all.neg, 0u) << at::to_string(s);
+  EXPECT_EQ(r.led.p_one_entries, 4u);
+  EXPECT_EQ(r.o_err.mean_signed, -std::ldexp(1.0, -9) / 16);
+}
+
+TEST(Ledger, Fp32CausalCountsAndDelta) {
+  // fp32, causal: row 0 sees key 0, row 1 keys 0 and 1: 3 dots of 16 FMAs = 48 qk events,
+  // each exact (sums of 1*1 and 0*0 terms). Backward: delta = sum_i dO*O per row as 16 FMAs:
+  // row 0: O = V row 0 = e0 -> delta 1; row 1: O[0] = 0.5 + 2^-9 (FP32, exact) -> delta =
+  // 0.5 + 2^-9; all 32 delta FMAs exact, and delta_lp - delta_hp = 0.
+  const auto r = run(two_keys(), "fp32", true, true);
+  EXPECT_EQ(S(r, at::site::qk).all.count, 48u);
+  EXPECT_EQ(S(r, at::site::qk).all.zero, 48u);
+  EXPECT_EQ(S(r, at::site::delta).all.count, 32u);
+  EXPECT_EQ(S(r, at::site::delta).all.zero, 32u);
+  EXPECT_EQ(r.delta[0], 1.0);
+  EXPECT_EQ(r.delta[1], 0.5 + std::ldexp(1.0, -9));
+  EXPECT_EQ(r.delta_err.max_abs, 0.0);
+}
+
+TEST(Ledger, Fa2DeltaCarriesTheTieError) {
+  // fa2:sm80 with backward: O = 0.5 (BF16, from the tie above) in both rows, dO = e0:
+  // delta_lp = 0.5, delta_hp = 0.5 + 2^-9 in both rows: delta error exactly -2^-9, 2 negatives.
+  const auto r = run(two_keys(), "fa2:sm80", true);
+  EXPECT_EQ(r.delta[0], 0.5);
+  EXPECT_EQ(r.delta_err.mean_signed, -std::ldexp(1.0, -9));
+  EXPECT_EQ(r.delta_err.negative, 2u);
+  EXPECT_EQ(S(r, at::site::delta).all.count, 32u);
+  EXPECT_EQ(S(r, at::site::delta).all.zero, 32u);
+}
+
+TEST(Ledger, ElementTraceFollowsTheAccumulation) {
+  // paper policy, O[1][0] in the two-key case: two keys in one block. After key 0 the FP32
+  // running sum is 1 (exact reference 1); after key 1 it is 1 + 2^-8 (reference 1 + 2^-8);
+  // the block's BF16 rounding then gives 1: cumulative error -2^-8 at the boundary point.
+  at::run_options o;
+  at::parse_policy("paper", o.cfg.pol);
+  o.cfg.trace_row = 1, o.cfg.trace_col = 0;
+  const auto r = at::run_attention(two_keys(), o);
+  ASSERT_EQ(r.trace.size(), 3u);
+  EXPECT_EQ(r.trace[0].t, 0);
+  EXPECT_EQ(r.trace[0].pbar, 1.0);
+  EXPECT_EQ(r.trace[0].running, 1.0);
+  EXPECT_EQ(r.trace[0].cum_error, 0.0);
+  EXPECT_EQ(r.trace[1].running, 1.0 + std::ldexp(1.0, -8));
+  EXPECT_EQ(r.trace[1].cum_error, 0.0);
+  EXPECT_TRUE(r.trace[2].boundary);
+  EXPECT_EQ(r.trace[2].running, 1.0);
+  EXPECT_EQ(r.trace[2].cum_error, -std::ldexp(1.0, -8));
+  EXPECT_EQ(r.trace_final_lp - r.trace_final_exact, -std::ldexp(1.0, -9));
+}
+
+TEST(Ledger, SummaryStatisticsByHand) {
+  // errors (+1, -1, -3, -1) around want = 8 (ulp in BF16: 2^-4 ... scaled below):
+  // mean -1, sample sd sqrt(((2)^2 + 0 + (-2)^2 + 0)/3) = sqrt(8/3), stderr = sqrt(8/3)/2.
+  const std::vector<double> want = {8, 8, 8, 8}, got = {9, 7, 5, 7};
+  const auto e = at::summarize_error(got, want, 7);
+  EXPECT_EQ(e.mean_signed, -1.0);
+  EXPECT_DOUBLE_EQ(e.stderr_signed, std::sqrt(8.0 / 3.0) / 2.0);
+  EXPECT_EQ(e.mean_abs, 1.5);
+  EXPECT_EQ(e.max_abs, 3.0);
+  EXPECT_DOUBLE_EQ(e.rel_fro, std::sqrt(12.0 / 256.0));
+  // ulp of 8 in BF16 = 2^(3-7) = 1/16: errors of 16, 16, 48, 16 ulps, clamped to +-8
+  EXPECT_EQ(e.ulp_hist.at(8), 1u);
+  EXPECT_EQ(e.ulp_hist.at(-8), 3u);
+}

@@ -1,0 +1,173 @@
+// Variants and policies that must agree: exact FA2 (any tiling, either KV order) equals exact
+// standard attention to rounding noise; the stabilized variant under exact equals standard;
+// a softmax computed directly in binary64 (written out here) equals the exact policy; heads
+// give the same results on 1 or several threads; low-precision policies stay close.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "bf16emu/attention.hpp"
+
+namespace at = bf16emu::attention;
+
+namespace {
+
+double max_abs_diff(const std::vector<double> &a, const std::vector<double> &b) {
+  double m = 0;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    m = std::max(m, std::fabs(a[i] - b[i]));
+  return m;
+}
+
+at::forward_result run(const at::attention_inputs &in, const char *policy, at::variant v, bool causal,
+                       int bm = 64, int bn = 64, at::kv_order kv = at::kv_order::reverse, double beta = 2) {
+  at::forward_config c;
+  EXPECT_TRUE(at::parse_policy(policy, c.pol));
+  c.var = v, c.causal = causal, c.pol.block_m = bm, c.pol.block_n = bn, c.pol.kv = kv, c.pol.beta = beta;
+  at::head_view h{in.n, in.d, in.q.data(), in.k.data(), in.v.data()};
+  at::null_observer none;
+  return at::forward_head(c, h, none);
+}
+
+// Softmax attention written out directly in binary64 (independent of the library's loop).
+std::vector<double> direct(const at::attention_inputs &in, bool causal) {
+  const long n = in.n, d = in.d;
+  std::vector<double> o(n * d, 0.0);
+  for (long r = 0; r < n; ++r) {
+    std::vector<double> s(n, -INFINITY);
+    double m = -INFINITY;
+    for (long j = 0; j < n; ++j) {
+      if (causal && j > r) continue;
+      double x = 0;
+      for (long t = 0; t < d; ++t)
+        x += in.q[r * d + t] * in.k[j * d + t];
+      s[j] = x / std::sqrt(double(d));
+      m = std::max(m, s[j]);
+    }
+    double l = 0;
+    for (long j = 0; j < n; ++j)
+      l += std::exp(s[j] - m);
+    for (long j = 0; j < n; ++j)
+      for (long t = 0; t < d; ++t)
+        o[r * d + t] += std::exp(s[j] - m) / l * in.v[j * d + t];
+  }
+  return o;
+}
+
+} // namespace
+
+TEST(Variants, ExactMatchesDirectSoftmax) {
+  for (long d : {64L, 128L}) {
+    const auto in = at::scenario_random(1, 1, 96, d, 7);
+    for (bool causal : {false, true}) {
+      const auto r = run(in, "exact", at::variant::standard, causal);
+      EXPECT_LT(max_abs_diff(r.o, direct(in, causal)), 1e-13) << d << causal;
+    }
+  }
+}
+
+TEST(Variants, ExactFa2EqualsExactStandard) {
+  const auto in = at::scenario_sink(1, 1, 160, 64, 11, at::sink_params{});
+  for (bool causal : {false, true}) {
+    const auto ref = run(in, "exact", at::variant::standard, causal);
+    for (int bm : {16, 64, 160})
+      for (int bn : {16, 48, 64})
+        for (auto kv : {at::kv_order::forward, at::kv_order::reverse}) {
+          const auto r = run(in, "exact", at::variant::fa2, causal, bm, bn, kv);
+          EXPECT_LT(max_abs_diff(r.o, ref.o), 1e-13) << bm << " " << bn << " " << causal;
+          EXPECT_LT(max_abs_diff(r.lse, ref.lse), 1e-12);
+        }
+  }
+}
+
+TEST(Variants, ExactStabilizedEqualsStandard) {
+  // Algorithm 1 only changes the shift m; softmax is shift invariant.
+  const auto in = at::scenario_sink(1, 1, 128, 128, 5, at::sink_params{});
+  const auto ref = run(in, "exact", at::variant::standard, false);
+  for (double beta : {2.0, 4.0, 7.0, 8.0}) {
+    const auto r = run(in, "exact", at::variant::stabilized, false, 64, 64, at::kv_order::reverse, beta);
+    EXPECT_LT(max_abs_diff(r.o, ref.o), 1e-12) << beta;
+    EXPECT_LT(max_abs_diff(r.lse, ref.lse), 1e-11) << beta;
+  }
+}
+
+TEST(Variants, LowPrecisionPoliciesStayClose) {
+  // O has magnitude <= max |V| ~ 4; BF16 output is within a few BF16 ulps, FP32 far better.
+  const auto in = at::scenario_random(1, 1, 128, 64, 3);
+  const auto ref = run(in, "exact", at::variant::fa2, true);
+  EXPECT_LT(max_abs_diff(run(in, "fp32", at::variant::fa2, true).o, ref.o), 1e-5);
+  for (const char *p : {"paper", "fa2:sm80", "fa2:sm89", "fa2:sm90", "fa2:sm100", "fa2_twin"})
+    EXPECT_LT(max_abs_diff(run(in, p, at::variant::fa2, true).o, ref.o), 0.06) << p;
+}
+
+TEST(Variants, OutputsAreInTheirFormats) {
+  const auto in = at::scenario_random(1, 1, 64, 64, 9);
+  for (const char *p : {"paper", "fa2:sm80", "fa2:sm90"})
+    for (double x : run(in, p, at::variant::fa2, false).o)
+      ASSERT_EQ(x, at::round_bf16(x)) << p;
+  for (double x : run(in, "fp32", at::variant::fa2, false).o)
+    ASSERT_EQ(x, double(float(x)));
+}
+
+TEST(Variants, HeadsAreIndependentOfThreads) {
+  const auto in = at::scenario_sink(2, 3, 64, 64, 4, at::sink_params{});
+  at::run_options o;
+  at::parse_policy("fa2:sm90", o.cfg.pol);
+  o.threads = 1;
+  const auto a = at::run_attention(in, o);
+  o.threads = 4;
+  const auto b = at::run_attention(in, o);
+  EXPECT_EQ(a.o, b.o);
+  EXPECT_EQ(a.led.sites[int(at::site::pv)].all.count, b.led.sites[int(at::site::pv)].all.count);
+  EXPECT_EQ(a.o_err.mean_signed, b.o_err.mean_signed);
+  // each head equals its own single-head run
+  at::attention_inputs one;
+  one.n = in.n, one.d = in.d;
+  const long hs = in.n * in.d, bh = 4;
+  one.q.assign(in.q.begin() + bh * hs, in.q.begin() + (bh + 1) * hs);
+  one.k.assign(in.k.begin() + bh * hs, in.k.begin() + (bh + 1) * hs);
+  one.v.assign(in.v.begin() + bh * hs, in.v.begin() + (bh + 1) * hs);
+  const auto r = run(one, "fa2:sm90", at::variant::fa2, false);
+  EXPECT_EQ(std::vector<double>(a.o.begin() + bh * hs, a.o.begin() + (bh + 1) * hs), r.o);
+}
+
+TEST(Variants, LedgerDoesNotChangeResults) {
+  const auto in = at::scenario_sink(1, 1, 96, 64, 2, at::sink_params{});
+  at::forward_config c;
+  at::parse_policy("paper", c.pol);
+  at::head_view h{in.n, in.d, in.q.data(), in.k.data(), in.v.data()};
+  at::null_observer none;
+  at::ledger led;
+  EXPECT_EQ(at::forward_head(c, h, none).o, at::forward_head(c, h, led).o);
+  at::parse_policy("fa2:sm80", c.pol);
+  EXPECT_EQ(at::forward_head(c, h, none).o, at::forward_head(c, h, led).o);
+}
+
+TEST(Variants, ExactBackwardMatchesFiniteDifferences) {
+  // dL/dQ with L = sum(dO o O): central differences of the exact forward.
+  const auto in = at::scenario_random(1, 1, 8, 16, 21);
+  at::forward_config c;
+  at::parse_policy("exact", c.pol);
+  c.var = at::variant::standard;
+  at::null_observer none;
+  at::head_view h{in.n, in.d, in.q.data(), in.k.data(), in.v.data()};
+  const auto f = at::forward_head(c, h, none);
+  const auto g = at::backward_head(c, h, in.dout.data(), f, none);
+  auto loss = [&](const std::vector<double> &q, const std::vector<double> &k, const std::vector<double> &v) {
+    at::head_view hh{in.n, in.d, q.data(), k.data(), v.data()};
+    const auto r = at::forward_head(c, hh, none);
+    double s = 0;
+    for (std::size_t i = 0; i < r.o.size(); ++i)
+      s += r.o[i] * in.dout[i];
+    return s;
+  };
+  const double eps = 1e-6;
+  for (int idx : {0, 17, 77, 127}) {
+    auto qp = in.q, qm = in.q, kp = in.k, km = in.k, vp = in.v, vm = in.v;
+    qp[idx] += eps, qm[idx] -= eps, kp[idx] += eps, km[idx] -= eps, vp[idx] += eps, vm[idx] -= eps;
+    EXPECT_NEAR(g.dq[idx], (loss(qp, in.k, in.v) - loss(qm, in.k, in.v)) / (2 * eps), 1e-6);
+    EXPECT_NEAR(g.dk[idx], (loss(in.q, kp, in.v) - loss(in.q, km, in.v)) / (2 * eps), 1e-6);
+    EXPECT_NEAR(g.dv[idx], (loss(in.q, in.k, vp) - loss(in.q, in.k, vm)) / (2 * eps), 1e-6);
+  }
+}
