@@ -149,21 +149,25 @@ BF16EMU_CXHD result<Out> div_impl(fp<FA> a, fp<FB> b, const env &e, Tr &tr) noex
     return infinity<Out>(sign, e, flag::divbyzero);
   }
   if (ua.k == kind::zero) return zero<Out>(sign);
-  // Quotient of significands normalised to [2^31, 2^32): (A * 2^32) / B has 32 or 33 bits.
+  // Long division in two 32-bit steps, significands normalised to [2^31, 2^32):
+  // a 63- or 64-bit quotient, so even stochastic rounding (32 bits below the last
+  // kept bit of a 24-bit result) sees exact discarded bits; the remainder is the sticky.
   std::uint64_t sa = ua.sig, sb = ub.sig;
   std::int32_t ea = ua.exp, eb = ub.exp;
   normalize_to(sa, ea, 31);
   normalize_to(sb, eb, 31);
-  const std::uint64_t num = sa << 32;
+  const std::uint64_t hi_num = sa << 31;
+  const std::uint64_t q1 = hi_num / sb, r1 = hi_num % sb;
+  const std::uint64_t lo_num = r1 << 32;
+  const std::uint64_t q2 = lo_num / sb, r2 = lo_num % sb;
   unrounded u;
   u.sign = sign;
-  u.sig = num / sb;
-  u.exp = ea - eb - 32;
-  const std::uint64_t rem = num % sb;
-  u.tail_sign = rem != 0;
+  u.sig = (q1 << 32) | q2;
+  u.exp = ea - eb - 63;
+  u.tail_sign = r2 != 0;
   if constexpr (Tr::enabled) {
-    u.tail = scale(double(rem) / double(sb), u.exp);
-    u.tail_exact = rem == 0;
+    u.tail = scale(double(r2) / double(sb), u.exp);
+    u.tail_exact = r2 == 0;
   }
   return round_pack<Out>(u, e, tr, op_kind::div);
 }
@@ -205,10 +209,19 @@ BF16EMU_CXHD result<Out> sqrt_impl(fp<FA> a, const env &e, Tr &tr) noexcept {
     m <<= 1;
     ex -= 1;
   }
-  const isqrt_result s = isqrt(m);
+  isqrt_result s = isqrt(m);
+  // Extend the root by 26 more bits (digit by digit, the radicand continuing with
+  // zeros): 57 bits, enough for exact discarded bits under stochastic rounding.
+  constexpr int extra = 26;
+  for (int i = 0; i < extra; ++i) {
+    const std::uint64_t rem4 = s.rem << 2, trial = (s.root << 2) | 1;
+    const bool take = rem4 >= trial;
+    s.rem = take ? rem4 - trial : rem4;
+    s.root = (s.root << 1) | std::uint64_t(take);
+  }
   unrounded u;
   u.sig = s.root;
-  u.exp = ex / 2;
+  u.exp = ex / 2 - extra;
   u.tail_sign = s.rem != 0;
   if constexpr (Tr::enabled) {
     // sqrt(m) - root = rem / (sqrt(m) + root), approximately rem / (2 root).
