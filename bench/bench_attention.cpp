@@ -1,0 +1,67 @@
+// Benchmarks of the reference attention: the fa2:sm90 forward at N = 1024, d = 64, one head,
+// with the ledger off (null_observer: hooks compiled away) and on; and heads in parallel.
+// Targets (docs/performance.md): <= 1 s off, <= 2 s on, one core.
+#include <benchmark/benchmark.h>
+
+#include "bf16emu/attention.hpp"
+
+namespace at = bf16emu::attention;
+
+namespace {
+
+const at::attention_inputs &inputs(long heads) {
+  static at::attention_inputs one = at::scenario_random(1, 1, 1024, 64, 1);
+  static at::attention_inputs many = at::scenario_random(1, 8, 1024, 64, 1);
+  return heads == 1 ? one : many;
+}
+
+at::forward_config config(const char *policy) {
+  at::forward_config c;
+  at::parse_policy(policy, c.pol);
+  c.var = at::variant::fa2;
+  return c;
+}
+
+template <bool Ledger> void fa2_forward(benchmark::State &st, const char *policy) {
+  const auto &in = inputs(1);
+  const at::forward_config c = config(policy);
+  const at::head_view h{in.n, in.d, in.q.data(), in.k.data(), in.v.data()};
+  for (auto _ : st) {
+    if constexpr (Ledger) {
+      at::ledger led;
+      auto r = at::forward_head(c, h, led);
+      benchmark::DoNotOptimize(r.o.data());
+      benchmark::DoNotOptimize(led.sites[0].all.count);
+    } else {
+      at::null_observer none;
+      auto r = at::forward_head(c, h, none);
+      benchmark::DoNotOptimize(r.o.data());
+    }
+  }
+}
+
+void fa2_ledger_off(benchmark::State &st, const char *policy) { fa2_forward<false>(st, policy); }
+void fa2_ledger_on(benchmark::State &st, const char *policy) { fa2_forward<true>(st, policy); }
+
+void fa2_heads_parallel(benchmark::State &st) {
+  const auto &in = inputs(8);
+  at::run_options o;
+  o.cfg = config("fa2:sm90");
+  o.with_ledger = false;
+  o.with_reference = false;
+  o.threads = int(st.range(0));
+  for (auto _ : st) {
+    auto r = at::run_attention(in, o);
+    benchmark::DoNotOptimize(r.o.data());
+  }
+  st.counters["heads"] = 8;
+}
+
+} // namespace
+
+BENCHMARK_CAPTURE(fa2_ledger_off, sm90, "fa2:sm90")->Unit(benchmark::kMillisecond)->Iterations(2);
+BENCHMARK_CAPTURE(fa2_ledger_on, sm90, "fa2:sm90")->Unit(benchmark::kMillisecond)->Iterations(2);
+BENCHMARK_CAPTURE(fa2_ledger_off, sm80, "fa2:sm80")->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(fa2_heads_parallel)->Arg(1)->Arg(8)->Unit(benchmark::kMillisecond)->Iterations(1)->UseRealTime();
+
+BENCHMARK_MAIN();
