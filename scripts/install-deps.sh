@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Installs what a fresh Debian 12 (bookworm) lacks to build and test bf16emu.
+# Only missing packages are installed; nothing happens when everything is present.
+# Non-interactive; uses sudo when not run as root.
+#   bash scripts/install-deps.sh            # required packages
+#   BF16EMU_DEPS_NINJA=1 bash scripts/install-deps.sh   # also ninja-build (optional)
+set -euo pipefail
+
+# package : a command or file that proves it is present without dpkg (e.g. a manual install)
+required=(
+  "cmake:cmd:cmake"
+  "g++:cmd:g++"
+  "make:cmd:make"
+  "python3:cmd:python3"
+  "libboost-dev:file:/usr/include/boost/version.hpp"
+  "libmpfr-dev:file:/usr/include/mpfr.h"
+  "libgmp-dev:file:/usr/include/gmp.h"
+  "libcli11-dev:file:/usr/include/CLI/CLI.hpp"
+  "libgtest-dev:file:/usr/include/gtest/gtest.h"
+  "libbenchmark-dev:file:/usr/include/benchmark/benchmark.h"
+  "gnuplot-nox:cmd:gnuplot"
+  "clang-format:cmd:clang-format"
+)
+if [[ "${BF16EMU_DEPS_NINJA:-0}" == 1 ]]; then
+  required+=("ninja-build:cmd:ninja")
+fi
+
+installed() { # package kind probe
+  local pkg=$1 kind=$2 probe=$3
+  if dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then return 0; fi
+  case $kind in
+  cmd) command -v "$probe" >/dev/null 2>&1 ;;
+  file) [[ -e $probe ]] || compgen -G "/usr/include/*-linux-gnu/${probe#/usr/include/}" >/dev/null ;;
+  esac
+}
+
+missing=()
+for entry in "${required[@]}"; do
+  IFS=: read -r pkg kind probe <<<"$entry"
+  installed "$pkg" "$kind" "$probe" || missing+=("$pkg")
+done
+
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all dependencies present"
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+SUDO=()
+if [[ $(id -u) -ne 0 ]]; then
+  if ! command -v sudo >/dev/null 2>&1; then
+    echo "install-deps: not root and no sudo; install as root: apt-get install ${missing[*]}" >&2
+    exit 1
+  fi
+  SUDO=(sudo -n)
+fi
+export DEBIAN_FRONTEND=noninteractive
+"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
+"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
