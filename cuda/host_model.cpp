@@ -1,0 +1,265 @@
+// bf16emu CUDA twin: CPU side of the comparisons (see host_model.hpp).
+#include "host_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <ostream>
+#include <thread>
+
+#include "bf16emu/attention/forward.hpp"
+#include "bf16emu/attention/policy.hpp"
+#include "bf16emu/core.hpp"
+#include "bf16emu/tc.hpp"
+
+namespace bf16emu::gpu {
+namespace {
+
+int thread_count(int threads) {
+  if (threads > 0) return threads;
+  const unsigned h = std::thread::hardware_concurrency();
+  return h ? int(h) : 1;
+}
+
+// Runs fn(begin, end) over [0, n) in `threads` contiguous slices.
+template <class Fn> void parallel_for(std::size_t n, int threads, Fn fn) {
+  const std::size_t t =
+      std::min<std::size_t>(std::size_t(thread_count(threads)), std::max<std::size_t>(n, 1));
+  if (t <= 1) {
+    fn(std::size_t(0), n);
+    return;
+  }
+  std::vector<std::thread> pool;
+  for (std::size_t i = 0; i < t; ++i)
+    pool.emplace_back(fn, n * i / t, n * (i + 1) / t);
+  for (auto &th : pool)
+    th.join();
+}
+
+// Calls fn(In{}, Out{}) for the supported input/output format pairs.
+template <class Fn> bool with_formats(format_id in, format_id out, Fn &&fn) {
+  auto with_out = [&](auto fi) {
+    if (out == format_id::fp32) return fn(fi, binary32{}), true;
+    if (out == format_id::fp16) return fn(fi, binary16{}), true;
+    return false;
+  };
+  switch (in) {
+  case format_id::bf16: return with_out(bfloat16{});
+  case format_id::fp16: return with_out(binary16{});
+  case format_id::tf32: return with_out(tensorfloat32{});
+  case format_id::e4m3: return with_out(float8_e4m3{});
+  case format_id::e5m2: return with_out(float8_e5m2{});
+  default: return false;
+  }
+}
+
+const char *fmt_name(format_id f) {
+  return visit_format(f, [](auto fmt) { return format_name<decltype(fmt)>(); });
+}
+
+} // namespace
+
+std::string arch_of(int cc_major, int cc_minor) {
+  const int cc = cc_major * 10 + cc_minor;
+  if (cc == 80) return "sm80";
+  if (cc == 86 || cc == 87) return "sm86";
+  if (cc == 89) return "sm89";
+  if (cc == 90) return "sm90";
+  if (cc == 100) return "sm100";
+  return "";
+}
+
+const tc::preset *model_preset(const std::string &arch, bool wgmma, format_id in, format_id out,
+                               std::string &why) {
+  const tc::preset *p =
+      tc::find_preset(arch.c_str(), wgmma ? tc::instr_kind::wgmma : tc::instr_kind::mma, in, out);
+  if (!p)
+    why = "the model has no preset for arch " + arch + ", " + (wgmma ? "wgmma" : "mma") + ", " +
+          fmt_name(in) + " -> " + fmt_name(out);
+  return p;
+}
+
+void model_lines(const vec_set &v, const tc::preset &p, std::vector<std::uint32_t> &d, int threads) {
+  d.assign(v.lines(), 0);
+  with_formats(v.in, v.out, [&](auto fi, auto fo) {
+    using In = decltype(fi);
+    using Out = decltype(fo);
+    parallel_for(v.lines(), threads, [&](std::size_t lo, std::size_t hi) {
+      const std::size_t K = std::size_t(v.k);
+      std::vector<fp<In>> a(K), b(K);
+      for (std::size_t n = lo; n < hi; ++n) {
+        for (std::size_t i = 0; i < K; ++i)
+          a[i] = fp<In>::from_bits(v.a[n * K + i]), b[i] = fp<In>::from_bits(v.b[n * K + i]);
+        d[n] = std::uint32_t(
+            tc::dot<In, Out>(p.block, p.k, a.data(), 1, b.data(), 1, v.k, fp<Out>::from_bits(v.c[n])).bits);
+      }
+    });
+  });
+}
+
+namespace {
+void print_block(std::ostream &os, const tc::block_trace &t, format_id out) {
+  char buf[256];
+  std::snprintf(
+      buf, sizeof buf,
+      "#   block %d (k %d..%d, %d real products)%s: max_exp %d, lsb 2^%d, aligned sum %lld, c %s -> d %s\n",
+      t.block, t.k0, t.k0 + t.n_products - 1, t.n_real, t.special ? " [NaN/Inf path]" : "", int(t.max_exp),
+      int(t.lsb_exp), static_cast<long long>(t.aligned_sum), hex(out, t.c_bits).c_str(),
+      hex(out, t.d_bits).c_str());
+  os << buf;
+  if (t.special) return;
+  for (int i = 0; i <= t.n_products; ++i) {
+    const tc::term_trace &term = t.terms[i];
+    if (term.zero) continue;
+    std::snprintf(buf, sizeof buf, "#     %s%-3d exp %5d  bits below lsb %3d  lost %.17g\n",
+                  i == t.n_products ? "c  " : "p", i == t.n_products ? 0 : t.k0 + i, int(term.exp),
+                  int(term.shift), term.lost);
+    os << buf;
+  }
+}
+} // namespace
+
+void trace_line(std::ostream &os, const vec_set &v, std::size_t line, const tc::preset &p) {
+  os << "# model " << p.arch << ' ' << tc::to_string(p.kind) << ' ' << p.ptx << " (L " << p.block.L << ", F "
+     << p.block.F << ", e_zero " << p.block.e_zero << ")\n";
+  with_formats(v.in, v.out, [&](auto fi, auto fo) {
+    using In = decltype(fi);
+    using Out = decltype(fo);
+    const std::size_t K = std::size_t(v.k);
+    std::vector<fp<In>> a(K), b(K);
+    for (std::size_t i = 0; i < K; ++i)
+      a[i] = fp<In>::from_bits(v.a[line * K + i]), b[i] = fp<In>::from_bits(v.b[line * K + i]);
+    auto tr = tc::make_block_tracer([&](const tc::block_trace &t) { print_block(os, t, v.out); });
+    tc::dot<In, Out>(p.block, p.k, a.data(), 1, b.data(), 1, v.k, fp<Out>::from_bits(v.c[line]), tr);
+  });
+}
+
+bool model_gemm(const std::string &arch, int M, int N, int K, const std::uint16_t *A, const std::uint16_t *Bt,
+                std::vector<std::uint32_t> &D, std::string &why, int threads) {
+  const tc::preset *p = model_preset(arch, false, format_id::bf16, format_id::fp32, why);
+  if (!p) return false;
+  // tc::gemm takes B as K x N row-major.
+  std::vector<bf16> B(std::size_t(K) * N);
+  for (int n = 0; n < N; ++n)
+    for (int k = 0; k < K; ++k)
+      B[std::size_t(k) * N + n] = bf16::from_bits(Bt[std::size_t(n) * K + k]);
+  const auto *a = reinterpret_cast<const bf16 *>(A);
+  static_assert(sizeof(bf16) == 2);
+  std::vector<f32> zero(std::size_t(M) * N, f32::from_bits(0)), out(std::size_t(M) * N);
+  parallel_for(std::size_t(M), threads, [&](std::size_t lo, std::size_t hi) {
+    tc::gemm<bfloat16, binary32>(*p, int(hi - lo), N, K, a + lo * K, K, B.data(), N, zero.data() + lo * N, N,
+                                 out.data() + lo * N, N);
+  });
+  D.resize(out.size());
+  for (std::size_t i = 0; i < out.size(); ++i)
+    D[i] = out[i].bits;
+  return true;
+}
+
+void trace_gemm(std::ostream &os, const std::string &arch, int K, const std::uint16_t *arow,
+                const std::uint16_t *btrow) {
+  std::string why;
+  const tc::preset *p = model_preset(arch, false, format_id::bf16, format_id::fp32, why);
+  if (!p) {
+    os << "# " << why << '\n';
+    return;
+  }
+  vec_set v;
+  v.in = format_id::bf16, v.out = format_id::fp32, v.k = K;
+  v.a.assign(arow, arow + K), v.b.assign(btrow, btrow + K), v.c.push_back(0);
+  trace_line(os, v, 0, *p);
+}
+
+float contract_c(int d) {
+  attention::kernel_policy pol = attention::fa2_twin();
+  const double scale = attention::softmax_scale(pol, d);
+  return float(scale * 1.4426950408889634073599246810018921);
+}
+
+namespace {
+attention::forward_config twin_config(const std::string &arch, const attention_case &c, bool &ok) {
+  attention::forward_config cfg;
+  cfg.pol = attention::fa2_twin();
+  // The kernel runs mma.sync on the device it is given: the tensor-core model is that device's.
+  ok = attention::parse_policy("fa2:" + arch, cfg.pol);
+  cfg.pol.stabilized = c.stabilized;
+  cfg.pol.beta = c.beta;
+  cfg.var = c.stabilized ? attention::variant::stabilized : attention::variant::fa2;
+  cfg.causal = c.causal;
+  return cfg;
+}
+
+std::vector<double> head_values(const std::uint16_t *p, int head, int n, int d) {
+  std::vector<double> x(std::size_t(n) * d);
+  const std::uint16_t *h = p + std::size_t(head) * n * d;
+  for (std::size_t i = 0; i < x.size(); ++i)
+    x[i] = to_double(bf16::from_bits(h[i]));
+  return x;
+}
+} // namespace
+
+bool model_attention(const std::string &arch, const attention_case &c, std::vector<std::uint16_t> &o,
+                     std::string &why, int threads) {
+  bool ok = false;
+  const attention::forward_config base = twin_config(arch, c, ok);
+  if (!ok) {
+    why = "the attention policy has no tensor-core model 'fa2:" + arch + "'";
+    return false;
+  }
+  o.assign(std::size_t(c.heads) * c.n * c.d, 0);
+  // parse_policy keeps fa2_twin's other fields (block sizes, orders, exp) and sets the arch.
+  parallel_for(std::size_t(c.heads), threads, [&](std::size_t lo, std::size_t hi) {
+    for (std::size_t h = lo; h < hi; ++h) {
+      const auto q = head_values(c.q, int(h), c.n, c.d), k = head_values(c.k, int(h), c.n, c.d),
+                 v = head_values(c.v, int(h), c.n, c.d);
+      attention::head_view hv{c.n, c.d, q.data(), k.data(), v.data()};
+      attention::null_observer obs;
+      const attention::forward_result r = attention::forward_head(base, hv, obs);
+      for (std::size_t i = 0; i < r.o.size(); ++i)
+        o[h * std::size_t(c.n) * c.d + i] = std::uint16_t(attention::as_bf16(r.o[i]).bits);
+    }
+  });
+  return true;
+}
+
+void trace_attention(std::ostream &os, const std::string &arch, const attention_case &c, int head, int row,
+                     int col) {
+  bool ok = false;
+  attention::forward_config cfg = twin_config(arch, c, ok);
+  if (!ok) return;
+  cfg.trace_row = row, cfg.trace_col = col;
+  const auto q = head_values(c.q, head, c.n, c.d), k = head_values(c.k, head, c.n, c.d),
+             v = head_values(c.v, head, c.n, c.d);
+  attention::head_view hv{c.n, c.d, q.data(), k.data(), v.data()};
+  attention::null_observer obs;
+  const attention::forward_result r = attention::forward_head(cfg, hv, obs);
+  char buf[256];
+  os << "# reference element trace of O[" << row << "][" << col << "] (head " << head
+     << "): step, key t, P-bar, running accumulator (FP32), exact, cumulative error; * = block end\n";
+  for (const auto &p : r.trace) {
+    std::snprintf(buf, sizeof buf, "#   %5ld t=%5ld pbar=%.9g running=%.9g exact=%.17g err=%.3g%s\n", p.step,
+                  p.t, p.pbar, p.running, p.exact, p.cum_error, p.boundary ? " *" : "");
+    os << buf;
+  }
+  std::snprintf(buf, sizeof buf, "#   O (BF16) = %s, lse = %.9g\n",
+                hex(format_id::bf16, attention::as_bf16(r.o[std::size_t(row) * c.d + col]).bits).c_str(),
+                r.lse[std::size_t(row)]);
+  os << buf;
+}
+
+void model_delta(int rows, int d, const std::uint16_t *o, const std::uint16_t *dout,
+                 std::vector<std::uint32_t> &delta) {
+  delta.assign(std::size_t(rows), 0);
+  parallel_for(std::size_t(rows), 0, [&](std::size_t lo, std::size_t hi) {
+    for (std::size_t r = lo; r < hi; ++r) {
+      f32 s = f32::from_bits(0);
+      for (int i = 0; i < d; ++i) {
+        const bf16 x = bf16::from_bits(dout[r * d + i]), y = bf16::from_bits(o[r * d + i]);
+        s = fma_to<binary32>(x, y, s).value;
+      }
+      delta[r] = s.bits;
+    }
+  });
+}
+
+} // namespace bf16emu::gpu

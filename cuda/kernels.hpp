@@ -1,0 +1,105 @@
+// bf16emu CUDA twin: host interface of the kernels (plain C++, no CUDA types), so that the runner
+// and the CPU model are compiled by the host compiler and only the kernels by nvcc.
+//
+// Every launcher returns 0 on success, otherwise a cudaError_t value (as int); the caller turns
+// it into a message with gpu::error_string(). Buffers are host pointers: the launcher copies in,
+// runs, synchronises and copies out. `ms`, where present, receives the kernel time measured with
+// CUDA events (median of `repeats` launches after one warm-up launch).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace bf16emu::gpu {
+
+// ------------------------------------------------------------------------------------------------
+// Tensor-core probe: one line of the `bf16emu mma` format = one dot product
+//   D = sum_{k<K} A[k]*B[k] + C,
+// issued as K/k consecutive instructions in increasing k, each instruction's D feeding the next
+// instruction's C. Lines are placed on the diagonal of the instruction's output tile (line j of a
+// group uses row j of A, column j of B and C[j][j]); off-diagonal outputs are discarded.
+enum class instr : std::uint8_t { mma_sync, wgmma };
+enum class in_type : std::uint8_t { bf16, fp16, tf32, e4m3, e5m2 };
+enum class out_type : std::uint8_t { fp32, fp16 };
+
+struct probe_job {
+  instr op = instr::mma_sync;
+  in_type type = in_type::bf16;
+  out_type out = out_type::fp32;
+  int k = 16;             // values of A (and of B) per line: a multiple of the instruction's k
+  std::size_t lines = 0;  // number of dot products
+  const std::uint32_t *a; // lines*k bit patterns, right-aligned (tf32: the 19-bit pattern)
+  const std::uint32_t *b; // lines*k
+  const std::uint32_t *c; // lines (fp32 bits, or fp16 bits in the low half)
+  std::uint32_t *d;       // lines, same encoding as c
+};
+
+// The instruction's own k (16 bf16/fp16, 8 tf32, 32 fp8).
+int instr_k(in_type t);
+// Lines per instruction issue (8 for mma.sync m16n8, 64 for wgmma m64n64).
+int lines_per_issue(instr op);
+// Whether the current device can run the job (mma.sync fp8 and wgmma need sm_89 / sm_90a).
+bool supported(const probe_job &job, int cc_major, int cc_minor);
+int run_probe(const probe_job &job);
+
+// ------------------------------------------------------------------------------------------------
+// GEMM: D[M][N] (fp32) = A[M][K] (bf16, row-major) * B (bf16, given as Bt[N][K], row-major),
+// on mma.sync.m16n8k16 with an FP32 accumulator that starts at +0 and runs over k in increasing
+// order, one instruction per 16 values of k. Each D element is therefore the line
+//   a = A[m][0..K), b = Bt[n][0..K), c = +0
+// of the `bf16emu mma` format with --k K. M, N multiples of 64, K a multiple of 16.
+struct gemm_job {
+  int m = 0, n = 0, k = 0;
+  const std::uint16_t *a;  // m*k
+  const std::uint16_t *bt; // n*k
+  float *d;                // m*n
+  int repeats = 0;         // >0: time the kernel
+  double ms = 0;
+};
+int run_gemm(gemm_job &job);
+// Dense bf16 GEMM rate of the device through cuBLAS (bf16 in, fp32 compute, bf16 out), in
+// TFLOP/s, for an n x n x n product on random data; returns <0 when cuBLAS is not linked.
+double cublas_bf16_tflops(int n, int repeats);
+
+// ------------------------------------------------------------------------------------------------
+// FlashAttention-2-style forward (one head per grid.y, batch folded into heads):
+//   Q, K, V: [heads][n][d] bf16 bit patterns, O: [heads][n][d] bf16, plus per row the final
+//   running max m (fp32, the value used as the shift, i.e. after the stabilisation rule) and row
+//   sum l (fp32). Block sizes, KV order and reduction orders: cuda/README.md ("Forward kernel").
+struct attention_job {
+  int heads = 1, n = 0, d = 64;
+  bool causal = false;
+  bool stabilized = false; // Qiu & Yao Algorithm 1 with parameter beta
+  float beta = 2.0f;
+  float scale = 0;       // softmax scale (1/sqrt(d) when 0)
+  bool fast_exp = false; // MUFU ex2.approx build (not bit-exact; compared by tolerance)
+  const std::uint16_t *q, *k, *v;
+  std::uint16_t *o;
+  float *row_m, *row_l; // heads*n each
+  int repeats = 0;
+  double ms = 0;
+};
+int run_attention(attention_job &job); // computes scale and c, then one of the two below
+// The two builds of the kernel; c = RN32(scale * log2(e)) as the contract defines it.
+int run_attention_exact(attention_job &job, float c);
+int run_attention_fast_exp(attention_job &job, float c);
+
+// Backward preprocessing: delta[r] = sum_j dO[r][j] * O[r][j] in FP32 from BF16 O and dO.
+struct delta_job {
+  int rows = 0, d = 64;
+  const std::uint16_t *o, *dout;
+  float *delta;
+};
+int run_delta(delta_job &job);
+
+// ------------------------------------------------------------------------------------------------
+// Device discovery. Returns false when no CUDA device (or no driver) is present.
+struct device_info {
+  char name[256] = {};
+  int cc_major = 0, cc_minor = 0, sms = 0;
+  int driver_version = 0, runtime_version = 0;
+};
+bool find_device(device_info &info);
+const char *error_string(int err);
+
+} // namespace bf16emu::gpu

@@ -1,0 +1,94 @@
+// bf16emu CUDA twin: line-format reader (see lines.hpp).
+#include "lines.hpp"
+
+#include <istream>
+#include <vector>
+
+#include "support/error.hpp"
+#include "support/number.hpp"
+
+namespace bf16emu::gpu {
+namespace {
+
+std::vector<std::string> tokens(const std::string &line) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char ch : line) {
+    if (ch == ' ' || ch == '\t' || ch == ',' || ch == '\r') {
+      if (!cur.empty()) out.push_back(cur), cur.clear();
+    } else {
+      cur += ch;
+    }
+  }
+  if (!cur.empty()) out.push_back(cur);
+  return out;
+}
+
+bool skip(const std::string &line) {
+  const auto p = line.find_first_not_of(" \t\r");
+  return p == std::string::npos || line[p] == '#';
+}
+
+bool value(const std::string &tok, format_id f, std::uint32_t &bits, std::string &why) {
+  try {
+    const support::operand op = support::parse_operand(tok, f);
+    if (!op.exact || op.overflow) {
+      why = "'" + tok + "' is not exact in its format";
+      return false;
+    }
+    bits = std::uint32_t(op.bits);
+    return true;
+  } catch (const support::input_error &e) {
+    why = e.what();
+    return false;
+  }
+}
+
+} // namespace
+
+bool read_lines(std::istream &is, vec_set &v, std::string &err) {
+  std::string line, why;
+  long number = 0;
+  const std::size_t K = std::size_t(v.k);
+  while (std::getline(is, line)) {
+    ++number;
+    if (skip(line)) continue;
+    const auto tok = tokens(line);
+    if (tok.size() != 2 * K + 1) {
+      err = "line " + std::to_string(number) + ": " + std::to_string(tok.size()) + " values, expected " +
+            std::to_string(2 * K + 1) + " (K = " + std::to_string(K) + ")";
+      return false;
+    }
+    std::uint32_t bits = 0;
+    for (std::size_t i = 0; i < 2 * K + 1; ++i) {
+      const format_id f = i < 2 * K ? v.in : v.out;
+      if (!value(tok[i], f, bits, why)) {
+        err = "line " + std::to_string(number) + ": " + why;
+        return false;
+      }
+      (i < K ? v.a : i < 2 * K ? v.b : v.c).push_back(bits);
+    }
+    v.notes.emplace_back();
+  }
+  return true;
+}
+
+bool read_outputs(std::istream &is, format_id f, std::vector<std::uint32_t> &d, std::string &err) {
+  std::string line, why;
+  long number = 0;
+  while (std::getline(is, line)) {
+    ++number;
+    if (skip(line)) continue;
+    const auto tok = tokens(line);
+    std::uint32_t bits = 0;
+    if (tok.size() != 1 || !value(tok[0], f, bits, why)) {
+      err =
+          "line " + std::to_string(number) + ": expected one output value" + (why.empty() ? "" : ": " + why);
+      return false;
+    }
+    d.push_back(bits);
+  }
+  return true;
+}
+
+} // namespace bf16emu::gpu

@@ -1,0 +1,417 @@
+// bf16emu CUDA twin: tensor-core probe kernels.
+//
+// One input line (see docs/tensor-cores.md) is one dot product D = sum_k A[k]*B[k] + C. Lines are
+// laid on the diagonal of an instruction's output tile: line j of a group uses row j of A,
+// column j of B and accumulator element C[j][j]; all other rows/columns of A and B are zero and
+// all other outputs are discarded. K larger than the instruction's k is issued as consecutive
+// instructions in increasing k, the whole D fragment feeding the next instruction's C.
+//
+//   mma.sync.m16n8k16 (bf16, fp16; f32 or f16 accumulator), m16n8k8 (tf32), m16n8k32 (e4m3, e5m2,
+//   sm_89+): 8 lines per warp-level instruction (rows 0..7 of the 16, columns 0..7).
+//   wgmma.mma_async.m64n64k16 (bf16, fp16), m64n64k8 (tf32), m64n64k32 (e4m3, e5m2), sm_90a only:
+//   64 lines per warpgroup-level instruction. A and B both come from shared memory, K-major,
+//   no swizzle (PTX ISA "Shared Memory Matrix Layout", canonical ((8,m),(T,2k)):((1T,SBO),(1,LBO))):
+//   one row of one instruction is 32 bytes = two 16-byte core-matrix columns; byte (r, kb) of an
+//   operand lies at (r/8)*SBO + (kb/16)*LBO + (r%8)*16 + kb%16 with LBO = 128, SBO = 256.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "kernels.hpp"
+
+namespace bf16emu::gpu {
+namespace {
+
+constexpr int kin(in_type t) {
+  return t == in_type::tf32 ? 8 : (t == in_type::e4m3 || t == in_type::e5m2) ? 32 : 16;
+}
+constexpr int elem_bytes(in_type t) {
+  return t == in_type::tf32 ? 4 : (t == in_type::e4m3 || t == in_type::e5m2) ? 1 : 2;
+}
+
+// Register image of an input element: 16-bit formats as is, tf32 as the FP32 register bits
+// (19-bit pattern << 13), fp8 as the byte.
+template <in_type T> __device__ __forceinline__ std::uint32_t reg_bits(std::uint32_t v) {
+  if constexpr (T == in_type::tf32)
+    return v << 13;
+  else if constexpr (T == in_type::e4m3 || T == in_type::e5m2)
+    return v & 0xffu;
+  else
+    return v & 0xffffu;
+}
+
+// Element k of line `line` (zero outside the valid lines and for k past K).
+template <in_type T>
+__device__ __forceinline__ std::uint32_t elem(const std::uint32_t *p, std::size_t line, bool valid, int K,
+                                              int k) {
+  return valid ? reg_bits<T>(p[line * std::size_t(K) + k]) : 0u;
+}
+
+// Packs the elements [k, k + 32/bits) of a line into one 32-bit register, lowest k in the low bits.
+template <in_type T>
+__device__ __forceinline__ std::uint32_t pack(const std::uint32_t *p, std::size_t line, bool valid, int K,
+                                              int k) {
+  if constexpr (elem_bytes(T) == 4) {
+    return elem<T>(p, line, valid, K, k);
+  } else if constexpr (elem_bytes(T) == 2) {
+    return elem<T>(p, line, valid, K, k) | (elem<T>(p, line, valid, K, k + 1) << 16);
+  } else {
+    return elem<T>(p, line, valid, K, k) | (elem<T>(p, line, valid, K, k + 1) << 8) |
+           (elem<T>(p, line, valid, K, k + 2) << 16) | (elem<T>(p, line, valid, K, k + 3) << 24);
+  }
+}
+
+// ------------------------------------------------------------------------------------------------
+// mma.sync
+
+template <in_type T>
+__device__ __forceinline__ void mma_sync_f32(float (&acc)[4], const std::uint32_t (&ra)[4],
+                                             const std::uint32_t (&rb)[2]) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  if constexpr (T == in_type::bf16) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+                 "{%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])
+                 : "r"(ra[0]), "r"(ra[1]), "r"(ra[2]), "r"(ra[3]), "r"(rb[0]), "r"(rb[1]));
+  } else if constexpr (T == in_type::fp16) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+                 "{%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])
+                 : "r"(ra[0]), "r"(ra[1]), "r"(ra[2]), "r"(ra[3]), "r"(rb[0]), "r"(rb[1]));
+  } else if constexpr (T == in_type::tf32) {
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+                 "{%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])
+                 : "r"(ra[0]), "r"(ra[1]), "r"(ra[2]), "r"(ra[3]), "r"(rb[0]), "r"(rb[1]));
+  } else {
+#if __CUDA_ARCH__ >= 890
+    if constexpr (T == in_type::e4m3) {
+      asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+                   "{%8,%9}, {%0,%1,%2,%3};\n"
+                   : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])
+                   : "r"(ra[0]), "r"(ra[1]), "r"(ra[2]), "r"(ra[3]), "r"(rb[0]), "r"(rb[1]));
+    } else {
+      asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e5m2.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+                   "{%8,%9}, {%0,%1,%2,%3};\n"
+                   : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])
+                   : "r"(ra[0]), "r"(ra[1]), "r"(ra[2]), "r"(ra[3]), "r"(rb[0]), "r"(rb[1]));
+    }
+#else
+    // fp8 mma.sync needs sm_89; the host never launches this variant below that.
+    acc[0] = acc[1] = acc[2] = acc[3] = __uint_as_float(0xffffffffu);
+#endif
+  }
+#endif
+}
+
+template <in_type T, out_type O>
+__device__ __forceinline__ void mma_sync_issue(std::uint32_t (&acc)[4], const std::uint32_t (&ra)[4],
+                                               const std::uint32_t (&rb)[2]) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  if constexpr (O == out_type::fp16) {
+    static_assert(T == in_type::fp16, "f16 accumulator: fp16 inputs only");
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 {%0,%1}, {%2,%3,%4,%5}, {%6,%7}, "
+                 "{%0,%1};\n"
+                 : "+r"(acc[0]), "+r"(acc[1])
+                 : "r"(ra[0]), "r"(ra[1]), "r"(ra[2]), "r"(ra[3]), "r"(rb[0]), "r"(rb[1]));
+  } else {
+    float f[4] = {__uint_as_float(acc[0]), __uint_as_float(acc[1]), __uint_as_float(acc[2]),
+                  __uint_as_float(acc[3])};
+    mma_sync_f32<T>(f, ra, rb);
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      acc[i] = __float_as_uint(f[i]);
+  }
+#endif
+}
+
+// Fragment layouts (PTX ISA, "Matrix Fragments for mma.m16n8k16 / m16n8k8 / m16n8k32"), with
+// g = lane/4 and t = lane%4:
+//   16-bit A: reg0 = row g, cols 2t,2t+1; reg1 = row g+8; reg2 = row g, cols 2t+8,2t+9; reg3 = row g+8.
+//   16-bit B: reg0 = rows 2t,2t+1 of col g; reg1 = rows 2t+8,2t+9.
+//   tf32 A:   reg0 = (g, t); reg1 = (g+8, t); reg2 = (g, t+4); reg3 = (g+8, t+4).  B: (t, g), (t+4, g).
+//   fp8 A:    reg0 = row g, cols 4t..4t+3; reg1 = row g+8; reg2 = row g, cols 4t+16..; reg3 = row g+8.
+//   fp8 B:    reg0 = rows 4t..4t+3 of col g; reg1 = rows 4t+16..4t+19.
+//   f32 C/D:  c0,c1 = row g, cols 2t,2t+1; c2,c3 = row g+8.   f16 C/D: reg0 = row g, reg1 = row g+8.
+// Only rows 0..7 carry lines, so reg1 and reg3 of A stay zero.
+template <in_type T, out_type O>
+__global__ void __launch_bounds__(256)
+    mma_sync_probe(const std::uint32_t *__restrict__ a, const std::uint32_t *__restrict__ b,
+                   const std::uint32_t *__restrict__ c, std::uint32_t *__restrict__ d, int K,
+                   std::size_t lines) {
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const std::size_t warp = (std::size_t(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
+  const std::size_t nwarps = (std::size_t(gridDim.x) * blockDim.x) >> 5;
+  constexpr int k = kin(T);
+  for (std::size_t base = warp * 8; base < lines; base += nwarps * 8) {
+    const std::size_t line = base + g; // row g of A and column g of B
+    const bool valid = line < lines;
+    std::uint32_t acc[4] = {0, 0, 0, 0};
+    if constexpr (O == out_type::fp16) {
+      // reg0 holds C[g][2t] (low half) and C[g][2t+1] (high half).
+      if (valid && g == 2 * t) acc[0] = c[line] & 0xffffu;
+      if (valid && g == 2 * t + 1) acc[0] = (c[line] & 0xffffu) << 16;
+    } else {
+      if (valid && g == 2 * t) acc[0] = c[line];
+      if (valid && g == 2 * t + 1) acc[1] = c[line];
+    }
+    for (int k0 = 0; k0 < K; k0 += k) {
+      std::uint32_t ra[4] = {0, 0, 0, 0}, rb[2];
+      if constexpr (elem_bytes(T) == 2) {
+        ra[0] = pack<T>(a, line, valid, K, k0 + 2 * t);
+        ra[2] = pack<T>(a, line, valid, K, k0 + 2 * t + 8);
+        rb[0] = pack<T>(b, line, valid, K, k0 + 2 * t);
+        rb[1] = pack<T>(b, line, valid, K, k0 + 2 * t + 8);
+      } else if constexpr (elem_bytes(T) == 4) {
+        ra[0] = pack<T>(a, line, valid, K, k0 + t);
+        ra[2] = pack<T>(a, line, valid, K, k0 + t + 4);
+        rb[0] = pack<T>(b, line, valid, K, k0 + t);
+        rb[1] = pack<T>(b, line, valid, K, k0 + t + 4);
+      } else {
+        ra[0] = pack<T>(a, line, valid, K, k0 + 4 * t);
+        ra[2] = pack<T>(a, line, valid, K, k0 + 4 * t + 16);
+        rb[0] = pack<T>(b, line, valid, K, k0 + 4 * t);
+        rb[1] = pack<T>(b, line, valid, K, k0 + 4 * t + 16);
+      }
+      mma_sync_issue<T, O>(acc, ra, rb);
+    }
+    if (valid) {
+      if constexpr (O == out_type::fp16) {
+        if (g == 2 * t) d[line] = acc[0] & 0xffffu;
+        if (g == 2 * t + 1) d[line] = acc[0] >> 16;
+      } else {
+        if (g == 2 * t) d[line] = acc[0];
+        if (g == 2 * t + 1) d[line] = acc[1];
+      }
+    }
+  }
+}
+
+// ------------------------------------------------------------------------------------------------
+// wgmma (sm_90a)
+
+#define BF16EMU_R32                                                                                          \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, "    \
+  "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
+#define BF16EMU_R16 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}"
+#define BF16EMU_ACC16(x)                                                                                     \
+  "+r"(x[0]), "+r"(x[1]), "+r"(x[2]), "+r"(x[3]), "+r"(x[4]), "+r"(x[5]), "+r"(x[6]), "+r"(x[7]),            \
+      "+r"(x[8]), "+r"(x[9]), "+r"(x[10]), "+r"(x[11]), "+r"(x[12]), "+r"(x[13]), "+r"(x[14]), "+r"(x[15])
+#define BF16EMU_ACC16F(x)                                                                                    \
+  "+f"(x[0]), "+f"(x[1]), "+f"(x[2]), "+f"(x[3]), "+f"(x[4]), "+f"(x[5]), "+f"(x[6]), "+f"(x[7]),            \
+      "+f"(x[8]), "+f"(x[9]), "+f"(x[10]), "+f"(x[11]), "+f"(x[12]), "+f"(x[13]), "+f"(x[14]), "+f"(x[15])
+#define BF16EMU_ACC32(x)                                                                                     \
+  BF16EMU_ACC16F(x), "+f"(x[16]), "+f"(x[17]), "+f"(x[18]), "+f"(x[19]), "+f"(x[20]), "+f"(x[21]),           \
+      "+f"(x[22]), "+f"(x[23]), "+f"(x[24]), "+f"(x[25]), "+f"(x[26]), "+f"(x[27]), "+f"(x[28]),             \
+      "+f"(x[29]), "+f"(x[30]), "+f"(x[31])
+
+// scale-d = 1 (accumulate into the registers), scale-a = scale-b = 1, no transpose (K-major).
+template <in_type T, out_type O>
+__device__ __forceinline__ void wgmma_issue(std::uint32_t (&acc)[32], std::uint64_t da, std::uint64_t db) {
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  const std::uint32_t one = 1;
+  float f[32];
+#pragma unroll
+  for (int i = 0; i < 32; ++i)
+    f[i] = __uint_as_float(acc[i]);
+  if constexpr (O == out_type::fp16) {
+    static_assert(T == in_type::fp16, "f16 accumulator: fp16 inputs only");
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f16.f16.f16 " BF16EMU_R16
+                 ", %16, %17, p, 1, 1, 0, 0;\n}\n"
+                 : BF16EMU_ACC16(acc)
+                 : "l"(da), "l"(db), "r"(one)
+                 : "memory");
+  } else if constexpr (T == in_type::bf16) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " BF16EMU_R32
+                 ", %32, %33, p, 1, 1, 0, 0;\n}\n"
+                 : BF16EMU_ACC32(f)
+                 : "l"(da), "l"(db), "r"(one)
+                 : "memory");
+  } else if constexpr (T == in_type::fp16) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " BF16EMU_R32
+                 ", %32, %33, p, 1, 1, 0, 0;\n}\n"
+                 : BF16EMU_ACC32(f)
+                 : "l"(da), "l"(db), "r"(one)
+                 : "memory");
+  } else if constexpr (T == in_type::tf32) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 " BF16EMU_R32
+                 ", %32, %33, p, 1, 1;\n}\n"
+                 : BF16EMU_ACC32(f)
+                 : "l"(da), "l"(db), "r"(one)
+                 : "memory");
+  } else if constexpr (T == in_type::e4m3) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 " BF16EMU_R32
+                 ", %32, %33, p, 1, 1;\n}\n"
+                 : BF16EMU_ACC32(f)
+                 : "l"(da), "l"(db), "r"(one)
+                 : "memory");
+  } else {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k32.f32.e5m2.e5m2 " BF16EMU_R32
+                 ", %32, %33, p, 1, 1;\n}\n"
+                 : BF16EMU_ACC32(f)
+                 : "l"(da), "l"(db), "r"(one)
+                 : "memory");
+  }
+  if constexpr (O != out_type::fp16) {
+#pragma unroll
+    for (int i = 0; i < 32; ++i)
+      acc[i] = __float_as_uint(f[i]);
+  }
+#endif
+}
+
+// Descriptor: start address >> 4 in bits 0..13, LBO >> 4 in 16..29, SBO >> 4 in 32..45, base
+// offset 0, swizzle mode 0 (none) in bits 62..63.
+[[maybe_unused]] __device__ __forceinline__ std::uint64_t smem_desc(const void *p) {
+  const auto addr = static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
+  constexpr std::uint64_t lbo = 128, sbo = 256;
+  return std::uint64_t((addr & 0x3ffffu) >> 4) | ((lbo >> 4) << 16) | ((sbo >> 4) << 32);
+}
+
+// Writes the 16 bytes of core-matrix column `half` of operand row `row` for k in [k0, k0 + k).
+template <in_type T>
+__device__ __forceinline__ void fill_row(unsigned char *s, const std::uint32_t *p, std::size_t line,
+                                         bool valid, int K, int k0, int row, int half) {
+  constexpr int per16 = 16 / elem_bytes(T); // elements per 16 bytes
+  const int kfirst = k0 + half * per16;
+  uint4 v;
+  std::uint32_t w[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+    w[i] = pack<T>(p, line, valid, K, kfirst + i * (4 / elem_bytes(T)));
+  v.x = w[0], v.y = w[1], v.z = w[2], v.w = w[3];
+  *reinterpret_cast<uint4 *>(s + (row >> 3) * 256 + half * 128 + (row & 7) * 16) = v;
+}
+
+// D fragment of m64nN (f32): value i of thread (warp w, lane l): row 16w + l/4 + 8*((i/2)%2),
+// column 8*(i/4) + 2*(l%4) + i%2. The f16 accumulator uses the same map on half index i, two
+// halves per register (i%2 = 0 in the low half).
+template <in_type T, out_type O>
+__global__ void __launch_bounds__(128)
+    wgmma_probe(const std::uint32_t *__restrict__ a, const std::uint32_t *__restrict__ b,
+                const std::uint32_t *__restrict__ c, std::uint32_t *__restrict__ d, int K,
+                std::size_t lines) {
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  __shared__ alignas(128) unsigned char sa[64 * 32];
+  __shared__ alignas(128) unsigned char sb[64 * 32];
+  const int tid = threadIdx.x, w = tid >> 5, lane = tid & 31;
+  constexpr int k = kin(T);
+  constexpr int nvals = 32; // values per thread: 32 floats, or 32 halves in 16 registers
+  for (std::size_t base = std::size_t(blockIdx.x) * 64; base < lines; base += std::size_t(gridDim.x) * 64) {
+    std::uint32_t acc[32];
+#pragma unroll
+    for (int i = 0; i < 32; ++i)
+      acc[i] = 0;
+#pragma unroll
+    for (int i = 0; i < nvals; ++i) {
+      const int row = 16 * w + (lane >> 2) + 8 * ((i >> 1) & 1);
+      const int col = 8 * (i >> 2) + 2 * (lane & 3) + (i & 1);
+      if (row == col && base + row < lines) {
+        if constexpr (O == out_type::fp16)
+          acc[i >> 1] |= (c[base + row] & 0xffffu) << (16 * (i & 1));
+        else
+          acc[i] = c[base + row];
+      }
+    }
+    const int frow = tid >> 1, fhalf = tid & 1;
+    const std::size_t fline = base + frow;
+    const bool fvalid = fline < lines;
+    for (int k0 = 0; k0 < K; k0 += k) {
+      __syncthreads(); // the previous instruction has read shared memory
+      fill_row<T>(sa, a, fline, fvalid, K, k0, frow, fhalf);
+      fill_row<T>(sb, b, fline, fvalid, K, k0, frow, fhalf);
+      asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+      __syncthreads();
+      asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+      wgmma_issue<T, O>(acc, smem_desc(sa), smem_desc(sb));
+      asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+      asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+#pragma unroll
+      for (int i = 0; i < 32; ++i)
+        asm volatile("" : "+r"(acc[i])::"memory");
+    }
+#pragma unroll
+    for (int i = 0; i < nvals; ++i) {
+      const int row = 16 * w + (lane >> 2) + 8 * ((i >> 1) & 1);
+      const int col = 8 * (i >> 2) + 2 * (lane & 3) + (i & 1);
+      if (row == col && base + row < lines) {
+        if constexpr (O == out_type::fp16)
+          d[base + row] = (acc[i >> 1] >> (16 * (i & 1))) & 0xffffu;
+        else
+          d[base + row] = acc[i];
+      }
+    }
+  }
+#endif
+}
+
+template <in_type T, out_type O>
+int launch(const probe_job &job, const std::uint32_t *a, const std::uint32_t *b, const std::uint32_t *c,
+           std::uint32_t *d) {
+  const std::size_t per = 64; // lines per block: 8 warps x 8 (mma.sync), or one warpgroup x 64 (wgmma)
+  const unsigned blocks = unsigned(std::min<std::size_t>((job.lines + per - 1) / per, 8192));
+  if (job.op == instr::wgmma)
+    wgmma_probe<T, O><<<blocks, 128>>>(a, b, c, d, job.k, job.lines);
+  else
+    mma_sync_probe<T, O><<<blocks, 256>>>(a, b, c, d, job.k, job.lines);
+  return int(cudaGetLastError());
+}
+
+int dispatch(const probe_job &job, const std::uint32_t *a, const std::uint32_t *b, const std::uint32_t *c,
+             std::uint32_t *d) {
+  if (job.out == out_type::fp16) return launch<in_type::fp16, out_type::fp16>(job, a, b, c, d);
+  switch (job.type) {
+  case in_type::bf16: return launch<in_type::bf16, out_type::fp32>(job, a, b, c, d);
+  case in_type::fp16: return launch<in_type::fp16, out_type::fp32>(job, a, b, c, d);
+  case in_type::tf32: return launch<in_type::tf32, out_type::fp32>(job, a, b, c, d);
+  case in_type::e4m3: return launch<in_type::e4m3, out_type::fp32>(job, a, b, c, d);
+  default: return launch<in_type::e5m2, out_type::fp32>(job, a, b, c, d);
+  }
+}
+
+} // namespace
+
+int instr_k(in_type t) { return kin(t); }
+int lines_per_issue(instr op) { return op == instr::wgmma ? 64 : 8; }
+
+bool supported(const probe_job &job, int cc_major, int cc_minor) {
+  const int cc = cc_major * 10 + cc_minor;
+  if (job.out == out_type::fp16 && job.type != in_type::fp16) return false;
+  if (job.k <= 0 || job.k % kin(job.type) != 0) return false;
+  // This build carries sm_80 and sm_90a machine code (plus their PTX). wgmma and the fp8 mma.sync
+  // exist only in the sm_90a code, which runs on compute capability 9.0 alone.
+  if (job.op == instr::wgmma) return cc == 90;
+  if (job.type == in_type::e4m3 || job.type == in_type::e5m2) return cc == 90;
+  return cc >= 80;
+}
+
+int run_probe(const probe_job &job) {
+  if (job.lines == 0) return 0;
+  const std::size_t nab = job.lines * std::size_t(job.k);
+  std::uint32_t *da = nullptr, *db = nullptr, *dc = nullptr, *dd = nullptr;
+  int err = 0;
+  auto fail = [&](cudaError_t e) {
+    if (e != cudaSuccess && err == 0) err = int(e);
+    return e != cudaSuccess;
+  };
+  if (!fail(cudaMalloc(&da, nab * 4)) && !fail(cudaMalloc(&db, nab * 4)) &&
+      !fail(cudaMalloc(&dc, job.lines * 4)) && !fail(cudaMalloc(&dd, job.lines * 4)) &&
+      !fail(cudaMemcpy(da, job.a, nab * 4, cudaMemcpyHostToDevice)) &&
+      !fail(cudaMemcpy(db, job.b, nab * 4, cudaMemcpyHostToDevice)) &&
+      !fail(cudaMemcpy(dc, job.c, job.lines * 4, cudaMemcpyHostToDevice)) &&
+      !fail(cudaMemset(dd, 0xa5, job.lines * 4))) {
+    if (!fail(cudaError_t(dispatch(job, da, db, dc, dd))) && !fail(cudaDeviceSynchronize()))
+      fail(cudaMemcpy(job.d, dd, job.lines * 4, cudaMemcpyDeviceToHost));
+  }
+  cudaFree(da), cudaFree(db), cudaFree(dc), cudaFree(dd);
+  return err;
+}
+
+} // namespace bf16emu::gpu

@@ -1,0 +1,568 @@
+// bf16emu-gpu: runs the CUDA twin's kernels and compares them bit for bit with the CPU model.
+//
+//   bf16emu-gpu probe     [--instr mma|wgmma] [--format F] [--out fp32|fp16] [--k K] [--arch A]
+//                         [--input FILE | --random probes|normal|bits|cancel --count N --seed S]
+//                         [--print] [--no-compare] [--save DIR --name NAME --save-lines N] [--self-test]
+//   bf16emu-gpu gemm      [--m M --n N --k K] [--seed S] [--repeats R] [--save DIR] [--save-lines N]
+//   bf16emu-gpu attention [--n N --d 64|128 --heads H] [--causal] [--stabilized --beta B]
+//                         [--scenario random|sink] [--seed S] [--fast-exp] [--repeats R]
+//                         [--no-compare] [--save DIR]
+//   bf16emu-gpu delta     [--n N --d 64|128 --heads H] [--seed S] [--save DIR]
+//   bf16emu-gpu dense     [--size N] [--repeats R]        (cuBLAS bf16 rate of the device)
+//   bf16emu-gpu info
+//
+// Every subcommand ends with one line "RESULT <what> compared=<n> mismatches=<m> ..." on stdout
+// (probe with --print: on stderr, stdout then holds only the D lines, as `bf16emu mma` prints).
+// Exit status: 0 all equal, 1 mismatches, 2 bad usage or input, 3 CUDA error,
+// 77 no CUDA device (CTest: SKIP_RETURN_CODE 77).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "bf16emu/attention/scenario.hpp"
+#include "bf16emu/core.hpp"
+#include "host_model.hpp"
+#include "kernels.hpp"
+#include "lines.hpp"
+#include "support/npy.hpp"
+#include "vectors.hpp"
+
+namespace {
+
+using namespace bf16emu;
+using namespace bf16emu::gpu;
+
+constexpr int kExitMismatch = 1, kExitUsage = 2, kExitCuda = 3, kExitSkip = 77;
+
+struct options {
+  std::map<std::string, std::string> kv;
+  std::set<std::string> flags;
+  std::string get(const std::string &k, const std::string &def = "") const {
+    const auto it = kv.find(k);
+    return it == kv.end() ? def : it->second;
+  }
+  long long num(const std::string &k, long long def) const {
+    const auto it = kv.find(k);
+    return it == kv.end() ? def : std::strtoll(it->second.c_str(), nullptr, 0);
+  }
+  double real(const std::string &k, double def) const {
+    const auto it = kv.find(k);
+    return it == kv.end() ? def : std::strtod(it->second.c_str(), nullptr);
+  }
+  bool has(const std::string &f) const { return flags.count(f) != 0; }
+};
+
+const std::set<std::string> kFlags = {"--causal",     "--stabilized", "--fast-exp", "--print",
+                                      "--no-compare", "--self-test",  "--no-notes"};
+
+[[noreturn]] void usage_error(const std::string &msg) {
+  std::fprintf(stderr, "bf16emu-gpu: %s (see the header of cuda/runner.cpp or cuda/README.md)\n",
+               msg.c_str());
+  std::exit(kExitUsage);
+}
+
+options parse(int argc, char **argv) {
+  options o;
+  for (int i = 2; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a.rfind("--", 0) != 0) usage_error("unexpected argument '" + a + "'");
+    if (kFlags.count(a))
+      o.flags.insert(a);
+    else if (i + 1 < argc)
+      o.kv[a] = argv[++i];
+    else
+      usage_error(a + " needs a value");
+  }
+  return o;
+}
+
+[[noreturn]] void cuda_fail(const char *what, int err) {
+  std::fprintf(stderr, "bf16emu-gpu: %s: CUDA error %d (%s)\n", what, err, error_string(err));
+  std::exit(kExitCuda);
+}
+
+void ensure_dir(const std::string &dir) {
+  if (dir.empty()) return;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) usage_error("cannot create directory " + dir + ": " + ec.message());
+}
+
+const char *fmt_name(format_id f) {
+  return visit_format(f, [](auto fmt) { return format_name<decltype(fmt)>(); });
+}
+
+in_type to_in(format_id f) {
+  switch (f) {
+  case format_id::bf16: return in_type::bf16;
+  case format_id::fp16: return in_type::fp16;
+  case format_id::tf32: return in_type::tf32;
+  case format_id::e4m3: return in_type::e4m3;
+  default: return in_type::e5m2;
+  }
+}
+
+std::vector<std::uint16_t> bf16_bits(const std::vector<double> &x) {
+  std::vector<std::uint16_t> out(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i)
+    out[i] = std::uint16_t(attention::as_bf16(x[i]).bits);
+  return out;
+}
+
+// ------------------------------------------------------------------------------------------------
+// probe
+
+struct probe_state {
+  device_info dev;
+  std::string arch;
+  instr op = instr::mma_sync;
+  bool compare = true, print = false;
+  const tc::preset *preset = nullptr;
+  std::size_t compared = 0, mismatches = 0, total = 0;
+  bool traced = false;
+  std::ostream *report = &std::cout;
+  // What --save keeps: the first `save_lines` lines and every mismatching line (up to 65536).
+  std::size_t save_lines = 0;
+  vec_set saved;
+  std::vector<std::uint32_t> saved_gpu;
+};
+
+void keep_line(probe_state &st, const vec_set &v, std::size_t n, std::uint32_t gpu) {
+  const std::size_t K = std::size_t(v.k);
+  st.saved.a.insert(st.saved.a.end(), v.a.begin() + std::ptrdiff_t(n * K),
+                    v.a.begin() + std::ptrdiff_t((n + 1) * K));
+  st.saved.b.insert(st.saved.b.end(), v.b.begin() + std::ptrdiff_t(n * K),
+                    v.b.begin() + std::ptrdiff_t((n + 1) * K));
+  st.saved.c.push_back(v.c[n]);
+  st.saved.notes.push_back(n < v.notes.size() ? v.notes[n] : std::string());
+  st.saved_gpu.push_back(gpu);
+}
+
+void run_probe_chunk(probe_state &st, const vec_set &v) {
+  if (v.lines() == 0) return;
+  probe_job job;
+  job.op = st.op, job.type = to_in(v.in),
+  job.out = v.out == format_id::fp16 ? out_type::fp16 : out_type::fp32;
+  job.k = v.k, job.lines = v.lines();
+  std::vector<std::uint32_t> d(v.lines());
+  job.a = v.a.data(), job.b = v.b.data(), job.c = v.c.data(), job.d = d.data();
+  if (!supported(job, st.dev.cc_major, st.dev.cc_minor))
+    usage_error(std::string("this device (sm_") + std::to_string(st.dev.cc_major * 10 + st.dev.cc_minor) +
+                ") or this build cannot run " + (st.op == instr::wgmma ? "wgmma" : "mma.sync") + " with " +
+                fmt_name(v.in) + " -> " + fmt_name(v.out) + ", k " + std::to_string(v.k));
+  if (const int err = run_probe(job)) cuda_fail("probe kernel", err);
+  if (st.print)
+    for (std::uint32_t x : d)
+      std::cout << hex(v.out, x) << '\n';
+  std::vector<std::uint32_t> ref;
+  if (st.compare) model_lines(v, *st.preset, ref);
+  for (std::size_t n = 0; n < v.lines(); ++n) {
+    const bool bad = st.compare && ref[n] != d[n];
+    if (st.compare) ++st.compared;
+    if (bad && ++st.mismatches && !st.traced) {
+      st.traced = true;
+      std::ostream &os = *st.report;
+      os << "# first mismatch: line " << st.total + n + 1
+         << (v.notes.size() > n && !v.notes[n].empty() ? " (" + v.notes[n] + ")" : "") << "\n#   input: ";
+      vec_set one = v;
+      one.a.assign(v.a.begin() + std::ptrdiff_t(n * v.k), v.a.begin() + std::ptrdiff_t((n + 1) * v.k));
+      one.b.assign(v.b.begin() + std::ptrdiff_t(n * v.k), v.b.begin() + std::ptrdiff_t((n + 1) * v.k));
+      one.c.assign(1, v.c[n]), one.notes.assign(1, "");
+      write_lines(os, one, false);
+      os << "#   GPU " << hex(v.out, d[n]) << "  CPU model " << hex(v.out, ref[n]) << '\n';
+      trace_line(os, one, 0, *st.preset);
+    }
+    if (st.save_lines &&
+        ((st.total + n < st.save_lines) || (bad && st.saved.lines() < st.save_lines + 65536)))
+      keep_line(st, v, n, d[n]);
+  }
+  st.total += v.lines();
+}
+
+void save_probe(const probe_state &st, const std::string &dir, const std::string &name,
+                const vec_set &proto) {
+  ensure_dir(dir);
+  const std::string base = dir + "/" + name;
+  std::ofstream vec(base + ".vec"), out(base + ".out");
+  vec << "# bf16emu-gpu probe on " << st.dev.name << " (sm_" << st.dev.cc_major << st.dev.cc_minor
+      << ", driver " << st.dev.driver_version << ", runtime " << st.dev.runtime_version << ")\n";
+  vec << "#! arch=" << st.arch << " instr=" << (st.op == instr::wgmma ? "wgmma" : "mma")
+      << " in=" << fmt_name(proto.in) << " out=" << fmt_name(proto.out) << " k=" << proto.k << '\n';
+  vec_set s = st.saved;
+  s.in = proto.in, s.out = proto.out, s.k = proto.k;
+  write_lines(vec, s, true);
+  out << "# GPU D, one per line of " << name << ".vec\n";
+  for (std::uint32_t x : st.saved_gpu)
+    out << hex(proto.out, x) << '\n';
+  if (!vec || !out) usage_error("cannot write " + base + ".vec/.out");
+}
+
+int cmd_probe(const options &o, const device_info &dev, const std::string &arch) {
+  probe_state st;
+  st.dev = dev, st.arch = arch;
+  st.compare = !o.has("--no-compare");
+  st.print = o.has("--print") || (!o.kv.count("--random") && !o.has("--self-test"));
+  st.report = st.print ? &std::cerr : &std::cout;
+  st.save_lines = o.kv.count("--save") ? std::size_t(o.num("--save-lines", 4096)) : 0;
+
+  struct combo {
+    instr op;
+    format_id in, out;
+  };
+  std::vector<combo> combos;
+  if (o.has("--self-test")) {
+    for (instr op : {instr::mma_sync, instr::wgmma})
+      for (format_id f :
+           {format_id::bf16, format_id::fp16, format_id::tf32, format_id::e4m3, format_id::e5m2})
+        for (format_id out : {format_id::fp32, format_id::fp16}) {
+          probe_job j;
+          j.op = op, j.type = to_in(f), j.out = out == format_id::fp16 ? out_type::fp16 : out_type::fp32;
+          j.k = instr_k(j.type);
+          if (supported(j, dev.cc_major, dev.cc_minor)) combos.push_back({op, f, out});
+        }
+  } else {
+    format_id in = format_id::bf16, out = format_id::fp32;
+    if (!parse_format(o.get("--format", "bf16"), in) || in == format_id::fp32) usage_error("bad --format");
+    if (!parse_format(o.get("--out", "fp32"), out) || (out != format_id::fp32 && out != format_id::fp16))
+      usage_error("bad --out");
+    const std::string ins = o.get("--instr", "mma");
+    if (ins != "mma" && ins != "wgmma") usage_error("--instr is mma or wgmma");
+    combos.push_back({ins == "wgmma" ? instr::wgmma : instr::mma_sync, in, out});
+  }
+  int status = 0;
+  for (const combo &cb : combos) {
+    st.op = cb.op, st.compared = st.mismatches = st.total = 0, st.traced = false;
+    st.saved.clear(), st.saved_gpu.clear();
+    vec_set v;
+    v.in = cb.in, v.out = cb.out;
+    v.k = int(o.num("--k", instr_k(to_in(cb.in))));
+    std::string why;
+    st.preset = model_preset(arch, cb.op == instr::wgmma, cb.in, cb.out, why);
+    if (st.compare && !st.preset) usage_error(why + " (use --arch or --no-compare)");
+    const std::string name = o.get("--name", std::string(cb.op == instr::wgmma ? "wgmma" : "mma") + "_" +
+                                                 fmt_name(cb.in) + "_" + fmt_name(cb.out));
+    if (o.has("--self-test")) {
+      const gen_kind kinds[] = {gen_kind::probes, gen_kind::normal, gen_kind::bits, gen_kind::cancel};
+      for (gen_kind g : kinds) {
+        v.clear();
+        generate(v, g, 4096, 1);
+        run_probe_chunk(st, v);
+      }
+    } else if (o.kv.count("--random")) {
+      gen_kind g;
+      if (!parse_gen_kind(o.get("--random"), g)) usage_error("bad --random");
+      const std::size_t count = g == gen_kind::probes ? 1 : std::size_t(o.num("--count", 1000000));
+      const std::uint64_t seed = std::uint64_t(o.num("--seed", 1));
+      const std::size_t chunk = std::size_t(1) << 18;
+      for (std::size_t done = 0, ci = 0; done < count; done += chunk, ++ci) {
+        v.clear();
+        generate(v, g, std::min(chunk, count - done), seed * 1000003u + ci);
+        run_probe_chunk(st, v);
+      }
+    } else {
+      std::ifstream file;
+      std::istream *in = &std::cin;
+      if (o.kv.count("--input")) {
+        file.open(o.get("--input"));
+        if (!file) usage_error("cannot read " + o.get("--input"));
+        in = &file;
+      }
+      std::string err;
+      if (!read_lines(*in, v, err)) usage_error(err);
+      run_probe_chunk(st, v);
+    }
+    if (st.save_lines) save_probe(st, o.get("--save"), name, v);
+    char buf[512];
+    std::snprintf(
+        buf, sizeof buf,
+        "RESULT probe %s instr=%s in=%s out=%s k=%d arch=%s lines=%zu compared=%zu mismatches=%zu\n",
+        name.c_str(), cb.op == instr::wgmma ? "wgmma" : "mma", fmt_name(cb.in), fmt_name(cb.out), v.k,
+        arch.c_str(), st.total, st.compared, st.mismatches);
+    *st.report << buf;
+    if (st.mismatches) status = kExitMismatch;
+  }
+  return status;
+}
+
+// ------------------------------------------------------------------------------------------------
+// gemm
+
+int cmd_gemm(const options &o, const device_info &dev, const std::string &arch) {
+  const int M = int(o.num("--m", 256)), N = int(o.num("--n", 256)), K = int(o.num("--k", 1024));
+  const std::uint64_t seed = std::uint64_t(o.num("--seed", 1));
+  if (M <= 0 || N <= 0 || K <= 0 || M % 64 || N % 64 || K % 16)
+    usage_error("gemm: M, N multiples of 64, K of 16");
+  const auto ain = attention::scenario_random(1, 1, M, K, seed),
+             bin = attention::scenario_random(1, 1, N, K, seed + 1);
+  const std::vector<std::uint16_t> A = bf16_bits(ain.q), Bt = bf16_bits(bin.k);
+  std::vector<float> D(std::size_t(M) * N);
+  gemm_job job;
+  job.m = M, job.n = N, job.k = K, job.a = A.data(), job.bt = Bt.data(), job.d = D.data();
+  job.repeats = int(o.num("--repeats", 0));
+  if (const int err = run_gemm(job)) cuda_fail("gemm kernel", err);
+  std::size_t mismatches = 0, compared = 0;
+  if (!o.has("--no-compare")) {
+    std::vector<std::uint32_t> ref;
+    std::string why;
+    if (!model_gemm(arch, M, N, K, A.data(), Bt.data(), ref, why)) usage_error(why);
+    for (std::size_t i = 0; i < ref.size(); ++i) {
+      ++compared;
+      std::uint32_t g;
+      std::memcpy(&g, &D[i], 4);
+      if (g == ref[i]) continue;
+      if (mismatches++ == 0) {
+        const int m = int(i / N), n = int(i % N);
+        std::cout << "# first mismatch: D[" << m << "][" << n << "]  GPU " << hex(format_id::fp32, g)
+                  << "  CPU model " << hex(format_id::fp32, ref[i])
+                  << "\n#   as a line (row of A, column of B, c = +0):\n# ";
+        vec_set one;
+        one.in = format_id::bf16, one.out = format_id::fp32, one.k = K;
+        one.a.assign(A.begin() + std::ptrdiff_t(std::size_t(m) * K),
+                     A.begin() + std::ptrdiff_t(std::size_t(m + 1) * K));
+        one.b.assign(Bt.begin() + std::ptrdiff_t(std::size_t(n) * K),
+                     Bt.begin() + std::ptrdiff_t(std::size_t(n + 1) * K));
+        one.c.assign(1, 0);
+        write_lines(std::cout, one, false);
+        trace_gemm(std::cout, arch, K, &A[std::size_t(m) * K], &Bt[std::size_t(n) * K]);
+      }
+    }
+  }
+  const std::string name = "gemm_" + std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K);
+  if (o.kv.count("--save")) {
+    const std::string dir = o.get("--save");
+    ensure_dir(dir);
+    npy::write(dir + "/" + name + ".a.npy", npy::dtype::u16, {std::size_t(M), std::size_t(K)}, A.data());
+    npy::write(dir + "/" + name + ".bt.npy", npy::dtype::u16, {std::size_t(N), std::size_t(K)}, Bt.data());
+    npy::write(dir + "/" + name + ".d_gpu.npy", npy::dtype::f32, {std::size_t(M), std::size_t(N)}, D.data());
+    // A compact set of elements as `bf16emu mma` lines (k = K) for tests/gpu_data.
+    const std::size_t keep = std::min<std::size_t>(std::size_t(o.num("--save-lines", 0)), std::size_t(M) * N);
+    if (keep) {
+      std::ofstream vec(dir + "/" + name + ".vec"), out(dir + "/" + name + ".out");
+      vec << "# bf16emu-gpu gemm on " << dev.name << ": elements D[m][n] of an " << M << "x" << N << "x" << K
+          << " product (row of A, column of B, c = +0)\n";
+      vec << "#! arch=" << arch << " instr=mma in=bf16 out=fp32 k=" << K << '\n';
+      out << "# GPU D\n";
+      vec_set v;
+      v.in = format_id::bf16, v.out = format_id::fp32, v.k = K;
+      for (std::size_t e = 0; e < keep; ++e) {
+        const std::size_t i = (e * 7919) % (std::size_t(M) * N), m = i / N, n = i % N;
+        v.a.insert(v.a.end(), A.begin() + std::ptrdiff_t(m * K), A.begin() + std::ptrdiff_t((m + 1) * K));
+        v.b.insert(v.b.end(), Bt.begin() + std::ptrdiff_t(n * K), Bt.begin() + std::ptrdiff_t((n + 1) * K));
+        v.c.push_back(0);
+        std::uint32_t g;
+        std::memcpy(&g, &D[i], 4);
+        out << hex(format_id::fp32, g) << '\n';
+      }
+      write_lines(vec, v, false);
+    }
+  }
+  std::printf("RESULT gemm %s arch=%s compared=%zu mismatches=%zu", name.c_str(), arch.c_str(), compared,
+              mismatches);
+  if (job.repeats > 0)
+    std::printf(" ms=%.4f tflops=%.2f", job.ms, 2.0 * M * N * double(K) / (job.ms * 1e-3) / 1e12);
+  std::printf("\n");
+  return mismatches ? kExitMismatch : 0;
+}
+
+// ------------------------------------------------------------------------------------------------
+// attention
+
+// Distance in units in the last place between two BF16 patterns of finite values.
+long ulp_distance(std::uint16_t a, std::uint16_t b) {
+  auto key = [](std::uint16_t x) { return (x & 0x8000) ? -long(x & 0x7fff) : long(x); };
+  return std::labs(key(a) - key(b));
+}
+
+int cmd_attention(const options &o, const device_info &dev, const std::string &arch) {
+  attention_case c;
+  c.heads = int(o.num("--heads", 1)), c.n = int(o.num("--n", 128)), c.d = int(o.num("--d", 64));
+  c.causal = o.has("--causal"), c.stabilized = o.has("--stabilized"), c.beta = o.real("--beta", 2.0);
+  if (c.n <= 0 || c.n % 64 || (c.d != 64 && c.d != 128) || c.heads <= 0)
+    usage_error("attention: n multiple of 64, d 64 or 128");
+  if (float(c.beta) != c.beta) usage_error("--beta must be exact in FP32");
+  const std::uint64_t seed = std::uint64_t(o.num("--seed", 1));
+  const std::string scen = o.get("--scenario", "random");
+  attention::attention_inputs in;
+  if (scen == "random")
+    in = attention::scenario_random(1, c.heads, c.n, c.d, seed);
+  else if (scen == "sink")
+    in = attention::scenario_sink(1, c.heads, c.n, c.d, seed, attention::sink_params{});
+  else
+    usage_error("--scenario is random or sink");
+  const std::vector<std::uint16_t> q = bf16_bits(in.q), k = bf16_bits(in.k), v = bf16_bits(in.v);
+  c.q = q.data(), c.k = k.data(), c.v = v.data();
+  const std::size_t total = std::size_t(c.heads) * c.n * c.d, rows = std::size_t(c.heads) * c.n;
+  std::vector<std::uint16_t> og(total);
+  std::vector<float> mg(rows), lg(rows);
+  attention_job job;
+  job.heads = c.heads, job.n = c.n, job.d = c.d, job.causal = c.causal, job.stabilized = c.stabilized;
+  job.beta = float(c.beta), job.fast_exp = o.has("--fast-exp");
+  job.q = q.data(), job.k = k.data(), job.v = v.data(), job.o = og.data(), job.row_m = mg.data(),
+  job.row_l = lg.data();
+  job.repeats = int(o.num("--repeats", 0));
+  if (const int err = run_attention(job)) cuda_fail("attention kernel", err);
+
+  char name[160];
+  std::snprintf(name, sizeof name, "attn_%s_n%d_d%d_h%d_%s_%s%s", scen.c_str(), c.n, c.d, c.heads,
+                c.causal ? "causal" : "full", c.stabilized ? "stab" : "std", job.fast_exp ? "_fastexp" : "");
+  std::size_t compared = 0, mismatches = 0;
+  long max_ulp = 0;
+  std::size_t within1 = 0;
+  if (!o.has("--no-compare")) {
+    std::vector<std::uint16_t> ref;
+    std::string why;
+    if (!model_attention(arch, c, ref, why)) usage_error(why);
+    for (std::size_t i = 0; i < total; ++i) {
+      ++compared;
+      if (og[i] == ref[i]) continue;
+      ++mismatches;
+      const long u = ulp_distance(og[i], ref[i]);
+      max_ulp = std::max(max_ulp, u);
+      within1 += u <= 1;
+      if (mismatches == 1 && !job.fast_exp) {
+        const int h = int(i / (std::size_t(c.n) * c.d)), r = int(i / c.d % c.n), col = int(i % c.d);
+        const std::size_t rr = std::size_t(h) * c.n + r;
+        std::printf("# first mismatch: head %d O[%d][%d]  GPU %s  CPU twin %s  (GPU row m %s, l %s)\n", h, r,
+                    col, hex(format_id::bf16, og[i]).c_str(), hex(format_id::bf16, ref[i]).c_str(),
+                    hex(format_id::fp32, bf16emu::from_float(mg[rr]).bits).c_str(),
+                    hex(format_id::fp32, bf16emu::from_float(lg[rr]).bits).c_str());
+        std::printf("#   Q[%d]:", r);
+        for (int t = 0; t < c.d; ++t)
+          std::printf(" %s", hex(format_id::bf16, q[rr * c.d + t]).c_str());
+        std::printf("\n");
+        std::ostringstream os;
+        trace_attention(os, arch, c, h, r, col);
+        std::fputs(os.str().c_str(), stdout);
+      }
+    }
+  }
+  if (o.kv.count("--save")) {
+    const std::string dir = o.get("--save");
+    ensure_dir(dir);
+    const std::vector<std::size_t> shape = {std::size_t(c.heads), std::size_t(c.n), std::size_t(c.d)};
+    const std::string base = dir + "/" + name;
+    npy::write(base + ".q.npy", npy::dtype::u16, shape, q.data());
+    npy::write(base + ".k.npy", npy::dtype::u16, shape, k.data());
+    npy::write(base + ".v.npy", npy::dtype::u16, shape, v.data());
+    npy::write(base + ".o_gpu.npy", npy::dtype::u16, shape, og.data());
+    npy::write(base + ".m_gpu.npy", npy::dtype::f32, {std::size_t(c.heads), std::size_t(c.n)}, mg.data());
+    npy::write(base + ".l_gpu.npy", npy::dtype::f32, {std::size_t(c.heads), std::size_t(c.n)}, lg.data());
+  }
+  std::printf("RESULT attention %s arch=%s compared=%zu mismatches=%zu", name, arch.c_str(), compared,
+              mismatches);
+  if (job.fast_exp)
+    std::printf(" max_ulp=%ld within_1ulp=%zu (fast exp: not bit-exact by design)", max_ulp, within1);
+  if (job.repeats > 0) {
+    const double flops = 4.0 * double(c.n) * c.n * c.d * c.heads * (c.causal ? 0.5 : 1.0);
+    std::printf(" ms=%.4f tflops=%.2f", job.ms, flops / (job.ms * 1e-3) / 1e12);
+  }
+  std::printf("\n");
+  (void)dev;
+  if (job.fast_exp) return max_ulp <= 2 ? 0 : kExitMismatch; // tolerance: 2 BF16 ulps
+  return mismatches ? kExitMismatch : 0;
+}
+
+// ------------------------------------------------------------------------------------------------
+// delta
+
+int cmd_delta(const options &o) {
+  const int heads = int(o.num("--heads", 1)), n = int(o.num("--n", 128)), d = int(o.num("--d", 64));
+  if (n <= 0 || heads <= 0 || (d != 64 && d != 128)) usage_error("delta: d 64 or 128");
+  const std::uint64_t seed = std::uint64_t(o.num("--seed", 1));
+  const auto in = attention::scenario_random(1, heads, n, d, seed);
+  const std::vector<std::uint16_t> ob = bf16_bits(in.v), dob = bf16_bits(in.dout);
+  const int rows = heads * n;
+  std::vector<float> delta(static_cast<std::size_t>(rows));
+  delta_job job;
+  job.rows = rows, job.d = d, job.o = ob.data(), job.dout = dob.data(), job.delta = delta.data();
+  if (const int err = run_delta(job)) cuda_fail("delta kernel", err);
+  std::vector<std::uint32_t> ref;
+  model_delta(rows, d, ob.data(), dob.data(), ref);
+  std::size_t mismatches = 0;
+  for (int r = 0; r < rows; ++r) {
+    const std::uint32_t g = bf16emu::from_float(delta[std::size_t(r)]).bits;
+    if (g == ref[std::size_t(r)]) continue;
+    if (mismatches++ == 0)
+      std::printf("# first mismatch: row %d  GPU %s  CPU %s\n", r, hex(format_id::fp32, g).c_str(),
+                  hex(format_id::fp32, ref[std::size_t(r)]).c_str());
+  }
+  const std::string name =
+      "delta_n" + std::to_string(n) + "_d" + std::to_string(d) + "_h" + std::to_string(heads);
+  if (o.kv.count("--save")) {
+    const std::string dir = o.get("--save");
+    ensure_dir(dir);
+    const std::vector<std::size_t> shape = {std::size_t(heads), std::size_t(n), std::size_t(d)};
+    npy::write(dir + "/" + name + ".o.npy", npy::dtype::u16, shape, ob.data());
+    npy::write(dir + "/" + name + ".do.npy", npy::dtype::u16, shape, dob.data());
+    npy::write(dir + "/" + name + ".delta_gpu.npy", npy::dtype::f32, {std::size_t(heads), std::size_t(n)},
+               delta.data());
+  }
+  std::printf("RESULT delta %s compared=%d mismatches=%zu\n", name.c_str(), rows, mismatches);
+  return mismatches ? kExitMismatch : 0;
+}
+
+void usage() {
+  std::fputs("usage: bf16emu-gpu probe|gemm|attention|delta|dense|info [options]\n"
+             "  Runs a CUDA twin kernel and compares it bit for bit with the CPU model.\n"
+             "  See cuda/README.md. Exit: 0 equal, 1 mismatches, 2 usage, 3 CUDA error, 77 no device.\n",
+             stderr);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  if (argc < 2 || std::string(argv[1]) == "-h" || std::string(argv[1]) == "--help") {
+    usage();
+    return argc < 2 ? kExitUsage : 0;
+  }
+  const std::string cmd = argv[1];
+  const options o = parse(argc, argv);
+  if (cmd != "probe" && cmd != "gemm" && cmd != "attention" && cmd != "delta" && cmd != "dense" &&
+      cmd != "info")
+    usage_error("unknown subcommand '" + cmd + "'");
+  device_info dev;
+  if (!find_device(dev)) {
+    std::fprintf(stderr, "bf16emu-gpu: no CUDA device found (no GPU or no driver); %s skipped\n",
+                 cmd.c_str());
+    return kExitSkip;
+  }
+  std::string arch = o.get("--arch", arch_of(dev.cc_major, dev.cc_minor));
+  std::fprintf(stderr, "bf16emu-gpu: device %s (sm_%d%d, %d SMs, driver %d, runtime %d); model arch %s\n",
+               dev.name, dev.cc_major, dev.cc_minor, dev.sms, dev.driver_version, dev.runtime_version,
+               arch.empty() ? "(none)" : arch.c_str());
+  if (arch.empty() && !o.has("--no-compare") && cmd != "info" && cmd != "dense")
+    usage_error("the model has no preset for this device; give --arch");
+  try {
+    if (cmd == "info") {
+      std::printf("RESULT info device=\"%s\" cc=%d.%d sms=%d driver=%d runtime=%d arch=%s\n", dev.name,
+                  dev.cc_major, dev.cc_minor, dev.sms, dev.driver_version, dev.runtime_version, arch.c_str());
+      return 0;
+    }
+    if (cmd == "dense") {
+      const double t = cublas_bf16_tflops(int(o.num("--size", 8192)), int(o.num("--repeats", 20)));
+      if (t < 0) {
+        std::printf("RESULT dense cublas=unavailable\n");
+        return t == -1 ? 0 : kExitCuda;
+      }
+      std::printf("RESULT dense cublas_bf16_tflops=%.1f size=%lld\n", t, o.num("--size", 8192));
+      return 0;
+    }
+    if (cmd == "probe") return cmd_probe(o, dev, arch);
+    if (cmd == "gemm") return cmd_gemm(o, dev, arch);
+    if (cmd == "attention") return cmd_attention(o, dev, arch);
+    return cmd_delta(o);
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "bf16emu-gpu: %s\n", e.what());
+    return kExitUsage;
+  }
+}

@@ -1,0 +1,80 @@
+// bf16emu-vecgen: tensor-core test vectors in the `bf16emu mma` line format, without a GPU.
+//
+//   bf16emu-vecgen --format bf16 --kind probes                     > probes.vec
+//   bf16emu-vecgen --format tf32 --kind bits --count 100000 --seed 7 > bits.vec
+//   bf16emu mma --arch sm90 --a-format bf16 < probes.vec             # the model's answers
+//   bf16emu-gpu probe --format bf16 < probes.vec                     # the GPU's answers
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <string>
+
+#include "vectors.hpp"
+
+namespace {
+
+void usage() {
+  std::fputs("usage: bf16emu-vecgen [--format bf16|fp16|tf32|e4m3|e5m2] [--out fp32|fp16]\n"
+             "                      [--kind probes|normal|bits|cancel] [--count N] [--seed S] [--k K]\n"
+             "                      [--no-notes]\n"
+             "Writes one line per dot product: K values of A, K values of B, then C (hex bit\n"
+             "patterns; tf32 as its 19-bit pattern). K defaults to the instruction's k (16 for\n"
+             "bf16/fp16, 8 for tf32, 32 for fp8). probes: the discriminating probes of the\n"
+             "tensor-core notes (commented); --count is ignored for them.\n",
+             stderr);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  using namespace bf16emu;
+  gpu::vec_set v;
+  gpu::gen_kind kind = gpu::gen_kind::probes;
+  std::size_t count = 1000;
+  std::uint64_t seed = 1;
+  int k = 0;
+  bool notes = true;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "bf16emu-vecgen: %s needs a value\n", arg.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    bool ok = true;
+    if (arg == "--format")
+      ok = gpu::parse_format(value(), v.in) && v.in != format_id::fp32;
+    else if (arg == "--out")
+      ok = gpu::parse_format(value(), v.out) && (v.out == format_id::fp32 || v.out == format_id::fp16);
+    else if (arg == "--kind")
+      ok = gpu::parse_gen_kind(value(), kind);
+    else if (arg == "--count")
+      count = std::strtoull(value().c_str(), nullptr, 0);
+    else if (arg == "--seed")
+      seed = std::strtoull(value().c_str(), nullptr, 0);
+    else if (arg == "--k")
+      k = std::atoi(value().c_str());
+    else if (arg == "--no-notes")
+      notes = false;
+    else if (arg == "-h" || arg == "--help") {
+      usage();
+      return 0;
+    } else
+      ok = false;
+    if (!ok) {
+      std::fprintf(stderr, "bf16emu-vecgen: bad argument near '%s'\n", arg.c_str());
+      usage();
+      return 2;
+    }
+  }
+  const int instr_k = v.in == format_id::tf32                                ? 8
+                      : (v.in == format_id::e4m3 || v.in == format_id::e5m2) ? 32
+                                                                             : 16;
+  v.k = k > 0 ? k : instr_k;
+  gpu::generate(v, kind, count, seed);
+  std::ios::sync_with_stdio(false);
+  gpu::write_lines(std::cout, v, notes);
+  return std::cout.good() ? 0 : 1;
+}

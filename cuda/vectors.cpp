@@ -1,0 +1,366 @@
+// bf16emu CUDA twin: test-vector generators and the line writer (see vectors.hpp).
+#include "vectors.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <ostream>
+
+#include "bf16emu/core.hpp"
+
+namespace bf16emu::gpu {
+namespace {
+
+// xoshiro256** seeded by splitmix64: the same seed gives the same vectors on every host.
+struct rng {
+  std::uint64_t s[4];
+  explicit rng(std::uint64_t seed) {
+    for (auto &x : s) {
+      seed += 0x9e3779b97f4a7c15ull;
+      std::uint64_t z = seed;
+      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+      z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+      x = z ^ (z >> 31);
+    }
+  }
+  static std::uint64_t rotl(std::uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+  std::uint64_t next() {
+    const std::uint64_t r = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
+    s[2] ^= s[0], s[3] ^= s[1], s[1] ^= s[2], s[0] ^= s[3], s[2] ^= t, s[3] = rotl(s[3], 45);
+    return r;
+  }
+  int uniform(int lo, int hi) { return lo + int(next() % std::uint64_t(hi - lo + 1)); } // [lo, hi]
+  bool coin(int one_in) { return next() % std::uint64_t(one_in) == 0; }
+};
+
+// Exact encoding of a double into format f; false when not representable exactly.
+bool encode(format_id f, double x, std::uint32_t &bits) {
+  return visit_format(f, [&](auto fmt) {
+    using F = decltype(fmt);
+    const auto r = convert<F>(from_double(x));
+    if (r.flags & (flag::inexact | flag::overflow)) return false;
+    if (std::isnan(x) != r.value.is_nan()) return false;
+    bits = std::uint32_t(r.value.bits);
+    return true;
+  });
+}
+
+// Value of a finite bit pattern of format f as a double (exact: at most 24 significant bits).
+double decode(format_id f, std::uint32_t bits) {
+  return visit_format(f, [&](auto fmt) -> double {
+    using F = decltype(fmt);
+    const auto v = fp<F>::from_bits(bits);
+    if (v.is_nan()) return NAN;
+    if (v.is_inf()) return v.sign() ? -INFINITY : INFINITY;
+    const int be = v.biased_exp();
+    const double sig = double(v.frac()) + (be ? double(std::uint64_t{1} << F::frac_bits) : 0.0);
+    const double mag = std::ldexp(sig, (be ? be : 1) - F::bias - F::frac_bits);
+    return v.sign() ? -mag : mag;
+  });
+}
+
+int width(format_id f) {
+  return visit_format(f, [](auto fmt) { return decltype(fmt)::width; });
+}
+
+// A pair (a, b) of format f with a*b == p exactly, both representable; false if none found.
+bool split(format_id f, double p, std::uint32_t &a, std::uint32_t &b) {
+  if (p == 0) return encode(f, 0.0, a) && encode(f, 0.0, b);
+  for (int j = 0; j <= 160; ++j)
+    for (int s : {1, -1}) {
+      const double pb = std::ldexp(1.0, s * j);
+      if (encode(f, p / pb, a) && encode(f, pb, b)) return true;
+    }
+  return false;
+}
+
+struct line_builder {
+  vec_set &v;
+  std::vector<std::uint32_t> a, b;
+  std::uint32_t c = 0;
+  bool ok = true;
+  explicit line_builder(vec_set &vs) : v(vs), a(std::size_t(vs.k), 0), b(std::size_t(vs.k), 0) {}
+  // Product p at index i (skipped when i is past K or p has no exact split).
+  line_builder &prod(int i, double p) {
+    if (i < 0 || i >= v.k || !split(v.in, p, a[std::size_t(i)], b[std::size_t(i)])) ok = false;
+    return *this;
+  }
+  line_builder &raw(int i, std::uint32_t ab, std::uint32_t bb) {
+    if (i < 0 || i >= v.k)
+      ok = false;
+    else
+      a[std::size_t(i)] = ab, b[std::size_t(i)] = bb;
+    return *this;
+  }
+  line_builder &acc(double x) {
+    if (!encode(v.out, x, c)) ok = false;
+    return *this;
+  }
+  line_builder &acc_bits(std::uint32_t bits) {
+    c = bits;
+    return *this;
+  }
+  void emit(std::string note) {
+    if (!ok) return;
+    v.a.insert(v.a.end(), a.begin(), a.end());
+    v.b.insert(v.b.end(), b.begin(), b.end());
+    v.c.push_back(c);
+    v.notes.push_back(std::move(note));
+  }
+};
+
+std::uint32_t format_nan(format_id f) {
+  std::uint32_t bits = 0;
+  visit_format(f, [&](auto fmt) {
+    using F = decltype(fmt);
+    bits = F::has_inf ? std::uint32_t(F::exp_mask | F::quiet_bit) : std::uint32_t(F::exp_mask | F::frac_mask);
+  });
+  return bits;
+}
+
+void gen_probes(vec_set &v) {
+  const double u23 = std::ldexp(1.0, -23), u24 = std::ldexp(1.0, -24);
+  const int K = v.k;
+  const auto L = [&] { return line_builder(v); };
+  // 1. One extra alignment bit (V100 vs later).
+  L().prod(0, 1).acc(-(1 - u24)).emit("F: 1*1 + c, c = -(1-2^-24): V100 0x34000000, A100/H100 0x33800000");
+  // 2. F = 24 vs 25: c = -2^-25 is truncated too.
+  L().prod(0, 1).acc(-std::ldexp(1.0, -25)).emit("F: 1*1 - 2^-25: A100 0x3f800000, H100 0x3f7fffff");
+  // 3. Three small products against c = 1.
+  L().prod(0, u24)
+      .prod(1, u24 / 2)
+      .prod(2, u24 / 2)
+      .acc(1)
+      .emit("F: c=1 + 2^-24 + 2^-25 + 2^-25: A100 0x3f800000, H100 0x3f800001");
+  // 4. F scan: 1*1 - 2^-s.
+  for (int s = 8; s <= 30; ++s)
+    L().prod(0, 1).acc(-std::ldexp(1.0, -s)).emit("F scan: 1*1 - 2^-" + std::to_string(s));
+  // 5. Block size: c = 1+u, 1*1 at index 0, u slid across indices 1..K-1; u = 2^-23 (FP32
+  // output), and u = 2^-12 for the fp8 paths that keep 13 fraction bits.
+  for (int s : {23, 12}) {
+    if (s == 12 && v.in != format_id::e4m3 && v.in != format_id::e5m2) continue;
+    const double u = std::ldexp(1.0, -s);
+    for (int i = 1; i < K; ++i)
+      L().prod(0, 1).prod(i, u).acc(1 + u).emit("L slide: c=1+2^-" + std::to_string(s) + ", 1*1 at 0, 2^-" +
+                                                std::to_string(s) + " at " + std::to_string(i));
+  }
+  // 6. Output rounding: truncation.
+  L().prod(0, 1)
+      .prod(1, 1)
+      .prod(2, 1)
+      .acc(1 + u23 + 2 * u23)
+      .emit("round: c=1+2^-23+2^-22 + three 1*1: 0x40800000 (truncate), nearest 0x40800001");
+  // 7. No overflow inside a block: big*big - big*big + 1 with big*big past FP32.
+  L().prod(0, std::ldexp(1.0, 200))
+      .prod(1, -std::ldexp(1.0, 200))
+      .acc(1)
+      .emit("2^100*2^100 - 2^100*2^100 + 1: 0x00000000 (c lost to alignment)");
+  // 8. Overflow to Inf.
+  L().prod(0, std::ldexp(1.0, 127)).acc(std::ldexp(1.0, 127)).emit("2^127*1 + 2^127: 0x7f800000");
+  // 9. Specials.
+  std::uint32_t one_a = 0, one_b = 0, inf = 0, zero = 0;
+  split(v.in, 1, one_a, one_b);
+  encode(v.in, 0, zero);
+  const std::uint32_t nan = format_nan(v.in);
+  L().raw(0, nan, one_b).acc(0).emit("NaN*1: NaN");
+  if (encode(v.in, INFINITY, inf)) {
+    L().raw(0, inf, zero).acc(0).emit("Inf*0: NaN");
+    L().raw(0, inf, one_b).raw(1, inf | (1u << (width(v.in) - 1)), one_b).acc(0).emit("+Inf + -Inf: NaN");
+    L().raw(0, inf, one_b).acc(1).emit("+Inf*1 + 1: +Inf");
+    L().raw(0, inf, one_b).acc(-INFINITY).emit("+Inf*1 + c=-Inf: NaN");
+  }
+  L().prod(0, 1).acc(NAN).emit("1*1 + c=NaN: NaN");
+  // 10. Order: +U at 0, -U at j, 1 at the next index (or the one before): which terms share a
+  // block decides whether the 1 survives.
+  const double U = std::ldexp(1.0, 40);
+  for (int j = 1; j < K; ++j) {
+    const int one_at = j + 1 < K ? j + 1 : j - 1;
+    if (one_at == 0) continue;
+    L().prod(0, U).prod(j, -U).prod(one_at, 1).acc(0).emit(
+        "order: +2^40 at 0, -2^40 at " + std::to_string(j) + ", 1 at " + std::to_string(one_at));
+  }
+  // 11. Zero terms: e_zero against tiny products (bf16/tf32: exponents below -133 exist).
+  L().prod(0, std::ldexp(1.0, -140)).acc(0).emit("e_zero: 2^-140 alone (zero terms at e_zero)");
+  L().prod(0, std::ldexp(1.0, -140)).prod(1, std::ldexp(1.0, -160)).acc(0).emit("e_zero: 2^-140 + 2^-160");
+  // 12. Subnormal inputs and results.
+  L().prod(0, std::ldexp(1.0, -130)).acc(std::ldexp(1.0, -149)).emit("subnormal: 2^-130 + 2^-149");
+  L().prod(0, -std::ldexp(1.0, -126))
+      .acc(std::ldexp(1.0, -126) + std::ldexp(1.0, -149))
+      .emit("subnormal result: -2^-126 + (2^-126 + 2^-149)");
+  // 13. Signs of zero.
+  L().prod(0, 1).prod(1, -1).acc(0).emit("1 - 1 + 0: +0");
+  L().acc_bits(v.out == format_id::fp16 ? 0x8000u : 0x80000000u).emit("all-zero products, c = -0");
+}
+
+// Random finite normal value of format f with unbiased exponent in [elo, ehi] (clamped).
+std::uint32_t random_normal(rng &r, format_id f, int elo, int ehi) {
+  return visit_format(f, [&](auto fmt) -> std::uint32_t {
+    using F = decltype(fmt);
+    const int e = std::clamp(r.uniform(elo, ehi), F::emin, F::emax);
+    std::uint64_t frac = r.next() & F::frac_mask;
+    const std::uint64_t be = std::uint64_t(e + F::bias);
+    if (!F::has_inf && be == std::uint64_t(F::exp_field_max) && frac == F::frac_mask) frac -= 1; // e4m3 NaN
+    const std::uint64_t sign = (r.next() & 1) ? F::sign_mask : 0;
+    return std::uint32_t(sign | (be << F::frac_bits) | frac);
+  });
+}
+
+std::uint32_t random_bits(rng &r, format_id f) {
+  return visit_format(f, [&](auto fmt) -> std::uint32_t {
+    using F = decltype(fmt);
+    const std::uint64_t sign = (r.next() & 1) ? F::sign_mask : 0;
+    if (r.coin(8)) {
+      const std::uint64_t specials[] = {0,
+                                        1,
+                                        F::frac_mask,
+                                        F::min_normal_bits,
+                                        F::max_finite_bits,
+                                        F::inf_bits,
+                                        F::has_inf ? (F::exp_mask | F::quiet_bit)
+                                                   : (F::exp_mask | F::frac_mask),
+                                        std::uint64_t(F::bias) << F::frac_bits};
+      return std::uint32_t(sign | specials[r.next() % 8]);
+    }
+    if constexpr (F::width >= 32)
+      return std::uint32_t(r.next());
+    else
+      return std::uint32_t(r.next() & ((std::uint64_t{1} << F::width) - 1));
+  });
+}
+
+void gen_normal(vec_set &v, std::size_t count, rng &r) {
+  const bool small = v.in == format_id::e4m3 || v.in == format_id::e5m2 || v.in == format_id::fp16;
+  const int spread = small ? 4 : 8;
+  for (std::size_t n = 0; n < count; ++n) {
+    for (int i = 0; i < v.k; ++i)
+      v.a.push_back(random_normal(r, v.in, -spread, spread));
+    for (int i = 0; i < v.k; ++i)
+      v.b.push_back(random_normal(r, v.in, -spread, spread));
+    v.c.push_back(random_normal(r, v.out, -2 * spread, 2 * spread));
+    v.notes.emplace_back();
+  }
+}
+
+void gen_bits(vec_set &v, std::size_t count, rng &r) {
+  for (std::size_t n = 0; n < count; ++n) {
+    for (int i = 0; i < v.k; ++i)
+      v.a.push_back(random_bits(r, v.in));
+    for (int i = 0; i < v.k; ++i)
+      v.b.push_back(random_bits(r, v.in));
+    v.c.push_back(random_bits(r, v.out));
+    v.notes.emplace_back();
+  }
+}
+
+// Flips the last fraction bit of a finite normal pattern (stays finite and nonzero).
+std::uint32_t nudge(std::uint32_t bits) { return bits ^ 1u; }
+
+void gen_cancel(vec_set &v, std::size_t count, rng &r) {
+  const bool small = v.in == format_id::e4m3 || v.in == format_id::e5m2;
+  const int spread = small ? 3 : 6;
+  std::vector<int> perm(std::size_t(v.k));
+  for (std::size_t n = 0; n < count; ++n) {
+    for (int i = 0; i < v.k; ++i)
+      perm[std::size_t(i)] = i;
+    for (int i = v.k - 1; i > 0; --i)
+      std::swap(perm[std::size_t(i)], perm[std::size_t(r.uniform(0, i))]);
+    std::vector<std::uint32_t> a(std::size_t(v.k)), b(std::size_t(v.k));
+    double sum = 0;
+    for (int p = 0; p + 1 < v.k; p += 2) {
+      const std::uint32_t x = random_normal(r, v.in, -spread, spread),
+                          y = random_normal(r, v.in, -spread, spread);
+      const std::uint32_t sign = 1u << (width(v.in) - 1);
+      const std::size_t i = std::size_t(perm[std::size_t(p)]), j = std::size_t(perm[std::size_t(p + 1)]);
+      a[i] = x, b[i] = y;
+      a[j] = x ^ sign, b[j] = r.coin(4) ? y : nudge(y);
+      sum += decode(v.in, a[i]) * decode(v.in, b[i]) + decode(v.in, a[j]) * decode(v.in, b[j]);
+    }
+    if (v.k % 2) {
+      const std::size_t i = std::size_t(perm[std::size_t(v.k - 1)]);
+      a[i] = random_normal(r, v.in, -spread, spread), b[i] = random_normal(r, v.in, -spread, spread);
+      sum += decode(v.in, a[i]) * decode(v.in, b[i]);
+    }
+    // C: minus the sum, rounded to the output format, sometimes nudged; or a small random value.
+    std::uint32_t c = 0;
+    const double target = r.coin(3) ? -sum : -sum * (1 + std::ldexp(double(r.uniform(-8, 8)), -20));
+    visit_format(v.out, [&](auto fmt) {
+      using F = decltype(fmt);
+      c = std::uint32_t(convert<F>(from_double(target)).value.bits);
+    });
+    if (r.coin(5)) c = random_normal(r, v.out, -spread, spread);
+    v.a.insert(v.a.end(), a.begin(), a.end());
+    v.b.insert(v.b.end(), b.begin(), b.end());
+    v.c.push_back(c);
+    v.notes.emplace_back();
+  }
+}
+
+} // namespace
+
+bool parse_gen_kind(const std::string &s, gen_kind &g) {
+  if (s == "probes")
+    g = gen_kind::probes;
+  else if (s == "normal")
+    g = gen_kind::normal;
+  else if (s == "bits")
+    g = gen_kind::bits;
+  else if (s == "cancel")
+    g = gen_kind::cancel;
+  else
+    return false;
+  return true;
+}
+
+bool parse_format(const std::string &s, format_id &f) {
+  if (s == "bf16")
+    f = format_id::bf16;
+  else if (s == "fp16")
+    f = format_id::fp16;
+  else if (s == "tf32")
+    f = format_id::tf32;
+  else if (s == "e4m3")
+    f = format_id::e4m3;
+  else if (s == "e5m2")
+    f = format_id::e5m2;
+  else if (s == "fp32")
+    f = format_id::fp32;
+  else
+    return false;
+  return true;
+}
+
+void generate(vec_set &v, gen_kind kind, std::size_t count, std::uint64_t seed) {
+  rng r(seed);
+  switch (kind) {
+  case gen_kind::probes: gen_probes(v); break;
+  case gen_kind::normal: gen_normal(v, count, r); break;
+  case gen_kind::bits: gen_bits(v, count, r); break;
+  case gen_kind::cancel: gen_cancel(v, count, r); break;
+  }
+}
+
+std::string hex(format_id f, std::uint64_t bits) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0x%0*llx", (width(f) + 3) / 4, static_cast<unsigned long long>(bits));
+  return buf;
+}
+
+void write_lines(std::ostream &os, const vec_set &v, bool notes, std::size_t first, std::size_t count) {
+  const std::size_t end = std::min(v.lines(), count == std::size_t(-1) ? v.lines() : first + count);
+  std::string line;
+  for (std::size_t n = first; n < end; ++n) {
+    if (notes && n < v.notes.size() && !v.notes[n].empty()) os << "# " << v.notes[n] << '\n';
+    line.clear();
+    const std::size_t K = std::size_t(v.k);
+    for (std::size_t i = 0; i < K; ++i)
+      line += hex(v.in, v.a[n * K + i]) + ' ';
+    line += ' ';
+    for (std::size_t i = 0; i < K; ++i)
+      line += hex(v.in, v.b[n * K + i]) + ' ';
+    line += ' ';
+    line += hex(v.out, v.c[n]);
+    os << line << '\n';
+  }
+}
+
+} // namespace bf16emu::gpu

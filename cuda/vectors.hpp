@@ -1,0 +1,53 @@
+// bf16emu CUDA twin: test vectors for tensor-core instructions, in the `bf16emu mma` line format
+// (docs/tensor-cores.md): one line = K values of a row of A, K values of a column of B, then C.
+//
+// Generators (all deterministic for a given seed; none needs a GPU):
+//   probes  the discriminating probes of the tensor-core notes and the methods behind them
+//           (F scan, block-size slide, order pairs, specials), for the chosen format;
+//   normal  normal-range values with a spread of exponents, random signs, C of similar size;
+//   bits    random bit patterns, one element in eight drawn from a special set (+-0, the
+//           smallest and largest subnormals, min normal, max finite, +-Inf, NaN);
+//   cancel  near-cancelling sets: pairs x*y and -x*y' with y' one ulp from y, C close to minus
+//           the sum, so that the result depends on the low bits kept at alignment.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "bf16emu/core/format.hpp"
+
+namespace bf16emu::gpu {
+
+struct vec_set {
+  format_id in = format_id::bf16;  // A and B
+  format_id out = format_id::fp32; // C and D
+  int k = 16;                      // values of A (and of B) per line
+  std::vector<std::uint32_t> a, b; // lines*k bit patterns (tf32: the 19-bit pattern)
+  std::vector<std::uint32_t> c;    // lines
+  std::vector<std::string> notes;  // per line, may be empty: written as a "# ..." line before it
+
+  std::size_t lines() const noexcept { return c.size(); }
+  void clear() { a.clear(), b.clear(), c.clear(), notes.clear(); }
+};
+
+enum class gen_kind { probes, normal, bits, cancel };
+
+// Parses "probes", "normal", "bits", "cancel"; false when unknown.
+bool parse_gen_kind(const std::string &s, gen_kind &g);
+// Parses "bf16", "fp16", "tf32", "e4m3", "e5m2", "fp32"; false when unknown.
+bool parse_format(const std::string &s, format_id &f);
+
+// Appends `count` lines of the given kind (probes: the whole probe set, `count` ignored).
+void generate(vec_set &v, gen_kind kind, std::size_t count, std::uint64_t seed);
+
+// Bit pattern as lowercase hex with 0x and the format's full width (tf32: 5 digits).
+std::string hex(format_id f, std::uint64_t bits);
+
+// Writes lines [first, first+count) (all by default); with notes, each note as a "# " line.
+void write_lines(std::ostream &os, const vec_set &v, bool notes = true, std::size_t first = 0,
+                 std::size_t count = std::size_t(-1));
+
+} // namespace bf16emu::gpu
