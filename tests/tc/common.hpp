@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <random>
 #include <string>
@@ -75,9 +76,12 @@ inline const char *format_name_of(format_id id) {
   return visit_format(id, [](auto f) { return format_name<decltype(f)>(); });
 }
 
-inline std::string describe(const preset &P) {
-  return std::string(P.arch) + " " + to_string(P.kind) + " " + format_name_of(P.in) + "->" +
-         format_name_of(P.out);
+// "sm90 wgmma bf16->fp32" (sep " ", "->") or "sm90_wgmma_bf16_fp32" (sep "_", "_").
+inline std::string describe(const preset &P, const char *sep = " ", const char *arrow = "->") {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "%s%s%s%s%s%s%s", P.arch, sep, to_string(P.kind), sep, format_name_of(P.in),
+                arrow, format_name_of(P.out));
+  return buf;
 }
 
 // Random bit patterns of a format described by tcref::fmt.

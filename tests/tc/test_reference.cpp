@@ -150,9 +150,7 @@ TEST_P(ModelVsReference, RandomVectorsAgreeBitForBit) {
 
 INSTANTIATE_TEST_SUITE_P(AllPresets, ModelVsReference, ::testing::Range(0, preset_count),
                          [](const ::testing::TestParamInfo<int> &info) {
-                           const preset &P = presets[info.param];
-                           return std::string(P.arch) + "_" + to_string(P.kind) + "_" + format_name_of(P.in) +
-                                  "_" + format_name_of(P.out);
+                           return describe(presets[info.param], "_", "_");
                          });
 
 // The reference against itself is no test; this checks that the reference can fail:
