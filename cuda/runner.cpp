@@ -132,6 +132,7 @@ struct probe_state {
   bool traced = false;
   std::ostream *report = &std::cout;
   // What --save keeps: the first `save_lines` lines and every mismatching line (up to 65536).
+  bool save = false;
   std::size_t save_lines = 0;
   vec_set saved;
   std::vector<std::uint32_t> saved_gpu;
@@ -182,8 +183,7 @@ void run_probe_chunk(probe_state &st, const vec_set &v) {
       os << "#   GPU " << hex(v.out, d[n]) << "  CPU model " << hex(v.out, ref[n]) << '\n';
       trace_line(os, one, 0, *st.preset);
     }
-    if (st.save_lines &&
-        ((st.total + n < st.save_lines) || (bad && st.saved.lines() < st.save_lines + 65536)))
+    if (st.save && ((st.total + n < st.save_lines) || (bad && st.saved.lines() < st.save_lines + 65536)))
       keep_line(st, v, n, d[n]);
   }
   st.total += v.lines();
@@ -213,7 +213,8 @@ int cmd_probe(const options &o, const device_info &dev, const std::string &arch)
   st.compare = !o.has("--no-compare");
   st.print = o.has("--print") || (!o.kv.count("--random") && !o.has("--self-test"));
   st.report = st.print ? &std::cerr : &std::cout;
-  st.save_lines = o.kv.count("--save") ? std::size_t(o.num("--save-lines", 4096)) : 0;
+  st.save = o.kv.count("--save") != 0;
+  st.save_lines = std::size_t(o.num("--save-lines", 4096));
 
   struct combo {
     instr op;
@@ -281,7 +282,7 @@ int cmd_probe(const options &o, const device_info &dev, const std::string &arch)
       if (!read_lines(*in, v, err)) usage_error(err);
       run_probe_chunk(st, v);
     }
-    if (st.save_lines) save_probe(st, o.get("--save"), name, v);
+    if (st.save && st.saved.lines()) save_probe(st, o.get("--save"), name, v); // nothing kept: no files
     char buf[512];
     std::snprintf(
         buf, sizeof buf,
