@@ -125,25 +125,8 @@ void check_knobs(const b::config &c) {
 // The base configuration from the scenario and the explicit options.
 b::config base_config(const bias_options &o) {
   b::config c;
-  c.scenario = o.scenario;
-  if (o.scenario == "paper") {
-    // The worked example's conditions (docs/bias.md): an FP32 running sum with nonzero low
-    // bits (residual <= 0.1 BF16 ulp), mostly negative BF16 values in [0.5, 2) added with
-    // weight exactly 1, a final rounding to BF16.
-    c.k.n = 4;
-    c.k.neg = 0.9;
-    c.k.spread = 1;
-    c.k.ones = 1;
-    c.k.residual = 0.1;
-  } else if (o.scenario == "symmetric") {
-    c.k.n = 64;
-    c.k.neg = 0.5;
-    c.k.spread = 4;
-    c.k.ones = 0;
-    c.k.residual = 0;
-  } else if (o.scenario != "custom") {
+  if (!b::apply_scenario(c, o.scenario))
     throw bad_input("unknown --scenario '" + o.scenario + "' (paper, symmetric, custom)");
-  }
   if (o.scenario == "custom" || given(o, "--n")) c.k.n = o.n;
   if (o.scenario == "custom" || given(o, "--neg")) c.k.neg = o.neg;
   if (o.scenario == "custom" || given(o, "--spread")) c.k.spread = o.spread;

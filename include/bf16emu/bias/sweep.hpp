@@ -47,6 +47,35 @@ struct config {
   }
 };
 
+// Named knob presets. false for an unknown name.
+//   paper      the worked example's conditions (docs/bias.md): a running FP32 sum whose low
+//              bits are not zero (residual <= 0.1 BF16 ulp), mostly negative BF16 values
+//              (90%) in [0.5, 2) added with weight exactly 1, n = 4, one final BF16 rounding
+//   symmetric  symmetric random data: signs 50/50, 4 binades, weights uniform (no exact 1),
+//              start 0, n = 64
+//   custom     the defaults of struct knobs
+inline bool apply_scenario(config &c, const std::string &name) {
+  if (name == "paper") {
+    c.k.n = 4;
+    c.k.neg = 0.9;
+    c.k.spread = 1;
+    c.k.ones = 1;
+    c.k.residual = 0.1;
+    c.k.weights = weight_dist::uniform;
+  } else if (name == "symmetric") {
+    c.k.n = 64;
+    c.k.neg = 0.5;
+    c.k.spread = 4;
+    c.k.ones = 0;
+    c.k.residual = 0;
+    c.k.weights = weight_dist::uniform;
+  } else if (name != "custom") {
+    return false;
+  }
+  c.scenario = name;
+  return true;
+}
+
 // The numeric knobs a bias map can sweep.
 inline const char *const map_knobs[] = {"n", "neg", "spread", "ones", "residual", "tc_L", "tc_F"};
 
