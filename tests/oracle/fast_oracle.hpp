@@ -156,17 +156,33 @@ inline res bf16_nan(std::uint32_t a, std::uint32_t b) { // ieee policy: first Na
   return {std::uint32_t(n | 0x40), fl};
 }
 
+// The mode-independent part of an operation: either a fixed result (NaN, Inf, invalid, a zero with
+// a known sign), an exact zero from opposite signs (+0, or -0 when downward), or a finite nonzero
+// double (exact, or rounded to odd at 53 bits) still to be rounded.
+struct prepared {
+  enum kind_t { fixed, opposite_zero, round } kind;
+  res fixed_res;
+  double x;
+};
+
+inline res finish(const prepared &p, out_fmt o, int m, bool tiny_before, std::uint32_t random) {
+  switch (p.kind) {
+  case prepared::fixed: return p.fixed_res;
+  case prepared::opposite_zero: return {m == downward ? 0x8000u : 0u, 0};
+  default: return round_double(p.x, o, m, tiny_before, random);
+  }
+}
+
 // a + (b with sign flipped when negate_b) in bfloat16.
-inline res bf16_addsub(std::uint32_t a, std::uint32_t b, bool negate_b, int m, bool tiny_before,
-                       std::uint32_t random) {
-  if (bf16_is_nan(a) || bf16_is_nan(b)) return bf16_nan(a, b);
+inline prepared bf16_addsub_prepare(std::uint32_t a, std::uint32_t b, bool negate_b) {
+  if (bf16_is_nan(a) || bf16_is_nan(b)) return {prepared::fixed, bf16_nan(a, b), 0};
   const std::uint32_t be = b ^ (negate_b ? 0x8000u : 0u);
   if (bf16_is_inf(a) && bf16_is_inf(be)) {
-    if ((a ^ be) & 0x8000) return {0x7FC0, F_INVALID};
-    return {a, 0};
+    if ((a ^ be) & 0x8000) return {prepared::fixed, {0x7FC0, F_INVALID}, 0};
+    return {prepared::fixed, {a, 0}, 0};
   }
-  if (bf16_is_inf(a)) return {a, 0};
-  if (bf16_is_inf(be)) return {be, 0};
+  if (bf16_is_inf(a)) return {prepared::fixed, {a, 0}, 0};
+  if (bf16_is_inf(be)) return {prepared::fixed, {be, 0}, 0};
   const double x = bf16_to_double(a), y = bf16_to_double(be);
   const double s = x + y;
   // TwoSum (Knuth): s + e == x + y exactly.
@@ -174,29 +190,36 @@ inline res bf16_addsub(std::uint32_t a, std::uint32_t b, bool negate_b, int m, b
   const double e = (x - (s - bb)) + (y - bb);
   if (s == 0) {
     // Exact zero: same-signed zeros keep their sign; otherwise +0 (-0 when downward).
-    if (x == 0 && y == 0 && ((a ^ be) & 0x8000) == 0) return {a & 0x8000, 0};
-    return {m == downward ? 0x8000u : 0u, 0};
+    if (x == 0 && y == 0 && ((a ^ be) & 0x8000) == 0) return {prepared::fixed, {a & 0x8000, 0}, 0};
+    return {prepared::opposite_zero, {0, 0}, 0};
   }
   double ro = s;
   if (e != 0 && (dbits(s) & 1) == 0) {
     const bool same = (s > 0) == (e > 0);
     ro = from_dbits(same ? dbits(s) + 1 : dbits(s) - 1); // magnitude step towards s + e
   }
-  const res r = round_double(ro, BF16, m, tiny_before, random);
-  return r;
+  return {prepared::round, {0, 0}, ro};
 }
 
-inline res bf16_mul(std::uint32_t a, std::uint32_t b, int m, bool tiny_before, std::uint32_t random) {
-  if (bf16_is_nan(a) || bf16_is_nan(b)) return bf16_nan(a, b);
+inline prepared bf16_mul_prepare(std::uint32_t a, std::uint32_t b) {
+  if (bf16_is_nan(a) || bf16_is_nan(b)) return {prepared::fixed, bf16_nan(a, b), 0};
   const std::uint32_t s = (a ^ b) & 0x8000;
   const bool az = (a & 0x7FFF) == 0, bz = (b & 0x7FFF) == 0;
   if (bf16_is_inf(a) || bf16_is_inf(b)) {
-    if (az || bz) return {0x7FC0, F_INVALID};
-    return {s | 0x7F80, 0};
+    if (az || bz) return {prepared::fixed, {0x7FC0, F_INVALID}, 0};
+    return {prepared::fixed, {s | 0x7F80, 0}, 0};
   }
-  if (az || bz) return {s, 0};
-  const double p = bf16_to_double(a) * bf16_to_double(b); // 16-bit product: exact
-  return round_double(p, BF16, m, tiny_before, random);
+  if (az || bz) return {prepared::fixed, {s, 0}, 0};
+  return {prepared::round, {0, 0}, bf16_to_double(a) * bf16_to_double(b)}; // 16-bit product: exact
+}
+
+inline res bf16_addsub(std::uint32_t a, std::uint32_t b, bool negate_b, int m, bool tiny_before,
+                       std::uint32_t random) {
+  return finish(bf16_addsub_prepare(a, b, negate_b), BF16, m, tiny_before, random);
+}
+
+inline res bf16_mul(std::uint32_t a, std::uint32_t b, int m, bool tiny_before, std::uint32_t random) {
+  return finish(bf16_mul_prepare(a, b), BF16, m, tiny_before, random);
 }
 
 // ---- fp32 -> bf16 / fp16 ----------------------------------------------------------------------
