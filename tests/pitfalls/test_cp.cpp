@@ -28,7 +28,14 @@ TEST(Compare, EpsilonAndUlps) {
   // rel = (2^-6) / sqrt(12) -> rel_eps = 2 / sqrt(12)
   const pit::diff_stats b = pit::compare({2.0 + 0x1p-6, 2.0, -2.0}, {2.0, 2.0, -2.0}, 7);
   EXPECT_NEAR(b.rel_eps(), 2.0 / std::sqrt(12.0), 1e-15);
-  EXPECT_EQ(b.max_ulp, 1u); // 2 + 2^-6 is the BF16 neighbour of 2 (ulp of [2,4) is 2^-6)
+  EXPECT_EQ(b.max_ulp, 1u);         // 2 + 2^-6 is the BF16 neighbour of 2 (ulp of [2,4) is 2^-6)
+  EXPECT_EQ(b.max_abs_ulps(), 1.0); // error 2^-6 in ulps of max|y| = 2: 2^-6 / 2^-6
+  // Near zero: FP32 2^-100 has biased exponent 27, encoding 27 << 23 = 226492416; -2^-100 is as
+  // many values below zero: 452984832 ulps apart, while the error 2^-99 is 2^-99 / 2^-23 = 2^-76
+  // ulps of the largest element (1.0, ulp 2^-23).
+  const pit::diff_stats c = pit::compare({1.0, -0x1p-100}, {1.0, 0x1p-100}, 23);
+  EXPECT_EQ(c.max_ulp, 452984832u);
+  EXPECT_EQ(c.max_abs_ulps(), 0x1p-76);
 }
 
 namespace {

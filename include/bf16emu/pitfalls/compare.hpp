@@ -5,6 +5,9 @@
 //   patterns of the held values), max_ulp = max
 //   distance in units in the last place of the tensors' format, counted as the number of
 //   representable values between the two (the encodings' order; +0 and -0 are one value).
+//   Near zero the ULP count explodes (two tiny values of opposite sign are ~2^31 FP32 values
+//   apart), so the scale-aware max_abs_ulps = max |x - y| / ulp(max |y|) is given too: the
+//   largest error in units of the last place of the tensor's largest reference element.
 //
 // Every value must be exactly representable in the stated format (BF16, FP32 or binary64):
 // the conversions below are then exact and only read the bit pattern.
@@ -47,20 +50,24 @@ inline std::uint64_t ulp_distance(double a, double b, int frac_bits) {
 
 struct diff_stats {
   std::uint64_t n = 0, differing = 0, max_ulp = 0;
-  double rel_norm = 0, max_abs = 0;
+  double rel_norm = 0, max_abs = 0, max_ref = 0;
+  int frac_bits = 52;
   double rel_eps() const { return rel_norm / bf16_eps; }
+  double max_abs_ulps() const { return max_ref > 0 ? max_abs / attention::ulp_of(max_ref, frac_bits) : 0.0; }
 };
 
 // x compared with the reference y.
 inline diff_stats compare(const std::vector<double> &x, const std::vector<double> &y, int frac_bits) {
   diff_stats s;
   s.n = x.size();
+  s.frac_bits = frac_bits;
   attention::comp_sum num, den;
   for (std::size_t i = 0; i < x.size() && i < y.size(); ++i) {
     const double e = x[i] - y[i];
     num.add(e * e);
     den.add(y[i] * y[i]);
     s.max_abs = std::fmax(s.max_abs, std::fabs(e));
+    s.max_ref = std::fmax(s.max_ref, std::fabs(y[i]));
     std::uint64_t bx, by;
     std::memcpy(&bx, &x[i], sizeof bx);
     std::memcpy(&by, &y[i], sizeof by);
