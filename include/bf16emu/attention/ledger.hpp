@@ -65,17 +65,20 @@ struct comp_sum {
 
 struct sign_counts {
   std::uint64_t count = 0, pos = 0, neg = 0, zero = 0, ties = 0;
-  comp_sum sum;     // signed error
-  comp_sum sum_abs; // |error|
-  void add(double err_hi, double err_lo, bool tie) {
+  std::uint64_t away = 0, toward = 0; // inexact: magnitude increased / decreased
+  comp_sum sum;                       // signed error
+  comp_sum sum_abs;                   // |error|
+  void add(double err_hi, double err_lo, bool tie, bool value_negative) {
     ++count;
     const double e = err_hi + err_lo;
-    if (err_hi > 0 || (err_hi == 0 && err_lo > 0))
+    const bool p = err_hi > 0 || (err_hi == 0 && err_lo > 0), n = err_hi < 0 || (err_hi == 0 && err_lo < 0);
+    if (p)
       ++pos;
-    else if (err_hi < 0 || (err_hi == 0 && err_lo < 0))
+    else if (n)
       ++neg;
     else
       ++zero;
+    if (p || n) ++((n == value_negative) ? away : toward);
     if (tie) ++ties;
     sum.add(err_hi);
     sum.add(err_lo);
@@ -83,6 +86,7 @@ struct sign_counts {
   }
   void merge(const sign_counts &o) {
     count += o.count, pos += o.pos, neg += o.neg, zero += o.zero, ties += o.ties;
+    away += o.away, toward += o.toward;
     sum.merge(o.sum);
     sum_abs.merge(o.sum_abs);
   }
@@ -109,13 +113,14 @@ public:
 
   void record(site s, const rounding_event &e, bool p1 = false) {
     const bool tie = e.dec == decision::tie_down || e.dec == decision::tie_up;
-    sites[int(s)].all.add(e.err_hi, e.err_lo, tie);
-    if (p1) sites[int(s)].p_one.add(e.err_hi, e.err_lo, tie);
+    sites[int(s)].all.add(e.err_hi, e.err_lo, tie, e.sign);
+    if (p1) sites[int(s)].p_one.add(e.err_hi, e.err_lo, tie, e.sign);
   }
-  // An event computed outside the core (tensor-core block, exp polynomial): err = result - exact.
-  void record(site s, double err, bool tie, bool p1) {
-    sites[int(s)].all.add(err, 0.0, tie);
-    if (p1) sites[int(s)].p_one.add(err, 0.0, tie);
+  // An event computed outside the core (tensor-core block, exp polynomial): err = result - exact;
+  // value_negative: the sign of the result.
+  void record(site s, double err, bool tie, bool p1, bool value_negative = false) {
+    sites[int(s)].all.add(err, 0.0, tie, value_negative);
+    if (p1) sites[int(s)].p_one.add(err, 0.0, tie, value_negative);
   }
   void count_p(std::uint64_t entries, std::uint64_t ones) {
     p_entries += entries;
@@ -135,7 +140,7 @@ public:
 struct null_observer {
   static constexpr bool enabled = false;
   void record(site, const rounding_event &, bool = false) {}
-  void record(site, double, bool, bool) {}
+  void record(site, double, bool, bool, bool = false) {}
   void count_p(std::uint64_t, std::uint64_t) {}
 };
 

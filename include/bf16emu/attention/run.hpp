@@ -175,7 +175,8 @@ inline std::string num(double x) {
 inline std::string u64(std::uint64_t x) { return std::to_string(x); }
 inline std::string counts(const sign_counts &c) {
   return "{\"count\":" + u64(c.count) + ",\"positive\":" + u64(c.pos) + ",\"negative\":" + u64(c.neg) +
-         ",\"zero\":" + u64(c.zero) + ",\"ties\":" + u64(c.ties) + ",\"sum\":" + num(c.sum.value()) +
+         ",\"zero\":" + u64(c.zero) + ",\"ties\":" + u64(c.ties) + ",\"away_from_zero\":" + u64(c.away) +
+         ",\"toward_zero\":" + u64(c.toward) + ",\"sum\":" + num(c.sum.value()) +
          ",\"mean\":" + num(c.mean()) + ",\"sum_abs\":" + num(c.sum_abs.value()) + "}";
 }
 inline std::string summary(const error_summary &e) {
