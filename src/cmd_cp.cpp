@@ -143,12 +143,16 @@ void run(const cp_cli &o) {
                 pit::to_string(opt.bug));
     if (opt.bug != pit::merge_bug::none) std::printf(" (chunk %ld)", o.bug_chunk);
     std::printf("; errors in BF16 eps = 2^-7, normwise ||x - y|| / ||y||\n");
-    std::printf("%-4s | %14s %10s %12s | %14s %14s\n", "", "CP vs single", "max ulp", "differing",
-                "CP vs exact", "single vs exact");
+    std::printf("%-4s | %14s %11s %9s %13s | %14s %15s\n", "", "CP vs single", "max ulp", "ulp@max",
+                "differing", "CP vs exact", "single vs exact");
     for (const auto &r : rows)
-      std::printf("%-4s | %12.4f e %10llu %5llu/%-6llu | %12.4f e %12.4f e\n", r.name, r.vs_single.rel_eps(),
-                  (unsigned long long)r.vs_single.max_ulp, (unsigned long long)r.vs_single.differing,
-                  (unsigned long long)r.vs_single.n, r.cp_exact.rel_eps(), r.single_exact.rel_eps());
+      std::printf("%-4s | %12.5g e %11llu %9.2f %6llu/%-6llu | %12.5g e %13.5g e\n", r.name,
+                  r.vs_single.rel_eps(), (unsigned long long)r.vs_single.max_ulp, r.vs_single.max_abs_ulps(),
+                  (unsigned long long)r.vs_single.differing, (unsigned long long)r.vs_single.n,
+                  r.cp_exact.rel_eps(), r.single_exact.rel_eps());
+    std::printf(
+        "max ulp: largest distance in representable values (explodes near zero); ulp@max: largest |error|\n"
+        "in ulps of the tensor's largest reference element\n");
     if (o.fail_above > 0)
       std::printf("worst %.4f eps: %s (threshold %g eps)\n", worst, flagged ? "FLAGGED" : "ok", o.fail_above);
   }
