@@ -85,7 +85,7 @@ struct trial_result {
   std::uint64_t result_bits; // in the output format
   double exact = 0;          // exact sum, rounded to binary64 (for display)
   double err = 0;            // result - exact, rounded to binary64 once
-  double err_ulp = 0;        // err / ulp(result) in the output format (exact scaling)
+  double err_ulp = 0;        // err / ulp of the output format at |exact| (exact scaling)
   double rel = 0;            // err / |exact| (0 when exact == 0)
   bool rel_defined = true;   // false when exact == 0
   int direction = 0;         // +1: |result| > |exact| (away from zero), -1: toward, 0: exact
@@ -125,16 +125,21 @@ inline f32 pairwise(const f32 *x, std::size_t n, env_source &es, counting_tracer
   return add(a, b, es.next(), tr).value;
 }
 
-// ulp exponent of a finite value of format F (the binade of a zero is taken from `fallback`).
-template <class F> int ulp_exp(fp<F> r, double fallback) noexcept {
-  if (!r.is_zero()) {
+// Exponent of the ulp of format F at the exact value: the ulp of the correctly rounded
+// result (binade of |exact|, at least emin). It depends on the inputs only, never on the
+// rounding under test, so means in these units are unbiased (normalising by the computed
+// result's own ulp would correlate the unit with the error, e.g. under stochastic rounding).
+// An exact zero takes the ulp of the computed result (or of emin).
+template <class F> int ulp_exp(fp<F> r, const exact_sum &exact) noexcept {
+  int e;
+  if (!exact.is_zero()) {
+    e = exact.ilogb();
+  } else if (!r.is_zero()) {
     const int be = r.biased_exp();
-    return (be == 0 ? F::emin : be - F::bias) - F::frac_bits;
+    e = be == 0 ? F::emin : be - F::bias;
+  } else {
+    e = F::emin;
   }
-  if (fallback == 0) return F::emin - F::frac_bits;
-  int e2 = 0;
-  std::frexp(fallback, &e2); // fallback = m * 2^e2, m in [0.5, 1)
-  const int e = e2 - 1;
   return (e < F::emin ? F::emin : e) - F::frac_bits;
 }
 
@@ -150,7 +155,7 @@ template <class F> trial_result finish(fp<F> r, const exact_sum &exact) {
   d.negate();
   d.add(r); // result - exact, exactly
   t.err = d.to_double();
-  t.err_ulp = std::ldexp(t.err, -ulp_exp(r, t.exact));
+  t.err_ulp = std::ldexp(t.err, -ulp_exp(r, exact));
   if (t.exact == 0 && exact.is_zero()) {
     t.rel_defined = false;
   } else {

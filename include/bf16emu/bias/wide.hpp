@@ -110,6 +110,15 @@ template <int Limbs, int LsbExp> struct fixed {
   }
   int sign() const noexcept { return is_zero() ? 0 : negative() ? -1 : 1; }
 
+  // floor(log2 |value|) for a nonzero value (exact, from the leading bit); 0 for zero.
+  int ilogb() const noexcept {
+    fixed m = *this;
+    if (m.negative()) m.negate();
+    for (int top = Limbs - 1; top >= 0; --top)
+      if (m.w[top]) return top * 64 + 63 - detail::clz64(m.w[top]) + LsbExp;
+    return 0;
+  }
+
   // The value rounded to nearest-even binary64 (the 64 leading bits plus a sticky bit are
   // converted by the hardware's correctly rounded uint64 -> double).
   double to_double() const noexcept {
