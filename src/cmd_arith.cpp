@@ -63,7 +63,11 @@ void add_op(CLI::App &app, op_kind op, const char *name, const char *what, const
   auto o = std::make_shared<arith_cli>();
   const int n = support::arity(op);
   CLI::App *sub = app.add_subcommand(name, what);
-  sub->add_option("operands", o->operands, n == 1 ? "the operand" : "the operands")->required()->expected(n);
+  // Any count is collected; run_arith checks it and names the extra or missing operands.
+  sub->add_option("operands", o->operands,
+                  n == 1 ? "the operand" : "the operands (" + std::to_string(n) + ")")
+      ->required()
+      ->expected(-1);
   sub->add_option("-f,--format", o->format, "operand format: " + support::format_names() + " (default fp32)");
   sub->add_option("-t,--to", o->to,
                   op == op_kind::convert ? "destination format (required)"

@@ -46,6 +46,7 @@ int run(const testfloat_cli &o, const std::vector<std::string> &extras) {
   }
   const tf::function &f = support::rethrow_as<bad_input>(
       [&]() -> const tf::function & { return tf::parse_function(o.function); });
+  std::ios_base::sync_with_stdio(false); // millions of lines: no C stdio synchronisation
   std::string text;
   std::size_t line_no = 0, passed = 0, failed = 0;
   while (std::getline(std::cin, text)) {

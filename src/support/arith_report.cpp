@@ -114,9 +114,14 @@ const char *explain(decision d) noexcept {
 
 arith_report run_arith(const arith_request &rq) {
   const int n = arity(rq.op);
-  if (int(rq.operands.size()) != n)
+  if (int(rq.operands.size()) != n) {
+    std::string got;
+    for (std::size_t i = 0; i < rq.operands.size(); ++i)
+      got += (i ? " '" : "'") + rq.operands[i].text + "'" + (int(i) == n ? " <- extra" : "");
     throw input_error(std::string(to_string(rq.op)) + " takes " + std::to_string(n) + " operand" +
-                      (n > 1 ? "s" : "") + ", got " + std::to_string(rq.operands.size()));
+                      (n > 1 ? "s" : "") + ", got " + std::to_string(rq.operands.size()) +
+                      (got.empty() ? "" : ": " + got));
+  }
   for (const auto &o : rq.operands)
     if (o.format != rq.format) throw input_error("operand '" + o.text + "' was read in another format");
   arith_report r;
