@@ -99,7 +99,7 @@ COMBOS="bf16:fp32 fp16:fp32 fp16:fp16 tf32:fp32 e4m3:fp32 e5m2:fp32"
 if has_stage probes; then
   stamp "probe self-test (every supported instruction/format pair: probes + 3 x 4096 random)"
   run probe --self-test
-  stamp "discriminating probes, saved with 128 vectors of each random kind for tests/gpu_data"
+  stamp "discriminating probes, saved with 64 vectors of each random kind for tests/gpu_data"
   mkdir -p "$WORK/gpu_data"
   for instr in mma wgmma; do
     for combo in $COMBOS; do
@@ -107,8 +107,8 @@ if has_stage probes; then
       run probe --instr $instr --format $f --out $o --random probes --save "$WORK/gpu_data" \
         --name "${instr}_${f}_${o}_probes" --save-lines 100000
       for kind in normal bits cancel; do
-        run probe --instr $instr --format $f --out $o --random $kind --count 128 --seed 11 \
-          --save "$WORK/gpu_data" --name "${instr}_${f}_${o}_${kind}" --save-lines 128
+        run probe --instr $instr --format $f --out $o --random $kind --count 64 --seed 11 \
+          --save "$WORK/gpu_data" --name "${instr}_${f}_${o}_${kind}" --save-lines 64
       done
     done
   done
@@ -139,8 +139,8 @@ if has_stage kernels; then
   stamp "GEMM against tc::gemm"
   mkdir -p "$WORK/raw"
   run gemm --m 128 --n 128 --k 16 --seed 1
-  run gemm --m 256 --n 192 --k 1040 --seed 2
-  run gemm --m 512 --n 512 --k 4096 --seed 3 --save "$WORK/raw" --save-lines 64
+  run gemm --m 256 --n 192 --k 1040 --seed 2 --save "$WORK/raw" --save-lines 16
+  run gemm --m 512 --n 512 --k 4096 --seed 3 --save "$WORK/raw"
   cp "$WORK"/raw/gemm_*.vec "$WORK"/raw/gemm_*.out "$WORK/gpu_data/" 2>/dev/null
 
   stamp "FA2 forward and delta against the CPU twin ($JOBS in parallel)"
