@@ -3,7 +3,6 @@
 
 #include <bf16emu/core.hpp>
 
-#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
@@ -173,17 +172,19 @@ template <class F> void round_into(operand &op, const numeral &n, std::string_vi
   } else {
     // Round to odd at 53 bits: exact when nothing is dropped, else the last bit is set,
     // which makes the following single nearest-even rounding to <= 24 bits correct.
+    // Formats of <= 24 bits live within [2^-160, 2^129]: anything beyond 2^+-300 is far out
+    // of range, and inside it the round-to-odd double below is a normal binary64.
     const long long lg = n.log2_estimate();
     double d;
-    if (lg > far_log2)
-      d = std::ldexp(1.0 + 0x1p-52, 900); // far beyond any range: overflows
-    else if (lg < -far_log2)
-      d = std::ldexp(1.0 + 0x1p-52, -900); // far below any subnormal: rounds to 0
+    if (lg > 300)
+      d = std::ldexp(1.0 + 0x1p-52, 300); // far beyond any range: overflows
+    else if (lg < -300)
+      d = std::ldexp(1.0 + 0x1p-52, -300); // far below any subnormal: rounds to 0
     else {
       window w = to_window(n);
       std::uint64_t top = w.q >> 11;
       if ((w.q & 0x7FF) != 0 || w.sticky) top |= 1;
-      d = std::ldexp(double(top), int(std::clamp(w.exp + 11, -1000LL, 1000LL)));
+      d = std::ldexp(double(top), int(w.exp + 11));
     }
     auto r = convert<F>(from_double(n.sign ? -d : d), e);
     op.bits = r.bits();

@@ -95,6 +95,17 @@ TEST(Number, RangeEnds) {
   EXPECT_EQ(parse_operand("465", format_id::e4m3).bits, 0x7Fu);        // rounds to 480: NaN code
   EXPECT_EQ(parse_operand("1e-400", format_id::fp32).bits, 0x0u);
   EXPECT_EQ(parse_operand("1e400", format_id::bf16).bits, 0x7F80u);
+  // Between the far-range shortcut and binary64's limit: still overflow, never "exact".
+  for (const char *big : {"1e300", "1e320", "-1e330", "0x1p1000"}) {
+    operand b = parse_operand(big, format_id::fp32);
+    EXPECT_TRUE(b.overflow) << big;
+    EXPECT_FALSE(b.exact) << big;
+  }
+  for (const char *small : {"1e-100", "1e-320", "0x1p-1100"}) {
+    operand t = parse_operand(small, format_id::fp32);
+    EXPECT_EQ(t.bits, 0u) << small;
+    EXPECT_FALSE(t.exact) << small;
+  }
 }
 
 TEST(Number, Binary64) {
