@@ -232,3 +232,28 @@ TEST(Trace, Fp64Convert) {
 }
 
 } // namespace
+
+namespace {
+
+// Minimal case for a finding of this tier: the exact error is a sum of two binary64 values
+// (hi = bits 2^111..2^59, lo = bits 2^57..2^5), so err_exact must be set.
+TEST(Trace, ErrExactWhenTwoDoublesSuffice) {
+  env e;
+  e.saturate = true; // fp32 + bf16 -> fp16 overflows to -65504
+  last_event ev;
+  const auto r = add_to<binary16>(f32::from_bits(0xe809c67b), bf16::from_bits(0xf713), e, ev);
+  const auto want = oracle::add({0xe809c67b, oracle::fp32}, {0xf713, oracle::bf16}, oracle::fp16, oenv(e));
+  ASSERT_EQ(r.value.bits, want.bits);
+  ASSERT_EQ(r.value.bits, 0xFBFF); // -max, saturated
+  const auto err = oracle::exact_error(oracle::op::add, {0xe809c67b, oracle::fp32}, {0xf713, oracle::bf16},
+                                       {0, oracle::fp32}, oracle::fp16, want.bits, oenv(e));
+  ASSERT_TRUE(err.has_value());
+  ASSERT_TRUE(two_doubles(*err));
+  EXPECT_TRUE(ev.event.err_exact) << "exact error " << oracle::to_string(*err);
+  if (ev.event.err_exact) {
+    EXPECT_TRUE(oracle::dyadic_from_double(ev.event.err_hi) + oracle::dyadic_from_double(ev.event.err_lo) ==
+                *err);
+  }
+}
+
+} // namespace
