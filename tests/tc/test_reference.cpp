@@ -12,6 +12,7 @@
 // chaining of instructions).
 #include <atomic>
 #include <mutex>
+#include <sstream>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -137,13 +138,15 @@ TEST_P(ModelVsReference, RandomVectorsAgreeBitForBit) {
   EXPECT_EQ(checked.load(), total);
   EXPECT_EQ(bad.load(), 0) << describe(P) << ": " << bad.load() << " of " << total << " differ";
   for (const mismatch &m : first) {
-    std::string s = "K=" + std::to_string(m.K) + " a:";
+    std::ostringstream s;
+    s << "K=" << m.K << " a:";
     for (auto v : m.a)
-      s += " " + hex(v);
-    s += " b:";
+      s << ' ' << hex(v);
+    s << " b:";
     for (auto v : m.b)
-      s += " " + hex(v);
-    ADD_FAILURE() << s << " c: " << hex(m.c) << " model " << hex(m.model) << " reference " << hex(m.ref);
+      s << ' ' << hex(v);
+    ADD_FAILURE() << s.str() << " c: " << hex(m.c) << " model " << hex(m.model) << " reference "
+                  << hex(m.ref);
   }
   RecordProperty("vectors", std::to_string(checked.load()));
 }
