@@ -111,9 +111,13 @@ void print_block(std::ostream &os, const tc::block_trace &t, format_id out) {
   for (int i = 0; i <= t.n_products; ++i) {
     const tc::term_trace &term = t.terms[i];
     if (term.zero) continue;
-    const std::string label = i == t.n_products ? "c" : "p" + std::to_string(t.k0 + i);
-    std::snprintf(buf, sizeof buf, "#     %-4s exp %5d  bits below lsb %3d  lost %.17g\n", label.c_str(), int(term.exp),
-                  int(term.shift), term.lost);
+    char label[16];
+    if (i == t.n_products)
+      std::snprintf(label, sizeof label, "c");
+    else
+      std::snprintf(label, sizeof label, "p%d", t.k0 + i);
+    std::snprintf(buf, sizeof buf, "#     %-4s exp %5d  bits below lsb %3d  lost %.17g\n", label,
+                  int(term.exp), int(term.shift), term.lost);
     os << buf;
   }
 }

@@ -5,7 +5,8 @@
 //                         [--print] [--no-compare] [--save DIR --name NAME --save-lines N] [--self-test]
 //   bf16emu-gpu gemm      [--m M --n N --k K] [--seed S] [--repeats R] [--save DIR] [--save-lines N]
 //   bf16emu-gpu attention [--n N --d 64|128 --heads H] [--causal] [--stabilized --beta B]
-//                         [--scenario random|sink] [--seed S] [--fast-exp] [--repeats R]
+//                         [--scenario random|sink | --q Q.npy --k K.npy --v V.npy] [--seed S]
+//                         [--fast-exp] [--repeats R]
 //                         [--no-compare] [--save DIR]
 //   bf16emu-gpu delta     [--n N --d 64|128 --heads H] [--seed S] [--save DIR]
 //   bf16emu-gpu dense     [--size N] [--repeats R]        (cuBLAS bf16 rate of the device)
@@ -388,19 +389,35 @@ int cmd_attention(const options &o, const device_info &dev, const std::string &a
   attention_case c;
   c.heads = int(o.num("--heads", 1)), c.n = int(o.num("--n", 128)), c.d = int(o.num("--d", 64));
   c.causal = o.has("--causal"), c.stabilized = o.has("--stabilized"), c.beta = o.real("--beta", 2.0);
+  const std::uint64_t seed = std::uint64_t(o.num("--seed", 1));
+  std::string scen = o.get("--scenario", "random");
+  std::vector<std::uint16_t> q, k, v;
+  if (o.kv.count("--q")) {
+    // BF16 bit patterns from .npy ('<u2'), shape [heads, n, d] or [n, d]; K and V alike.
+    if (!o.kv.count("--k") || !o.kv.count("--v")) usage_error("--q needs --k and --v");
+    const npy::array aq = npy::read(o.get("--q"), npy::expect(npy::dtype::u16));
+    const npy::array ak = npy::read(o.get("--k"), npy::expect(npy::dtype::u16));
+    const npy::array av = npy::read(o.get("--v"), npy::expect(npy::dtype::u16));
+    if (aq.shape != ak.shape || aq.shape != av.shape || (aq.shape.size() != 2 && aq.shape.size() != 3))
+      usage_error("--q/--k/--v: equal shapes [heads, n, d] or [n, d] required");
+    const std::size_t r = aq.shape.size();
+    c.heads = r == 3 ? int(aq.shape[0]) : 1, c.n = int(aq.shape[r - 2]), c.d = int(aq.shape[r - 1]);
+    q = aq.u16, k = ak.u16, v = av.u16;
+    scen = "npy";
+  }
   if (c.n <= 0 || c.n % 64 || (c.d != 64 && c.d != 128) || c.heads <= 0)
     usage_error("attention: n multiple of 64, d 64 or 128");
   if (float(c.beta) != c.beta) usage_error("--beta must be exact in FP32");
-  const std::uint64_t seed = std::uint64_t(o.num("--seed", 1));
-  const std::string scen = o.get("--scenario", "random");
-  attention::attention_inputs in;
-  if (scen == "random")
-    in = attention::scenario_random(1, c.heads, c.n, c.d, seed);
-  else if (scen == "sink")
-    in = attention::scenario_sink(1, c.heads, c.n, c.d, seed, attention::sink_params{});
-  else
-    usage_error("--scenario is random or sink");
-  const std::vector<std::uint16_t> q = bf16_bits(in.q), k = bf16_bits(in.k), v = bf16_bits(in.v);
+  if (scen != "npy") {
+    attention::attention_inputs in;
+    if (scen == "random")
+      in = attention::scenario_random(1, c.heads, c.n, c.d, seed);
+    else if (scen == "sink")
+      in = attention::scenario_sink(1, c.heads, c.n, c.d, seed, attention::sink_params{});
+    else
+      usage_error("--scenario is random or sink");
+    q = bf16_bits(in.q), k = bf16_bits(in.k), v = bf16_bits(in.v);
+  }
   c.q = q.data(), c.k = k.data(), c.v = v.data();
   const std::size_t total = std::size_t(c.heads) * c.n * c.d, rows = std::size_t(c.heads) * c.n;
   std::vector<std::uint16_t> og(total);
