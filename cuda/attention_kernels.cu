@@ -217,7 +217,8 @@ __global__ void __launch_bounds__(kThreads)
         mb = fmaxf(mb, fmaxf(s[nt][2 * h], s[nt][2 * h + 1]));
       mb = fmaxf(mb, __shfl_xor_sync(0xffffffffu, mb, 2));
       mb = fmaxf(mb, __shfl_xor_sync(0xffffffffu, mb, 1));
-      if (Stab && mb != kNegInf) {
+      if constexpr (Stab) {
+        // (The shuffles stay outside any row-dependent branch: every lane of the warp takes them.)
         const float rm = mb;
         const double thr = double(rm) - tie_tol;
         int cnt = 0;
@@ -226,7 +227,7 @@ __global__ void __launch_bounds__(kThreads)
           cnt += (double(s[nt][2 * h]) >= thr) + (double(s[nt][2 * h + 1]) >= thr);
         cnt += __shfl_xor_sync(0xffffffffu, cnt, 2);
         cnt += __shfl_xor_sync(0xffffffffu, cnt, 1);
-        if (cnt > 1) {
+        if (rm != kNegInf && cnt > 1) {
           if (rm > 0)
             mb = __fmul_rn(beta, rm);
           else if (rm < 0)
