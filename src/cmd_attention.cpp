@@ -161,11 +161,12 @@ std::string csv_path_for(const std::string &plot) {
 void write_trace_csv(const std::string &path, const at::run_report &r) {
   std::ofstream f(path);
   if (!f) throw bad_input("cannot write " + path);
-  f << "step,t,pbar,p_is_one,boundary,running,exact,cum_error\n";
-  char b[256];
+  f << "step,t,pbar,p_is_one,boundary,running,exact,cum_error,exact_l,norm_error\n";
+  char b[400];
   for (const auto &p : r.trace) {
-    std::snprintf(b, sizeof b, "%ld,%ld,%.9g,%d,%d,%.17g,%.17g,%.17g\n", p.step, p.t, p.pbar,
-                  p.pbar == 1.0 ? 1 : 0, p.boundary ? 1 : 0, p.running, p.exact, p.cum_error);
+    std::snprintf(b, sizeof b, "%ld,%ld,%.9g,%d,%d,%.17g,%.17g,%.17g,%.17g,%.17g\n", p.step, p.t, p.pbar,
+                  p.pbar == 1.0 ? 1 : 0, p.boundary ? 1 : 0, p.running, p.exact, p.cum_error, p.exact_l,
+                  p.norm_error);
     f << b;
   }
 }
@@ -180,10 +181,11 @@ void plot_trace(const std::string &png, const std::string &csv, const std::strin
       << "set key top left\n"
       << "set title \"" << title << "\"\n"
       << "set xlabel 'accumulation step (keys in processing order)'\n"
-      << "set ylabel 'cumulative error of the running O (policy - binary64)'\n"
+      << "set ylabel 'cumulative error of the running O / running row sum'\n"
       << "set grid\n"
-      << "plot '" << csv << "' every ::1 using 1:8 with steps lw 2 title 'cumulative error', \\\n"
-      << "     '' every ::1 using ($4==1 ? $1 : 1/0):8 with points pt 7 ps 1.2 lc rgb 'red' title 'P-bar = "
+      << "plot '" << csv
+      << "' every ::1 using 1:10 with steps lw 2 title 'cumulative error (normalised)', \\\n"
+      << "     '' every ::1 using ($4==1 ? $1 : 1/0):10 with points pt 7 ps 1.2 lc rgb 'red' title 'P-bar = "
          "1'\n";
   }
   const std::string cmd = "gnuplot '" + gp + "'";

@@ -69,7 +69,8 @@ inline bool masked(bool causal, long r, long j) { return causal && j > r; }
 struct trace_state {
   bool on = false;
   long row = -1, col = -1;
-  double exact = 0; // sum exp2((s_ex - m) c_ex) v
+  double exact = 0;   // sum exp2((s_ex - m) c_ex) v
+  double exact_l = 0; // sum exp2((s_ex - m) c_ex)
   double m_ref = ninf;
   long step = 0;
   std::vector<trace_point> *out = nullptr;
@@ -77,14 +78,18 @@ struct trace_state {
   // New block with running max m_new (unscaled score units, exp2 weight c_ex).
   void rebase(bool rescale, double m_new, double c_ex) {
     const double ma = m_new == ninf ? 0.0 : m_new;
-    if (rescale && m_ref != ninf) exact *= std::exp2((m_ref - ma) * c_ex);
+    if (rescale && m_ref != ninf) {
+      const double f = std::exp2((m_ref - ma) * c_ex);
+      exact *= f, exact_l *= f;
+    }
     m_ref = ma;
   }
   void add_exact(const double *q, const double *k, double v, long d, double c_ex) {
     double s = 0;
     for (long t = 0; t < d; ++t)
       s += q[t] * k[t];
-    exact += std::exp2((s - m_ref) * c_ex) * v;
+    const double w = std::exp2((s - m_ref) * c_ex);
+    exact += w * v, exact_l += w;
   }
   // paper policy: the FP32 partial sums of a block wait for the block's rescaled state.
   struct pending_point {
@@ -105,12 +110,14 @@ struct trace_state {
     if (out->empty()) return;
     trace_point p = out->back();
     p.step = step++, p.boundary = true, p.running = value, p.cum_error = value - p.exact;
+    p.norm_error = p.exact_l > 0 ? p.cum_error / p.exact_l : 0.0;
     out->push_back(p);
   }
   void emit(long t, double pbar, double running, bool boundary) {
     trace_point p;
     p.step = step++, p.t = t, p.pbar = pbar, p.boundary = boundary;
     p.running = running, p.exact = exact, p.cum_error = running - exact;
+    p.exact_l = exact_l, p.norm_error = exact_l > 0 ? p.cum_error / exact_l : 0.0;
     out->push_back(p);
   }
 };
@@ -326,10 +333,10 @@ void forward_fa2_form(const forward_config &cfg, const head_view &h, forward_res
         if (exact)
           y = a / lt;
         else if (bad || pol.normalize == normalize_mode::reciprocal)
-          y = o.mul(a, inv, site::normalize);
+          y = o.mul(a, inv, site::normalize, had_one[r]);
         else
-          y = o.div(a, lt, site::normalize);
-        if (tc) y = o.to16(y, site::o_to_bf16);
+          y = o.div(a, lt, site::normalize, had_one[r]);
+        if (tc) y = o.to16(y, site::o_to_bf16, had_one[r]);
         res.o[row * d + i] = y;
       }
       const double lse = bad ? std::numeric_limits<double>::infinity() : m[r] * scale + std::log(lt);
@@ -374,6 +381,7 @@ void forward_paper(const forward_config &cfg, const head_view &h, forward_result
     const long kv_end = cfg.causal ? std::min(n, i1) : n;
     const long nblk = (kv_end + ts.bc - 1) / ts.bc;
     std::vector<double> m(rows, ninf), l(rows, 0.0), O(rows * d, 0.0);
+    std::vector<char> had_one(rows, 0);
     trace_state tr;
     if (cfg.trace_row >= i0 && cfg.trace_row < i1) {
       tr.on = true, tr.row = cfg.trace_row, tr.col = cfg.trace_col, tr.out = &res.trace;
@@ -415,6 +423,7 @@ void forward_paper(const forward_config &cfg, const head_view &h, forward_result
           ones += P[j] == 1.0;
         }
         obs.count_p(live, ones);
+        if (ones) had_one[r] = 1;
         const bool row_p1 = ones > 0;
         // block row sum: FP32 sum, then BF16
         double bs = 0;
@@ -461,8 +470,8 @@ void forward_paper(const forward_config &cfg, const head_view &h, forward_result
     for (long r = 0; r < rows; ++r) {
       const long row = i0 + r;
       for (long i = 0; i < d; ++i) {
-        const double y32 = o.div(O[r * d + i], l[r], site::normalize);
-        res.o[row * d + i] = o.to16(y32, site::o_to_bf16);
+        const double y32 = o.div(O[r * d + i], l[r], site::normalize, had_one[r]);
+        res.o[row * d + i] = o.to16(y32, site::o_to_bf16, had_one[r]);
       }
       const double lg = b16(o.to32(std::log(l[r]), site::lse), site::lse);
       res.lse[row] = b16(o.add(lg, m[r], site::lse), site::lse);

@@ -224,6 +224,8 @@ struct trace_point {
   double running = 0;    // the policy's unnormalised accumulator for O[T, i] after t
   double exact = 0;      // binary64 accumulator with the same running max
   double cum_error = 0;  // running - exact
+  double exact_l = 0;    // binary64 running row sum with the same max
+  double norm_error = 0; // cum_error / exact_l: the error on the scale of the output
 };
 
 struct trace_request {
