@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "command.hpp"
+#include "support/error.hpp"
 
 namespace bf16emu::cli {
 std::vector<command_entry> &command_registry() {
@@ -23,7 +24,8 @@ int main(int argc, char **argv) {
   auto &registry = command_registry();
   std::stable_sort(registry.begin(), registry.end(),
                    [](const command_entry &a, const command_entry &b) { return a.order < b.order; });
-  for (const auto &entry : registry) entry.fn(app);
+  for (const auto &entry : registry)
+    entry.fn(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp &e) {
@@ -37,6 +39,9 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "Run with --help for usage.\n");
     return exit_bad_input;
   } catch (const bad_input &e) {
+    std::fprintf(stderr, "bf16emu: %s\n", e.what());
+    return exit_bad_input;
+  } catch (const bf16emu::support::input_error &e) {
     std::fprintf(stderr, "bf16emu: %s\n", e.what());
     return exit_bad_input;
   } catch (const std::exception &e) {

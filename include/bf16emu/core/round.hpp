@@ -110,9 +110,9 @@ BF16EMU_CXHD decided decide(const cut_bits<std::uint64_t> &c, bool sign, const e
   }
   const bool nearest = e.mode == round_mode::nearest_even || e.mode == round_mode::nearest_away;
   up &= inexact;
-  const decision d = !inexact        ? decision::exact
-                     : tie & nearest ? (up ? decision::tie_up : decision::tie_down)
-                                     : (up ? decision::up : decision::down);
+  const decision d = !inexact           ? decision::exact
+                     : (tie && nearest) ? (up ? decision::tie_up : decision::tie_down)
+                                        : (up ? decision::up : decision::down);
   return {c.kept + (up ? 1u : 0u), d};
 }
 
