@@ -499,7 +499,7 @@ void run_search(const bias_options &o, const b::config &base, b::method m, round
             << " restarts x " << o.iters << " iterations (" << res.evaluations << " evaluations, " << g(secs)
             << " s)\n";
   std::cout << "  worst |error| found   " << g(std::fabs(res.outcome.err)) << "  (" << g(res.outcome.err_ulp)
-            << " ulp of the result, rel " << g(res.outcome.rel) << ")\n";
+            << " ulp at the exact sum, rel " << g(res.outcome.rel) << ")\n";
   std::cout << "  classic bound         " << g(res.bound) << "  (n*u*sum|x|, sum|x| = " << g(res.sum_abs)
             << ")\n";
   std::cout << "  ratio error/bound     " << g(res.ratio) << "  (random start: " << g(res.start_ratio)
