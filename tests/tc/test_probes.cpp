@@ -218,8 +218,11 @@ TEST(ProbeOutput, FinalTruncation) {
 // 1 + 1.5*2^-11 -> 0x3c01 (truncation would give 0x3c00); ties 1 + 2^-11 -> 0x3c00 (even),
 // 1 + 2^-10 + 2^-11 -> 0x3c02.
 TEST(ProbeOutput, Fp16OutputNearestEven) {
-  for (const char *arch : {"sm70", "sm75", "sm80", "sm89", "sm90"}) {
-    const preset &P = get(arch, instr_kind::mma, format_id::fp16, format_id::fp16);
+  for (auto [arch, kind] : {std::pair{"sm70", instr_kind::mma}, std::pair{"sm75", instr_kind::mma},
+                            std::pair{"sm80", instr_kind::mma}, std::pair{"sm86", instr_kind::mma},
+                            std::pair{"sm89", instr_kind::mma}, std::pair{"sm90", instr_kind::mma},
+                            std::pair{"sm90", instr_kind::wgmma}}) {
+    const preset &P = get(arch, kind, format_id::fp16, format_id::fp16);
     EXPECT_EQ(probe(P, {{0, 0x3c00}}, {{0, 0x3c00}}, 0x1200), 0x3c01u) << arch;
     EXPECT_EQ(probe(P, {{0, 0x3c00}}, {{0, 0x3c00}}, 0x1000), 0x3c00u) << arch;
     EXPECT_EQ(probe(P, {{0, 0x3c00}}, {{0, 0x3c00}}, 0x1600), 0x3c02u) << arch;
@@ -349,6 +352,60 @@ TEST(ProbeSpecial, ZeroSumIsPositiveZero) {
     const preset &P = get(pc.arch, pc.kind, format_id::bf16);
     EXPECT_EQ(probe(P, {{0, one}}, {{0, one}}, 0xbf800000), 0x00000000u);
     EXPECT_EQ(probe(P, {{0, neg_bit}}, {{0, one}}, 0x80000000), 0x00000000u);
+  }
+}
+
+} // namespace
+
+// ---------------------------------------------------------------------------
+// Every preset, generic probes (values that exist in every input format).
+namespace {
+
+std::uint64_t one_of(format_id f) {
+  switch (f) {
+  case format_id::bf16: return 0x3f80;
+  case format_id::fp16: return 0x3c00;
+  case format_id::tf32: return 0x1fc00;
+  case format_id::e4m3: return 0x38;
+  default: return 0x3c; // e5m2
+  }
+}
+std::uint64_t nan_of(format_id f) {
+  switch (f) {
+  case format_id::bf16: return 0x7fc0;
+  case format_id::fp16: return 0x7e00;
+  case format_id::tf32: return 0x3fe00;
+  case format_id::e4m3: return 0x7f;
+  default: return 0x7e; // e5m2
+  }
+}
+
+TEST(ProbeAllPresets, GenericProbes) {
+  for (const preset &P : presets) {
+    const std::uint64_t one_in = one_of(P.in);
+    const bool f32 = P.out == format_id::fp32;
+    // F probe 1*1 + c, c = -(1 - 2^-24) (FP32 c): c is cut to F fraction bits below 2^0, so
+    // D = 2^-min(F, 24) [FHMP21][KM25][MMASIM]: V100 2^-23, A100 and H100 2^-24, fp8 2^-13.
+    // FP16 c = -(1 - 2^-11) fits every F >= 11: D = 2^-11 (0x1000).
+    if (f32) {
+      const int e = -std::min(P.block.F, 24);
+      EXPECT_EQ(probe(P, {{0, one_in}}, {{0, one_in}}, 0xbf7fffff), f32_pow2(e)) << describe(P);
+    } else {
+      EXPECT_EQ(probe(P, {{0, one_in}}, {{0, one_in}}, 0xbbff), 0x1000u) << describe(P);
+    }
+    // 1*1 + 1 = 2 in every preset.
+    EXPECT_EQ(probe(P, {{0, one_in}}, {{0, one_in}}, f32 ? 0x3f800000 : 0x3c00), f32 ? 0x40000000u : 0x4000u)
+        << describe(P);
+    // Exact cancellation: +0.
+    EXPECT_EQ(probe(P, {{P.k - 1, one_in}}, {{P.k - 1, one_in}}, f32 ? 0xbf800000 : 0xbc00), 0u)
+        << describe(P);
+    // NaN input at the last k: the all-ones NaN [MMASIM].
+    EXPECT_EQ(probe(P, {{P.k - 1, nan_of(P.in)}}, {{P.k - 1, one_in}}, 0), f32 ? 0x7fffffffu : 0x7fffu)
+        << describe(P);
+    // An Inf accumulator passes through finite products; -Inf c with +Inf c impossible, so
+    // +Inf c plus a finite product stays +Inf.
+    EXPECT_EQ(probe(P, {{0, one_in}}, {{0, one_in}}, f32 ? 0x7f800000 : 0x7c00), f32 ? 0x7f800000u : 0x7c00u)
+        << describe(P);
   }
 }
 
