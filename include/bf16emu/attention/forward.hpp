@@ -177,7 +177,7 @@ void forward_fa2_form(const forward_config &cfg, const head_view &h, forward_res
     const long kv_end = cfg.causal ? std::min(n, i1) : n;
     const long nblk = (kv_end + ts.bc - 1) / ts.bc;
     std::vector<double> m(rows, ninf), l(rows * 4, 0.0), acc(rows * d, 0.0);
-    std::vector<char> had_one(rows, 0); // the row met P-bar = 1 in some block
+    std::vector<char> had_one(rows, 0); // the row had P-bar = 1 at least twice in a block
     trace_state tr;
     if (cfg.trace_row >= i0 && cfg.trace_row < i1) {
       tr.on = true, tr.row = cfg.trace_row, tr.col = cfg.trace_col, tr.out = &res.trace;
@@ -270,7 +270,7 @@ void forward_fa2_form(const forward_config &cfg, const head_view &h, forward_res
           if (tc) Pbf[j] = as_bf16(Pb[j]);
         }
         obs.count_p(live, ones);
-        if (ones) had_one[r] = 1;
+        if (ones >= 2) had_one[r] = 1; // a repeated maximum
         // 8. O += P-bar V
         const bool traced = tr.on && row == tr.row;
         if (traced) tr.rebase(bi > 0, m_new, c_ex);
@@ -423,7 +423,7 @@ void forward_paper(const forward_config &cfg, const head_view &h, forward_result
           ones += P[j] == 1.0;
         }
         obs.count_p(live, ones);
-        if (ones) had_one[r] = 1;
+        if (ones >= 2) had_one[r] = 1; // a repeated maximum
         const bool row_p1 = ones > 0;
         // block row sum: FP32 sum, then BF16
         double bs = 0;
