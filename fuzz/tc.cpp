@@ -23,7 +23,10 @@ template <class F> tcref::fmt ref_fmt() {
 // operands of products are replaced by the smallest subnormal so that campaigns can go on
 // past it. Unset (the default), the harness reports it.
 bool skip_zero_products() {
-  static const bool skip = std::getenv("BF16EMU_FUZZ_TC_SKIP_ZERO_PRODUCTS") != nullptr;
+  static const bool skip = [] {
+    const char *v = std::getenv("BF16EMU_FUZZ_TC_SKIP_ZERO_PRODUCTS");
+    return v != nullptr && *v != 0;
+  }();
   return skip;
 }
 

@@ -585,9 +585,10 @@ void run_bias(bias_options &o) {
   const auto t0 = std::chrono::steady_clock::now();
   const bool tty = isatty(2);
   if (!o.quiet)
-    spec.progress = [t0, tty](std::uint64_t done, std::uint64_t total) {
+    spec.progress = [t0, tty, last = -1.0](std::uint64_t done, std::uint64_t total) mutable {
       const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      if (secs < 2) return;
+      if (secs < 2 || (done < total && secs - last < 2)) return;
+      last = secs;
       std::fprintf(stderr, "%sbias: %llu/%llu units (%.0f%%), %.0f s%s", tty ? "\r" : "",
                    static_cast<unsigned long long>(done), static_cast<unsigned long long>(total),
                    total ? 100.0 * double(done) / double(total) : 100.0, secs,

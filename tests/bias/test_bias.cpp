@@ -243,8 +243,9 @@ TEST(BiasAcceptance, NearestEvenUnbiasedOnSymmetricData) {
     // The magnitude error too, where the accumulator is FP32. (With a BF16 accumulator the
     // computed random walk is damped far from zero, where small addends are swamped: its
     // magnitude error is negative; docs/bias.md.)
-    if (m != b::method::bf16_seq)
+    if (m != b::method::bf16_seq) {
       EXPECT_LT(std::fabs(s.z_mag), b::z99) << b::to_string(m) << " away " << s.mean_mag_ulp;
+    }
   }
 }
 

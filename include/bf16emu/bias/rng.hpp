@@ -30,7 +30,8 @@ struct counter_rng {
   double uniform() noexcept { return static_cast<double>(next() >> 11) * 0x1p-53; }
   // Uniform integer in [0, n), n > 0 (multiply-shift; bias < 2^-32 for n < 2^32).
   std::uint64_t below(std::uint64_t n) noexcept {
-    return static_cast<std::uint64_t>((static_cast<unsigned __int128>(next()) * n) >> 64);
+    __extension__ using u128 = unsigned __int128;
+    return static_cast<std::uint64_t>((static_cast<u128>(next()) * n) >> 64);
   }
   bool chance(double p) noexcept { return uniform() < p; }
 };

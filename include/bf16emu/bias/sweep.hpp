@@ -108,7 +108,8 @@ struct run_spec {
   std::uint64_t chunk = 1000;
   unsigned threads = 1;
   std::uint64_t shard = 0, shards = 1;
-  // Called now and then from the runner thread with (units done, units of this shard).
+  // Called now and then with (units done, units of this shard), from one thread at a time;
+  // it should rate-limit its own output.
   std::function<void(std::uint64_t, std::uint64_t)> progress;
 };
 
@@ -148,6 +149,8 @@ inline std::vector<stats> run(const run_spec &s) {
   const std::uint64_t cpc = chunks_per_config(s);
   std::atomic<std::uint64_t> next{0}, done{0};
   std::mutex mu;
+  const unsigned nt = std::max(1u, std::min<unsigned>(s.threads, static_cast<unsigned>(units.size())));
+  const bool single = nt == 1;
   auto worker = [&] {
     trial_input buf;
     for (;;) {
@@ -158,9 +161,9 @@ inline std::vector<stats> run(const run_spec &s) {
       std::lock_guard<std::mutex> lock(mu);
       out[units[i] / cpc].merge(local);
       done.fetch_add(1);
+      if (s.progress && single) s.progress(done.load(), units.size());
     }
   };
-  const unsigned nt = std::max(1u, std::min<unsigned>(s.threads, static_cast<unsigned>(units.size())));
   std::vector<std::thread> pool;
   for (unsigned t = 1; t < nt; ++t)
     pool.emplace_back(worker);
