@@ -269,3 +269,27 @@ constexpr std::uint32_t constexpr_probe() {
 static_assert(constexpr_probe() == 0x3f7fffff); // [KM25] H100 probe, tests/tc/test_probes.cpp
 
 } // namespace
+
+namespace {
+// Regression (found by fuzz/tc.cpp under UBSan): a zero product whose exponent ea + eb lies
+// above the block maximum must not produce a negative shift count. Constant evaluation
+// rejects such a shift, so this compiles only if none happens.
+constexpr std::uint32_t zero_product_above_max(std::uint16_t small) {
+  bf16 a[16]{}, b[16]{};
+  b[0].bits = 0x7f00;                    // 0 * 2^127: exponent -126 + 127 = 1 > emax
+  a[1].bits = small, b[1].bits = 0x3f80; // small * 1
+  const preset &P = *find_preset("sm90", instr_kind::mma, format_id::bf16, format_id::fp32);
+  return dot<bfloat16, binary32>(P.block, P.k, a, 1, b, 1, 16, f32::from_bits(0)).bits;
+}
+static_assert(zero_product_above_max(0x3f80) == 0x3f800000); // 1
+static_assert(zero_product_above_max(0x0001) == 0x00010000); // 2^-133
+// A zero c with tiny products (c's exponent -126 far above them; emax = e_zero).
+constexpr std::uint32_t tiny_products_zero_c() {
+  bf16 a[16]{}, b[16]{};
+  for (int i = 0; i < 16; ++i)
+    a[i].bits = 0x0001, b[i].bits = 0x0001; // 2^-133 * 2^-133
+  const preset &P = *find_preset("sm80", instr_kind::mma, format_id::bf16, format_id::fp32);
+  return dot<bfloat16, binary32>(P.block, P.k, a, 1, b, 1, 16, f32::from_bits(0)).bits;
+}
+static_assert(tiny_products_zero_c() == 0x00000000); // 16 * 2^-266 truncates to +0
+} // namespace

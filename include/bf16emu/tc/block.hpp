@@ -256,26 +256,28 @@ BF16EMU_CXHD fp<Out> block_fdpa(const block_params &p, const fp<In> *a, std::ptr
 
   // Pass 2: align (truncate in sign-magnitude) and add exactly.
   // A product's significand moves left by F - 2m (the block lsb relative to a product of
-  // exponent emax), then right by emax - exponent (>= 0).
+  // exponent emax), then right by emax - exponent (>= 0 for nonzero products; a zero
+  // product's exponent may exceed emax, and the unsigned clamp turns that into a shift by 63
+  // of zero, so no shift count is ever out of range).
   std::int64_t sum = 0;
   const int ls = p.F - m2;
   if (ls >= 0) { // every preset: one shift pair, no branches
     for (int i = 0; i < n; ++i) {
-      const int d = emax - pexp[i];
-      const std::uint64_t v = (psig[i] << ls) >> (d > 63 ? 63 : d);
+      const unsigned d = unsigned(emax - pexp[i]);
+      const std::uint64_t v = (psig[i] << ls) >> (d > 63u ? 63u : d);
       const std::int64_t neg = -std::int64_t(pneg[i]); // 0 or -1
       sum += (std::int64_t(v) ^ neg) - neg;
     }
   } else {
     for (int i = 0; i < n; ++i) {
       const int sh = base - (pexp[i] - m2); // right shift of the significand
-      const std::uint64_t v = sh <= 0 ? psig[i] << -sh : sh >= 64 ? 0 : psig[i] >> sh;
+      const std::uint64_t v = psig[i] == 0 ? 0 : sh <= 0 ? psig[i] << -sh : sh >= 64 ? 0 : psig[i] >> sh;
       sum += pneg[i] ? -std::int64_t(v) : std::int64_t(v);
     }
   }
   {
-    const int sh = base - (uc.exp - mc);
-    const std::uint64_t v = sh <= 0 ? uc.sig << -sh : sh >= 64 ? 0 : uc.sig >> sh;
+    const int sh = base - (uc.exp - mc); // (a zero c may sit far above or below emax)
+    const std::uint64_t v = uc.sig == 0 ? 0 : sh <= 0 ? uc.sig << -sh : sh >= 64 ? 0 : uc.sig >> sh;
     sum += uc.neg ? -std::int64_t(v) : std::int64_t(v);
   }
 
