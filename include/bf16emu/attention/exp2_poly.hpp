@@ -34,16 +34,19 @@
 namespace bf16emu::attention {
 
 namespace exp2_detail {
-inline constexpr std::uint32_t coeff_bits[8] = {
-    0x3f800000u, // 1
-    0x3f317218u, // ln2
-    0x3e75fdf0u, // ln2^2/2
-    0x3d635847u, // ln2^3/6
-    0x3c1d955bu, // ln2^4/24
-    0x3aaec3ffu, // ln2^5/120
-    0x39218489u, // ln2^6/720
-    0x377fe5feu, // ln2^7/5040
-};
+// A function, not a namespace-scope array: device code cannot read host constexpr arrays.
+BF16EMU_CXHD std::uint32_t coeff_bits(int k) noexcept {
+  switch (k) {
+  case 0: return 0x3f800000u; // 1
+  case 1: return 0x3f317218u; // ln2
+  case 2: return 0x3e75fdf0u; // ln2^2/2
+  case 3: return 0x3d635847u; // ln2^3/6
+  case 4: return 0x3c1d955bu; // ln2^4/24
+  case 5: return 0x3aaec3ffu; // ln2^5/120
+  case 6: return 0x39218489u; // ln2^6/720
+  default: return 0x377fe5feu; // ln2^7/5040
+  }
+}
 inline constexpr std::uint32_t magic_bits = 0x4b400000u;     // 1.5 * 2^23
 inline constexpr std::uint32_t neg_magic_bits = 0xcb400000u; // -1.5 * 2^23
 inline constexpr std::uint32_t limit_hi_bits = 0x43000000u;  // 128
@@ -68,9 +71,9 @@ template <class B> BF16EMU_CXHD typename B::value exp2_poly(B &b, typename B::va
   const auto nf = b.add(t, b.from_bits(neg_magic_bits));
   const auto r = b.add(x, b.from_bits(b.to_bits(nf) ^ 0x80000000u));
   // 2. polynomial
-  auto p = b.from_bits(coeff_bits[7]);
+  auto p = b.from_bits(coeff_bits(7));
   for (int k = 6; k >= 0; --k)
-    p = b.fma(p, r, b.from_bits(coeff_bits[k]));
+    p = b.fma(p, r, b.from_bits(coeff_bits(k)));
   // 3. scaling by 2^n in two exact-power steps
   const int lo = n >= 0 ? n / 2 : -((-n + 1) / 2); // floor(n/2)
   const int hi = n - lo;
