@@ -37,13 +37,13 @@ namespace exp2_detail {
 // A function, not a namespace-scope array: device code cannot read host constexpr arrays.
 BF16EMU_CXHD std::uint32_t coeff_bits(int k) noexcept {
   switch (k) {
-  case 0: return 0x3f800000u; // 1
-  case 1: return 0x3f317218u; // ln2
-  case 2: return 0x3e75fdf0u; // ln2^2/2
-  case 3: return 0x3d635847u; // ln2^3/6
-  case 4: return 0x3c1d955bu; // ln2^4/24
-  case 5: return 0x3aaec3ffu; // ln2^5/120
-  case 6: return 0x39218489u; // ln2^6/720
+  case 0: return 0x3f800000u;  // 1
+  case 1: return 0x3f317218u;  // ln2
+  case 2: return 0x3e75fdf0u;  // ln2^2/2
+  case 3: return 0x3d635847u;  // ln2^3/6
+  case 4: return 0x3c1d955bu;  // ln2^4/24
+  case 5: return 0x3aaec3ffu;  // ln2^5/120
+  case 6: return 0x39218489u;  // ln2^6/720
   default: return 0x377fe5feu; // ln2^7/5040
   }
 }
