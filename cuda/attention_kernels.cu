@@ -59,49 +59,6 @@ __device__ __forceinline__ void cp_async16(void *s, const void *g) {
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 __device__ __forceinline__ void cp_async_wait1() { asm volatile("cp.async.wait_group 1;\n" ::: "memory"); }
 
-#if defined(BF16EMU_GPU_EXP2_FALLBACK) && !defined(BF16EMU_GPU_FAST_EXP)
-// TEMPORARY: exp2_poly.hpp does not compile for the device (its coefficient table is a
-// namespace-scope host array, which device code cannot read; cuda/CMakeLists.txt detects this
-// and defines BF16EMU_GPU_EXP2_FALLBACK). Until the header is fixed, this is exp2_poly's exact
-// sequence with the same constants (checked against the header at compile time below).
-__host__ __device__ constexpr std::uint32_t exp2_coeff(int k) {
-  switch (k) {
-  case 0: return 0x3f800000u;
-  case 1: return 0x3f317218u;
-  case 2: return 0x3e75fdf0u;
-  case 3: return 0x3d635847u;
-  case 4: return 0x3c1d955bu;
-  case 5: return 0x3aaec3ffu;
-  case 6: return 0x39218489u;
-  default: return 0x377fe5feu;
-  }
-}
-static_assert([] {
-  for (int k = 0; k < 8; ++k)
-    if (exp2_coeff(k) != attention::exp2_detail::coeff_bits[k]) return false;
-  return true;
-}());
-__device__ __forceinline__ float exp2_contract(float x) {
-  namespace e2 = attention::exp2_detail;
-  const std::uint32_t xb = __float_as_uint(x), mag = xb & 0x7fffffffu;
-  const bool neg = (xb >> 31) != 0;
-  if (mag > 0x7f800000u) return __fadd_rn(x, x);
-  if (!neg && mag >= e2::limit_hi_bits) return __uint_as_float(0x7f800000u);
-  if (neg && mag > e2::limit_lo_bits) return 0.0f;
-  const float t = __fadd_rn(x, __uint_as_float(e2::magic_bits));
-  const int n = int(__float_as_uint(t)) - int(e2::magic_bits);
-  const float nf = __fadd_rn(t, __uint_as_float(e2::neg_magic_bits));
-  const float r = __fadd_rn(x, __uint_as_float(__float_as_uint(nf) ^ 0x80000000u));
-  float p = __uint_as_float(exp2_coeff(7));
-#pragma unroll
-  for (int k = 6; k >= 0; --k)
-    p = __fmaf_rn(p, r, __uint_as_float(exp2_coeff(k)));
-  const int lo = n >= 0 ? n / 2 : -((-n + 1) / 2);
-  const int hi = n - lo;
-  const float y = __fmul_rn(p, __uint_as_float(e2::pow2_bits(lo)));
-  return __fmul_rn(y, __uint_as_float(e2::pow2_bits(hi)));
-}
-#endif
 
 // exp2 of the contract (or the MUFU approximation in the fast build).
 __device__ __forceinline__ float exp2_dev(float x) {
@@ -109,8 +66,6 @@ __device__ __forceinline__ float exp2_dev(float x) {
   float y;
   asm("ex2.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
   return y;
-#elif defined(BF16EMU_GPU_EXP2_FALLBACK)
-  return exp2_contract(x);
 #else
   attention::native_f32_backend b;
   return attention::exp2_poly(b, x);

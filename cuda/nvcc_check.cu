@@ -10,7 +10,7 @@
 #include "bf16emu/tc.hpp"
 #define BF16EMU_CHECK_TC 1
 #endif
-#if __has_include("bf16emu/attention/exp2_poly.hpp") && !defined(BF16EMU_NVCC_CHECK_NO_EXP2)
+#if __has_include("bf16emu/attention/exp2_poly.hpp")
 #include "bf16emu/attention/exp2_poly.hpp"
 #define BF16EMU_CHECK_EXP2 1
 #endif
