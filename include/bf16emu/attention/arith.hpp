@@ -67,7 +67,7 @@ template <class Obs> double exp2_f32(const f32_ops<Obs> &o, double x, bool poly,
     const double y = of(exp2_poly(b, as_f32(x)));
     if constexpr (Obs::enabled) {
       const double ex = std::exp2(x);
-      if (std::isfinite(ex) && std::isfinite(y)) o.obs->record(s, y - ex, false, y == 1.0);
+      if (std::isfinite(ex) && std::isfinite(y)) o.obs->record(s, y - ex, false, y == 1.0, false, ex);
     }
     return y;
   }

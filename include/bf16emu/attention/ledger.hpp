@@ -68,7 +68,8 @@ struct sign_counts {
   std::uint64_t away = 0, toward = 0; // inexact: magnitude increased / decreased
   comp_sum sum;                       // signed error
   comp_sum sum_abs;                   // |error|
-  void add(double err_hi, double err_lo, bool tie, bool value_negative) {
+  comp_sum sum_rel;                   // signed error / |exact value| (scale-free)
+  void add(double err_hi, double err_lo, bool tie, bool value_negative, double magnitude) {
     ++count;
     const double e = err_hi + err_lo;
     const bool p = err_hi > 0 || (err_hi == 0 && err_lo > 0), n = err_hi < 0 || (err_hi == 0 && err_lo < 0);
@@ -83,12 +84,14 @@ struct sign_counts {
     sum.add(err_hi);
     sum.add(err_lo);
     sum_abs.add(std::fabs(e));
+    if (magnitude > 0) sum_rel.add(e / magnitude);
   }
   void merge(const sign_counts &o) {
     count += o.count, pos += o.pos, neg += o.neg, zero += o.zero, ties += o.ties;
     away += o.away, toward += o.toward;
     sum.merge(o.sum);
     sum_abs.merge(o.sum_abs);
+    sum_rel.merge(o.sum_rel);
   }
   double mean() const { return count ? sum.value() / double(count) : 0.0; }
 };
@@ -113,14 +116,15 @@ public:
 
   void record(site s, const rounding_event &e, bool p1 = false) {
     const bool tie = e.dec == decision::tie_down || e.dec == decision::tie_up;
-    sites[int(s)].all.add(e.err_hi, e.err_lo, tie, e.sign);
-    if (p1) sites[int(s)].p_one.add(e.err_hi, e.err_lo, tie, e.sign);
+    const double mag = std::ldexp(double(e.kept), e.lsb_exp); // |exact| to within one ulp
+    sites[int(s)].all.add(e.err_hi, e.err_lo, tie, e.sign, mag);
+    if (p1) sites[int(s)].p_one.add(e.err_hi, e.err_lo, tie, e.sign, mag);
   }
   // An event computed outside the core (tensor-core block, exp polynomial): err = result - exact;
-  // value_negative: the sign of the result.
-  void record(site s, double err, bool tie, bool p1, bool value_negative = false) {
-    sites[int(s)].all.add(err, 0.0, tie, value_negative);
-    if (p1) sites[int(s)].p_one.add(err, 0.0, tie, value_negative);
+  // value_negative: the sign of the result; magnitude: |exact value| (0: unknown).
+  void record(site s, double err, bool tie, bool p1, bool value_negative = false, double magnitude = 0) {
+    sites[int(s)].all.add(err, 0.0, tie, value_negative, magnitude);
+    if (p1) sites[int(s)].p_one.add(err, 0.0, tie, value_negative, magnitude);
   }
   void count_p(std::uint64_t entries, std::uint64_t ones) {
     p_entries += entries;
@@ -140,7 +144,7 @@ public:
 struct null_observer {
   static constexpr bool enabled = false;
   void record(site, const rounding_event &, bool = false) {}
-  void record(site, double, bool, bool, bool = false) {}
+  void record(site, double, bool, bool, bool = false, double = 0) {}
   void count_p(std::uint64_t, std::uint64_t) {}
 };
 

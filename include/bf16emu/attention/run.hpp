@@ -177,7 +177,8 @@ inline std::string counts(const sign_counts &c) {
   return "{\"count\":" + u64(c.count) + ",\"positive\":" + u64(c.pos) + ",\"negative\":" + u64(c.neg) +
          ",\"zero\":" + u64(c.zero) + ",\"ties\":" + u64(c.ties) + ",\"away_from_zero\":" + u64(c.away) +
          ",\"toward_zero\":" + u64(c.toward) + ",\"sum\":" + num(c.sum.value()) +
-         ",\"mean\":" + num(c.mean()) + ",\"sum_abs\":" + num(c.sum_abs.value()) + "}";
+         ",\"mean\":" + num(c.mean()) + ",\"sum_abs\":" + num(c.sum_abs.value()) +
+         ",\"sum_rel\":" + num(c.sum_rel.value()) + "}";
 }
 inline std::string summary(const error_summary &e) {
   std::string h = "{";

@@ -61,7 +61,9 @@ f32 tc_dot(const tc_model &m, const bf16 *a, std::ptrdiff_t sa, const bf16 *b, s
           double lost = 0;
           for (int i = 0; i <= t.n_products; ++i)
             lost += t.terms[i].lost;
-          obs.record(s, t.trunc_err - lost, false, p1, (t.d_bits >> 31) != 0);
+          const double err = t.trunc_err - lost;
+          const double d = double(to_float(f32::from_bits(t.d_bits)));
+          obs.record(s, err, false, p1, (t.d_bits >> 31) != 0, std::fabs(d - err));
         }
       }
       if constexpr (Step::enabled)
