@@ -204,3 +204,45 @@ TEST(Ledger, SummaryStatisticsByHand) {
   EXPECT_EQ(e.ulp_hist.at(8), 1u);
   EXPECT_EQ(e.ulp_hist.at(-8), 3u);
 }
+
+TEST(Ledger, Fa2RescaleRowMaxNormalizeByHand) {
+  // fa2:sm80, forward KV order, Bc = 16, n = 32, d = 16, softmax scale = RN32(ln 2), so that
+  // c = RN32(scale * log2 e) = 1 exactly (RN32(ln 2) * log2 e = 1 + 2.7e-9, within half an ulp of 1).
+  // Q rows = e0; keys 0..15 = e0 (S = 1), keys 16..31 = 3*e0 (S = 3); V column 0 = 1, rest 0.
+  // Every row: block 0: m = 1, m*c = 1 (row_max, exact), P = exp2(fma(1, 1, -1)) = exp2(0) = 1,
+  //   lane sums l_q = 4 (columns (j mod 8)/2 = q), O_acc[0] = 16.
+  // block 1: m = 3, m*c = 3 (row_max, exact); rescale: RN(1 - 3) = -2, RN(-2 * 1) = -2,
+  //   alpha = exp2(-2) = 0.25 (exact), O_acc[0] = 16 * 0.25 = 4, l_q = 4 * 0.25 = 1 (all exact;
+  //   zero accumulators give exact zeros, which are not events): 1 + 1 + 1 + 1 + 4 = 8 events.
+  //   P = 1 again: l_q = 5, O_acc[0] = 20; l = (5 + 5) + (5 + 5) = 20.
+  // normalize: inv = RN32(1/20) = 13421773 * 2^-28 = 0.0500000007450580596923828125
+  //   (error +7.450580596923828125e-10); o = RN32(20 * inv) = RN32(1.000000014901161193847656...)
+  //   = 1 (error -1.490116119384765625e-8). O = 1 in BF16, exact.
+  at::attention_inputs in;
+  in.n = 32, in.d = 16;
+  in.q.assign(32 * 16, 0.0), in.k.assign(32 * 16, 0.0), in.v.assign(32 * 16, 0.0);
+  for (int r = 0; r < 32; ++r)
+    in.q[r * 16] = 1.0, in.k[r * 16] = r < 16 ? 1.0 : 3.0, in.v[r * 16] = 1.0;
+  at::run_options o;
+  at::parse_policy("fa2:sm80", o.cfg.pol);
+  o.cfg.pol.block_m = 32, o.cfg.pol.block_n = 16, o.cfg.pol.kv = at::kv_order::forward;
+  o.cfg.pol.softmax_scale = 0.693147180559945309417;
+  o.threads = 1;
+  const auto r = at::run_attention(in, o);
+  for (int row = 0; row < 32; ++row)
+    ASSERT_EQ(r.o[row * 16], 1.0);
+  EXPECT_LT(r.o_err.max_abs, 1e-15);
+  const auto &rm = S(r, at::site::row_max).all;
+  EXPECT_EQ(rm.count, 64u);
+  EXPECT_EQ(rm.zero, 64u);
+  const auto &rs = S(r, at::site::rescale).all;
+  EXPECT_EQ(rs.count, 32u * 8u);
+  EXPECT_EQ(rs.zero, 32u * 8u);
+  const auto &nz = S(r, at::site::normalize).all;
+  EXPECT_EQ(nz.count, 64u);
+  EXPECT_EQ(nz.pos, 32u);
+  EXPECT_EQ(nz.neg, 32u);
+  EXPECT_EQ(nz.sum.value(), 32 * (7.450580596923828125e-10 - 1.490116119384765625e-8));
+  EXPECT_EQ(S(r, at::site::o_to_bf16).all.pos + S(r, at::site::o_to_bf16).all.neg, 0u);
+  EXPECT_EQ(r.led.p_one_entries, 32u * 32u);
+}
