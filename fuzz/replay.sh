@@ -37,10 +37,6 @@ cmake -S "$root" -B "$build" -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=Rele
 cmake --build "$build" -j"$jobs" --target fuzzers
 set +e
 
-# Known open issues (docs/fuzzing.md: tc zero-product shift, core stochastic div/sqrt window):
-# keep CI green until they are fixed. Remove these two lines then (or set them empty to reproduce: BF16EMU_FUZZ_KNOWN_SR_DIVSQRT= fuzz/replay.sh).
-export BF16EMU_FUZZ_TC_SKIP_ZERO_PRODUCTS=${BF16EMU_FUZZ_TC_SKIP_ZERO_PRODUCTS-1}
-export BF16EMU_FUZZ_KNOWN_SR_DIVSQRT=${BF16EMU_FUZZ_KNOWN_SR_DIVSQRT-1}
 passed=0
 failed=0
 work=$(mktemp -d)
