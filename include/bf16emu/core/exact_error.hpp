@@ -97,6 +97,31 @@ struct expansion {
     hi = h[top - 1];
     lo = top >= 2 ? h[top - 2] : 0.0;
     exact = top <= 2;
+    if (top == 3) {
+      // Compression pairs the top component first, so a value that two doubles hold only
+      // with another split arrives as three components. Two other splits can do it:
+      // (a) the two low components add exactly (e.g. hi = 2^111..2^59, lo = 2^57..2^5);
+      // (b) the top component moved one ulp toward zero takes the second one's opposite sign.
+      const auto two_sum = [](double a, double b, double &sum) {
+        sum = a + b;
+        const double bv = sum - a;
+        return (a - (sum - bv)) + (b - bv); // the rounding error of a + b
+      };
+      double low = 0;
+      if (two_sum(h[1], h[0], low) == 0) {
+        hi = h[2];
+        lo = low;
+        exact = true;
+      } else if ((h[1] < 0) != (h[2] < 0)) {
+        const double hi_tz = bit_cast<double>(bit_cast<std::uint64_t>(h[2]) - 1); // next toward zero
+        const double r = (h[2] - hi_tz) + h[1]; // exact: |h[1]| <= ulp(h[2]), opposite signs
+        if (two_sum(r, h[0], low) == 0) {
+          hi = hi_tz;
+          lo = low;
+          exact = true;
+        }
+      }
+    }
   }
 };
 
