@@ -223,6 +223,7 @@ array parse(const std::uint8_t *data, std::size_t size, const std::string &name,
     fail(name, "truncated data: shape " + shape_str(shape) + " needs " + std::to_string(n * es) +
                    " bytes, file has " + std::to_string(size - body));
   const std::uint8_t *src = data + body;
+  if (n == 0) return a; // empty array: nothing to copy (memcpy into a null data() is UB)
   switch (a.type) {
   case dtype::f32:
     a.f32.resize(n);
