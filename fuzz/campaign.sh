@@ -49,7 +49,7 @@ for h in "${harnesses[@]}"; do
   wall=$(( $(date +%s) - start ))
   # rc 0 or 130 (SIGINT after the CPU budget) is a clean stop; anything else is a finding.
   if [ "$rc" -ne 0 ] && [ "$rc" -ne 130 ] && [ "$rc" -ne 72 ]; then status=1; echo "!! $h: exit $rc, see $work/$h.log" >&2; fi
-  execs=$(grep -aE "stat::number_executed_units" "$work/$h.log" | awk '{print $2}')
+  execs=$(grep -aE "stat::number_of_executed_units" "$work/$h.log" | awk '{print $2}')
   echo "== $h: cpu ${used} s, wall ${wall} s, execs ${execs:-?}, exit $rc" >&2
   grep -aE "^#[0-9]+" "$work/$h.log" | tail -1 >&2
   # Keep a minimal corpus with the same coverage (MERGE=0: skip the minimisation, which
