@@ -20,6 +20,8 @@ required=(
   "libbenchmark-dev:file:/usr/include/benchmark/benchmark.h"
   "gnuplot-nox:cmd:gnuplot"
   "clang-format:cmd:clang-format"
+  "clang-14:cmd:clang++-14"
+  "libclang-rt-14-dev:file:/usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a"
 )
 if [[ "${BF16EMU_DEPS_NINJA:-0}" == 1 ]]; then
   required+=("ninja-build:cmd:ninja")
