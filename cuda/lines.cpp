@@ -6,23 +6,10 @@
 
 #include "support/error.hpp"
 #include "support/number.hpp"
+#include "support/tokens.hpp"
 
 namespace bf16emu::gpu {
 namespace {
-
-std::vector<std::string> tokens(const std::string &line) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char ch : line) {
-    if (ch == ' ' || ch == '\t' || ch == ',' || ch == '\r') {
-      if (!cur.empty()) out.push_back(cur), cur.clear();
-    } else {
-      cur += ch;
-    }
-  }
-  if (!cur.empty()) out.push_back(cur);
-  return out;
-}
 
 bool skip(const std::string &line) {
   const auto p = line.find_first_not_of(" \t\r");
@@ -53,7 +40,7 @@ bool read_lines(std::istream &is, vec_set &v, std::string &err) {
   while (std::getline(is, line)) {
     ++number;
     if (skip(line)) continue;
-    const auto tok = tokens(line);
+    const auto tok = support::split_tokens(line);
     if (tok.size() != 2 * K + 1) {
       err = "line " + std::to_string(number) + ": " + std::to_string(tok.size()) + " values, expected " +
             std::to_string(2 * K + 1) + " (K = " + std::to_string(K) + ")";
@@ -79,7 +66,7 @@ bool read_outputs(std::istream &is, format_id f, std::vector<std::uint32_t> &d, 
   while (std::getline(is, line)) {
     ++number;
     if (skip(line)) continue;
-    const auto tok = tokens(line);
+    const auto tok = support::split_tokens(line);
     std::uint32_t bits = 0;
     if (tok.size() != 1 || !value(tok[0], f, bits, why)) {
       err =

@@ -16,6 +16,7 @@
 #include "support/json.hpp"
 #include "support/names.hpp"
 #include "support/number.hpp"
+#include "support/tokens.hpp"
 
 namespace bf16emu::cli {
 
@@ -79,20 +80,6 @@ void list_presets(bool json) {
       "Details and full references: docs/tensor-cores.md.\n");
 }
 
-std::vector<std::string> tokens(const std::string &line) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char ch : line) {
-    if (ch == ' ' || ch == '\t' || ch == ',' || ch == '\r') {
-      if (!cur.empty()) out.push_back(cur), cur.clear();
-    } else {
-      cur += ch;
-    }
-  }
-  if (!cur.empty()) out.push_back(cur);
-  return out;
-}
-
 std::uint64_t parse_value(const std::string &tok, format_id f, int line, const char *what) {
   support::operand op;
   try {
@@ -119,7 +106,7 @@ template <class In, class Out> void run_lines(const mma_cli &o, const tc::preset
     ++lineno;
     const auto first = line.find_first_not_of(" \t\r");
     if (first == std::string::npos || line[first] == '#') continue;
-    const std::vector<std::string> tok = tokens(line);
+    const std::vector<std::string> tok = support::split_tokens(line);
     if (tok.size() != want)
       throw bad_input("line " + std::to_string(lineno) + ": expected " + std::to_string(want) + " values (" +
                       std::to_string(K) + " of A, " + std::to_string(K) + " of B, then C), got " +
