@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -109,13 +110,9 @@ void run(const bwd_order_cli &o) {
   if (o.repeats < 1 || o.repeats > 100) throw bad_input("--repeats must be in [1, 100]");
   opt.repeats = o.repeats;
 
-  at::attention_inputs in;
-  if (o.scenario == "random")
-    in = at::scenario_random(1, 1, o.n, o.d, o.seed);
-  else if (o.scenario == "sink")
-    in = at::scenario_sink(1, 1, o.n, o.d, o.seed, at::sink_params{});
-  else
-    throw bad_input("unknown --scenario '" + o.scenario + "' (random, sink)");
+  const std::optional<at::attention_inputs> scenario = at::scenario_by_name(o.scenario, o.n, o.d, o.seed);
+  if (!scenario) throw bad_input("unknown --scenario '" + o.scenario + "' (random, sink)");
+  const at::attention_inputs &in = *scenario;
   const at::head_view h{in.n, in.d, in.q.data(), in.k.data(), in.v.data()};
   const pit::bwd_order_report r = pit::run_bwd_orders(opt, h, in.dout.data());
   const char *fmt = r.orders.front().g.frac_bits == 7    ? "bf16"

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -74,13 +75,9 @@ void run(const cp_cli &o) {
   opt.backward = !o.no_backward;
   opt.threads = o.threads;
 
-  at::attention_inputs in;
-  if (o.scenario == "random")
-    in = at::scenario_random(1, 1, o.n, o.d, o.seed);
-  else if (o.scenario == "sink")
-    in = at::scenario_sink(1, 1, o.n, o.d, o.seed, at::sink_params{});
-  else
-    throw bad_input("unknown --scenario '" + o.scenario + "' (random, sink)");
+  const std::optional<at::attention_inputs> scenario = at::scenario_by_name(o.scenario, o.n, o.d, o.seed);
+  if (!scenario) throw bad_input("unknown --scenario '" + o.scenario + "' (random, sink)");
+  const at::attention_inputs &in = *scenario;
   const at::head_view h{in.n, in.d, in.q.data(), in.k.data(), in.v.data()};
 
   const pit::attention_result cp = pit::cp_attention(opt, h, in.dout.data());

@@ -5,6 +5,8 @@
 
 #include <cmath>
 #include <cstdint>
+#include <optional>
+#include <string_view>
 #include <vector>
 
 #include "bf16emu/attention/arith.hpp"
@@ -94,6 +96,15 @@ inline attention_inputs scenario_sink(long batch, long heads, long n, long d, st
         dout[r * d + i] = round_bf16(dout[r * d + i] + sp.do_bias);
   }
   return in;
+}
+
+// One head of a built-in scenario by name ("random", or "sink" with default knobs);
+// nullopt for an unknown name, so that each tool reports it in its own words.
+inline std::optional<attention_inputs> scenario_by_name(std::string_view name, long n, long d,
+                                                        std::uint64_t seed) {
+  if (name == "random") return scenario_random(1, 1, n, d, seed);
+  if (name == "sink") return scenario_sink(1, 1, n, d, seed, sink_params{});
+  return std::nullopt;
 }
 
 } // namespace bf16emu::attention
