@@ -624,6 +624,13 @@ void register_bias(CLI::App &app) {
   auto o = std::make_shared<bias_options>();
   CLI::App *sub = app.add_subcommand(
       "bias", "Statistical bias of accumulations: many seeded trials, signed error vs the exact sum");
+  sub->footer(
+      "Examples:\n"
+      "  bf16emu bias --scenario paper --json\n"
+      "  bf16emu bias --scenario paper --round stochastic\n"
+      "  bf16emu bias --scenario paper --map-x ones=0:1:11 --map-y neg=0:1:11 --plot map.png\n"
+      "  bf16emu bias --scenario paper --shard 0/4 --state s0.state   (then: bf16emu merge s*.state)\n"
+      "Details and numbers: docs/bias.md");
   o->app = sub;
   sub->add_option("--scenario", o->scenario,
                   "paper | symmetric | custom (default): knob presets (docs/bias.md)");
@@ -712,6 +719,10 @@ void register_merge(CLI::App &app) {
   auto o = std::make_shared<merge_options>();
   CLI::App *sub =
       app.add_subcommand("merge", "Combine the state files of a sharded bf16emu bias run (exactly)");
+  sub->footer("Example (a sweep in 4 shards, e.g. a Slurm array or GNU parallel):\n"
+              "  parallel bf16emu bias --scenario paper --shard {}/4 --state s{}.state ::: 0 1 2 3\n"
+              "  bf16emu merge s0.state s1.state s2.state s3.state --json\n"
+              "Details: docs/bias.md");
   sub->add_option("files", o->files, "state files written by bf16emu bias --shard K/N --state FILE")
       ->required();
   sub->add_flag("--json", o->json, "JSON output");

@@ -201,6 +201,10 @@ void register_bwd_order(CLI::App &app) {
   auto o = std::make_shared<bwd_order_cli>();
   auto *s = app.add_subcommand(
       "bwd-order", "Deterministic backward: block accumulation orders, reproducibility and differences");
+  s->footer("Examples:\n"
+            "  bf16emu bwd-order --n 256 --d 64 --block 64 --threads 1,2,4\n"
+            "  bf16emu bwd-order --orders ascending,descending,dash-shift --bf16-grads --json\n"
+            "Details and numbers: docs/pitfalls.md");
   s->add_option("--n", o->n, "sequence length (default 256)");
   s->add_option("--d", o->d, "head dimension (default 64)");
   s->add_option("--block", o->block, "block size b (query and KV blocks; divides n; default 64)");

@@ -163,6 +163,10 @@ void register_cp(CLI::App &app) {
   auto o = std::make_shared<cp_cli>();
   auto *s =
       app.add_subcommand("cp", "Context-parallel attention: merge per-chunk (O, LSE), compare with one pass");
+  s->footer("Examples:\n"
+            "  bf16emu cp --n 256 --d 64 --chunks 4\n"
+            "  bf16emu cp --n 256 --d 64 --chunks 4 --bug skip-rescale --json\n"
+            "Details and numbers: docs/pitfalls.md");
   s->add_option("--n", o->n, "sequence length (default 256)");
   s->add_option("--d", o->d, "head dimension (default 64)");
   s->add_option("--chunks", o->chunks, "number of chunks C, dividing n (default 4)");

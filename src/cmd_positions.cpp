@@ -204,6 +204,12 @@ void run(const positions_cli &o) {
 void register_positions(CLI::App &app) {
   auto o = std::make_shared<positions_cli>();
   auto *s = app.add_subcommand("positions", "Position ids, RoPE phases and ALiBi biases built in BF16/FP16");
+  s->footer("Examples:\n"
+            "  bf16emu positions --n 8192\n"
+            "  bf16emu positions --n 65536 --dtype f16 --json\n"
+            "  bf16emu positions --n 8192 --rope --head-dim 128\n"
+            "  bf16emu positions --n 8192 --plot positions.png   (CSV written beside it)\n"
+            "Details and numbers: docs/pitfalls.md");
   s->add_option("--n", o->n, "positions 0..n-1 (default 8192)");
   s->add_option("--dtype", o->dtype, "bf16 (default) or f16");
   s->add_flag("--rope", o->rope, "RoPE phase and cos/sin errors per frequency");
