@@ -6,7 +6,6 @@
 //   core_convert_all_fp32 [--threads N] [--stride S]   (S: check every S-th input only)
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
@@ -17,6 +16,7 @@
 #include <bf16emu/core.hpp>
 
 #include "fast_oracle.hpp"
+#include "progress.hpp"
 
 namespace {
 
@@ -99,7 +99,12 @@ int main(int argc, char **argv) {
   std::fprintf(stderr, "core_convert_all_fp32: %llu conversions (fp32 -> bf16, fp16; 7 modes), %u threads\n",
                (unsigned long long)total, threads);
 
-  const auto t0 = std::chrono::steady_clock::now();
+  coretest::progress_thread progress([&](double s) {
+    const double done = double(g_done.load()), rate = done / s;
+    std::fprintf(stderr, "  %6.2f%%  %.3g conv/s  elapsed %.0f s  ETA %.0f s  mismatches %llu\n",
+                 100.0 * done / double(total), rate, s, rate > 0 ? (double(total) - done) / rate : 0.0,
+                 (unsigned long long)g_mismatch.load());
+  });
   std::atomic<std::uint64_t> next{0};
   std::vector<std::thread> pool;
   for (unsigned t = 0; t < threads; ++t)
@@ -113,28 +118,10 @@ int main(int argc, char **argv) {
         check_block(lo, (b + 1) * block, stride);
       }
     });
-  std::mutex mu;
-  std::condition_variable cv;
-  bool finished = false;
-  std::thread progress([&] {
-    std::unique_lock<std::mutex> lk(mu);
-    while (!cv.wait_for(lk, std::chrono::seconds(10), [&] { return finished; })) {
-      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      const double done = double(g_done.load()), rate = done / s;
-      std::fprintf(stderr, "  %6.2f%%  %.3g conv/s  elapsed %.0f s  ETA %.0f s  mismatches %llu\n",
-                   100.0 * done / double(total), rate, s, rate > 0 ? (double(total) - done) / rate : 0.0,
-                   (unsigned long long)g_mismatch.load());
-    }
-  });
   for (auto &t : pool)
     t.join();
-  {
-    std::lock_guard<std::mutex> lk(mu);
-    finished = true;
-  }
-  cv.notify_all();
-  progress.join();
-  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  progress.stop();
+  const double s = progress.elapsed();
   std::printf("core_convert_all_fp32: %llu conversions, %llu mismatches, %.1f s wall, %u threads\n",
               (unsigned long long)g_done.load(), (unsigned long long)g_mismatch.load(), s, threads);
   return g_mismatch.load() == 0 && g_done.load() == total ? 0 : 1;

@@ -12,7 +12,6 @@
 // Progress (percentage, rate, ETA) goes to stderr every 10 s. Exit status 0 iff no mismatch.
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -24,6 +23,7 @@
 #include <bf16emu/core.hpp>
 
 #include "fast_oracle.hpp"
+#include "progress.hpp"
 
 namespace {
 
@@ -148,7 +148,16 @@ int main(int argc, char **argv) {
                "core_exhaustive: %zu first operands x 65536 x %zu ops x %zu modes = %llu cases, %u threads\n",
                rows.size(), ops.size(), modes.size(), (unsigned long long)total, threads);
 
-  const auto t0 = std::chrono::steady_clock::now();
+  coretest::progress_thread progress([&](double s) {
+    const double done = double(g_done.load());
+    const double rate = done / s;
+    std::fprintf(stderr,
+                 "  %6.2f%%  %llu cases  %.3g cases/s  elapsed %.0f s  ETA %.0f s  a<=0x%04x started  "
+                 "mismatches %llu\n",
+                 100.0 * done / double(total), (unsigned long long)done, rate, s,
+                 rate > 0 ? (double(total) - done) / rate : 0.0, unsigned(g_last_started.load()),
+                 (unsigned long long)g_mismatch.load());
+  });
   std::atomic<std::size_t> next{0};
   std::vector<std::thread> pool;
   for (unsigned t = 0; t < threads; ++t)
@@ -162,33 +171,11 @@ int main(int argc, char **argv) {
       }
     });
 
-  std::mutex mu;
-  std::condition_variable cv;
-  bool finished = false;
-  std::thread progress([&] {
-    std::unique_lock<std::mutex> lk(mu);
-    while (!cv.wait_for(lk, std::chrono::seconds(10), [&] { return finished; })) {
-      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      const double done = double(g_done.load());
-      const double rate = done / s;
-      std::fprintf(stderr,
-                   "  %6.2f%%  %llu cases  %.3g cases/s  elapsed %.0f s  ETA %.0f s  a<=0x%04x started  "
-                   "mismatches %llu\n",
-                   100.0 * done / double(total), (unsigned long long)done, rate, s,
-                   rate > 0 ? (double(total) - done) / rate : 0.0, unsigned(g_last_started.load()),
-                   (unsigned long long)g_mismatch.load());
-    }
-  });
   for (auto &t : pool)
     t.join();
-  {
-    std::lock_guard<std::mutex> lk(mu);
-    finished = true;
-  }
-  cv.notify_all();
-  progress.join();
+  progress.stop();
 
-  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double s = progress.elapsed();
   std::printf("core_exhaustive: %llu cases, %llu mismatches, %.1f s wall, %u threads\n",
               (unsigned long long)g_done.load(), (unsigned long long)g_mismatch.load(), s, threads);
   return g_mismatch.load() == 0 && g_done.load() == total ? 0 : 1;
