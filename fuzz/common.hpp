@@ -150,4 +150,22 @@ template <class F> oracle::operand ref(bf16emu::fp<F> x) {
   return {std::uint64_t(x.bits), oracle_format<F>()};
 }
 
+// "name fmt 0xbits" for an operand in a mismatch report.
+template <class F> std::string describe(bf16emu::fp<F> x) {
+  return std::string(bf16emu::format_name<F>()) + " " + hex(x.bits);
+}
+
+// The two-operand shape shared by add/sub, mul and div: decodes operand a in format
+// fa, operand b in format fb (in that order from the input bytes), then calls
+// fn(a, b, O{}) with the result format O chosen by fo.
+template <class Fn> void with_binary(reader &r, unsigned fa, unsigned fb, unsigned fo, Fn &&fn) {
+  visit_arith(fa, [&](auto A) {
+    const auto a = operand<decltype(A)>(r);
+    visit_arith(fb, [&](auto B) {
+      const auto b = operand<decltype(B)>(r);
+      visit_arith(fo, [&](auto O) { fn(a, b, O); });
+    });
+  });
+}
+
 } // namespace fuzz

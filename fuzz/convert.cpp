@@ -16,8 +16,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
       const auto want = oracle::convert(fuzz::ref(a), oo, e.ref);
       const auto err = oracle::exact_error(oracle::op::convert, fuzz::ref(a), fuzz::ref(a), fuzz::ref(a), oo,
                                            got.value.bits, e.ref);
-      fuzz::compare(std::string("convert ") + bf16emu::format_name<FI>() + " " + fuzz::hex(a.bits), e.core,
-                    got, tr, want, err);
+      fuzz::compare("convert " + fuzz::describe(a), e.core, got, tr, want, err);
     };
     if (fo % 7 == 6)
       to(bf16emu::binary64{});

@@ -7,34 +7,23 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
   const std::uint8_t fa = r.u8(), fb = r.u8(), fo = r.u8();
   const fuzz::decoded_env e = fuzz::environment(r);
   const bool is_sqrt = op & 1;
-  fuzz::visit_arith(fa, [&](auto A) {
-    using FA = decltype(A);
-    const auto a = fuzz::operand<FA>(r);
-    fuzz::visit_arith(fb, [&](auto B) {
-      using FB = decltype(B);
-      const auto b = fuzz::operand<FB>(r);
-      fuzz::visit_arith(fo, [&](auto O) {
-        using FO = decltype(O);
-        bf16emu::last_event tr;
-        const auto oo = fuzz::oracle_format<FO>();
-        if (is_sqrt) {
-          const auto got = bf16emu::sqrt_to<FO>(a, e.core, tr);
-          const auto want = oracle::sqrt(fuzz::ref(a), oo, e.ref);
-          const auto err = oracle::exact_error(oracle::op::sqrt, fuzz::ref(a), fuzz::ref(a), fuzz::ref(a), oo,
-                                               got.value.bits, e.ref);
-          fuzz::compare(std::string("sqrt ") + bf16emu::format_name<FA>() + " " + fuzz::hex(a.bits), e.core,
-                        got, tr, want, err);
-        } else {
-          const auto got = bf16emu::div_to<FO>(a, b, e.core, tr);
-          const auto want = oracle::div(fuzz::ref(a), fuzz::ref(b), oo, e.ref);
-          const auto err = oracle::exact_error(oracle::op::div, fuzz::ref(a), fuzz::ref(b), fuzz::ref(b), oo,
-                                               got.value.bits, e.ref);
-          fuzz::compare(std::string("div ") + bf16emu::format_name<FA>() + " " + fuzz::hex(a.bits) + ", " +
-                            bf16emu::format_name<FB>() + " " + fuzz::hex(b.bits),
-                        e.core, got, tr, want, err);
-        }
-      });
-    });
+  fuzz::with_binary(r, fa, fb, fo, [&](auto a, auto b, auto O) {
+    using FO = decltype(O);
+    bf16emu::last_event tr;
+    const auto oo = fuzz::oracle_format<FO>();
+    if (is_sqrt) {
+      const auto got = bf16emu::sqrt_to<FO>(a, e.core, tr);
+      const auto want = oracle::sqrt(fuzz::ref(a), oo, e.ref);
+      const auto err = oracle::exact_error(oracle::op::sqrt, fuzz::ref(a), fuzz::ref(a), fuzz::ref(a), oo,
+                                           got.value.bits, e.ref);
+      fuzz::compare("sqrt " + fuzz::describe(a), e.core, got, tr, want, err);
+    } else {
+      const auto got = bf16emu::div_to<FO>(a, b, e.core, tr);
+      const auto want = oracle::div(fuzz::ref(a), fuzz::ref(b), oo, e.ref);
+      const auto err = oracle::exact_error(oracle::op::div, fuzz::ref(a), fuzz::ref(b), fuzz::ref(b), oo,
+                                           got.value.bits, e.ref);
+      fuzz::compare("div " + fuzz::describe(a) + ", " + fuzz::describe(b), e.core, got, tr, want, err);
+    }
   });
   return 0;
 }

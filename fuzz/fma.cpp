@@ -21,8 +21,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
         const auto want = oracle::fma(fuzz::ref(a), fuzz::ref(b), fuzz::ref(c), oo, e.ref);
         const auto err = oracle::exact_error(oracle::op::fma, fuzz::ref(a), fuzz::ref(b), fuzz::ref(c), oo,
                                              got.value.bits, e.ref);
-        fuzz::compare(std::string("fma ") + bf16emu::format_name<FA>() + " " + fuzz::hex(a.bits) + " * " +
-                          fuzz::hex(b.bits) + " + " + bf16emu::format_name<FC>() + " " + fuzz::hex(c.bits),
+        fuzz::compare("fma " + fuzz::describe(a) + " * " + fuzz::hex(b.bits) + " + " + fuzz::describe(c),
                       e.core, got, tr, want, err);
       });
     });
