@@ -30,6 +30,9 @@ struct attention_cli {
   int block_m = 0, block_n = 0, threads = 0;
   std::uint64_t seed = 1;
   std::string kv_order, exp, row_sum, fma, normalize;
+  std::string bwd = "reference", delta, dq_order, bwd_q_order;
+  int bwd_block_m = 128, bwd_block_n = 128;
+  bool bwd_block_given = false;
   std::string ledger_file, trace_element, plot_file;
   std::string q_file, k_file, v_file, do_file;
   std::string out_o, out_lse, out_dq, out_dk, out_dv, trace_csv;
@@ -89,6 +92,48 @@ at::kernel_policy make_policy(const attention_cli &o) {
   p.beta = o.beta;
   p.tie_tol = o.tie_tol;
   return p;
+}
+
+// The backward: --bwd reference (default) or tiled, with the tiled path's block sizes and orders.
+at::backward_config make_backward(const attention_cli &o, const at::kernel_policy &p) {
+  at::backward_config b;
+  if (o.bwd == "tiled")
+    b.kind = at::backward_kind::tiled;
+  else if (o.bwd != "reference")
+    throw bad_input("unknown --bwd '" + o.bwd + "' (reference, tiled)");
+  const bool tiled = b.kind == at::backward_kind::tiled;
+  if (!tiled && (o.bwd_block_given || !o.delta.empty() || !o.dq_order.empty() || !o.bwd_q_order.empty()))
+    throw bad_input("--bwd-block-m, --bwd-block-n, --delta, --dq-order and --bwd-q-order need --bwd tiled");
+  for (const auto &[name, v] :
+       {std::pair{"--bwd-block-m", o.bwd_block_m}, std::pair{"--bwd-block-n", o.bwd_block_n}}) {
+    if (v < 1)
+      throw bad_input(std::string(name) + " must be a positive integer (got " + std::to_string(v) + ")");
+    if (p.kind == at::policy_kind::fa2 && v % 16)
+      throw bad_input(std::string(name) +
+                      " must be a multiple of 16 under fa2 policies (tensor-core k chunks; got " +
+                      std::to_string(v) + ")");
+  }
+  b.block_m = o.bwd_block_m, b.block_n = o.bwd_block_n;
+  if (!o.delta.empty()) {
+    if (o.delta == "fa2")
+      b.delta = at::delta_order::fa2_lanes;
+    else if (o.delta == "sequential")
+      b.delta = at::delta_order::sequential;
+    else
+      throw bad_input("--delta must be fa2 or sequential (got '" + o.delta + "')");
+  }
+  auto order = [](const std::string &s, const char *name, at::block_order &out) {
+    if (s.empty()) return;
+    if (s == "ascending")
+      out = at::block_order::ascending;
+    else if (s == "descending")
+      out = at::block_order::descending;
+    else
+      throw bad_input(std::string(name) + " must be ascending or descending (got '" + s + "')");
+  };
+  order(o.dq_order, "--dq-order", b.dq_order);
+  order(o.bwd_q_order, "--bwd-q-order", b.q_order);
+  return b;
 }
 
 // Reads a Q/K/V/dO file: [n, d], [heads, n, d] or [batch, heads, n, d]; float32, float64 or
@@ -220,6 +265,13 @@ void print_text(const at::run_report &r) {
       std::printf("delta_lp - delta_hp: mean %.4e +- %.2e (z = %.1f), positive %llu negative %llu\n",
                   t.mean_signed, t.stderr_signed, t.z(), (unsigned long long)t.positive,
                   (unsigned long long)t.negative);
+      const auto &b = r.opt.bwd;
+      std::printf("backward %s", at::to_string(b.kind));
+      if (b.kind == at::backward_kind::tiled)
+        std::printf(" (Br %d Bc %d, delta %s, query blocks %s, dQ adds %s)", b.block_m, b.block_n,
+                    at::to_string(b.delta), at::to_string(b.q_order), at::to_string(b.dq_order));
+      std::printf(": rel fro vs exact dQ %.4e dK %.4e dV %.4e\n", r.dq_err.rel_fro, r.dk_err.rel_fro,
+                  r.dv_err.rel_fro);
     }
   }
   if (r.opt.with_ledger) {
@@ -258,11 +310,12 @@ void run(const attention_cli &o) {
   else
     throw bad_input("unknown --variant '" + o.variant + "' (standard, fa2, stabilized)");
   opt.cfg.causal = o.causal;
-  opt.backward = o.backward;
+  opt.bwd = make_backward(o, opt.cfg.pol);
+  opt.backward = o.backward || opt.bwd.kind == at::backward_kind::tiled;
   opt.with_ledger = !o.no_ledger;
   opt.threads = o.threads;
   at::attention_inputs in = load_inputs(o);
-  if (o.backward && in.dout.empty()) throw bad_input("--backward needs dO");
+  if (opt.backward && in.dout.empty()) throw bad_input("--backward needs dO");
   if (opt.cfg.pol.kind == at::policy_kind::fa2 && opt.cfg.var != at::variant::standard &&
       opt.cfg.pol.block_n % 16)
     throw bad_input("--block-n must be a multiple of 16 under fa2 policies (tensor-core k chunks)");
@@ -275,7 +328,7 @@ void run(const attention_cli &o) {
     opt.cfg.trace_row = t, opt.cfg.trace_col = i;
   }
   if (!o.plot_file.empty() && o.trace_element.empty()) throw bad_input("--plot needs --trace-element T,i");
-  opt.progress = in.n * in.n * in.d * in.heads * in.batch >= (1l << 26) || o.backward;
+  opt.progress = in.n * in.n * in.d * in.heads * in.batch >= (1l << 26) || opt.backward;
   at::run_report r = at::run_attention(in, opt);
   char extra[512];
   std::snprintf(extra, sizeof extra,
@@ -295,7 +348,7 @@ void run(const attention_cli &o) {
   }
   write_npy(o.out_o, r.o, in, false);
   write_npy(o.out_lse, r.lse, in, true);
-  if (o.backward) {
+  if (opt.backward) {
     write_npy(o.out_dq, r.dq, in, false);
     write_npy(o.out_dk, r.dk, in, false);
     write_npy(o.out_dv, r.dv, in, false);
@@ -323,6 +376,7 @@ void register_attention(CLI::App &app) {
             "  bf16emu attention --scenario sink --policy paper --json\n"
             "  bf16emu attention --scenario sink --policy paper --variant stabilized --beta 4\n"
             "  bf16emu attention --scenario sink --policy fa2:sm90 --backward --ledger ledger.json\n"
+            "  bf16emu attention --scenario sink --policy fa2:sm80 --bwd tiled --bwd-block-m 64 --json\n"
             "  bf16emu attention --scenario sink --policy paper --trace-element 0,3 --plot trace.png\n"
             "Details and numbers: docs/attention.md, docs/paper-reproduction.md");
   s->add_option("--n", o->n, "sequence length (default 256)");
@@ -356,6 +410,22 @@ void register_attention(CLI::App &app) {
   s->add_option("--v", o->v_file, "V as .npy");
   s->add_option("--do", o->do_file, "dO as .npy (for --backward)");
   s->add_flag("--backward", o->backward, "also run the backward (delta, dQ, dK, dV)");
+  s->add_option("--bwd", o->bwd,
+                "backward: reference (default; all keys of a row at once) or tiled (FlashAttention-2's "
+                "Algorithm 2 with the CUDA kernel's rounding points; implies --backward)");
+  s->add_option("--bwd-block-m", o->bwd_block_m, "tiled backward: Br query rows per block (default 128)")
+      ->each([o](const std::string &) { o->bwd_block_given = true; });
+  s->add_option("--bwd-block-n", o->bwd_block_n, "tiled backward: Bc keys per block (default 128)")
+      ->each([o](const std::string &) { o->bwd_block_given = true; });
+  s->add_option("--delta", o->delta,
+                "tiled backward: delta order, fa2 (default: per-thread sums, 8- or 4-lane butterfly) or "
+                "sequential");
+  s->add_option("--dq-order", o->dq_order,
+                "tiled backward: order of the FP32 dQ additions over KV blocks, ascending (default) or "
+                "descending");
+  s->add_option("--bwd-q-order", o->bwd_q_order,
+                "tiled backward: order of the query blocks in the inner loop, descending (default, as the "
+                "kernel) or ascending");
   s->add_flag("--json", o->json, "print the ledger as JSON");
   s->add_flag("--no-ledger", o->no_ledger, "ledger off (timing)");
   s->add_option("--ledger", o->ledger_file, "write the JSON ledger to FILE");

@@ -4,6 +4,7 @@
 
 #include "bf16emu/attention/arith.hpp"
 #include "bf16emu/attention/backward.hpp"
+#include "bf16emu/attention/backward_fa2.hpp"
 #include "bf16emu/attention/exp2_poly.hpp"
 #include "bf16emu/attention/forward.hpp"
 #include "bf16emu/attention/ledger.hpp"

@@ -1,4 +1,5 @@
 // bf16emu attention: the backward pass for one head (non-tiled; every key of a row at once).
+// The simple reference; the tiled FlashAttention-2 backward is backward_fa2.hpp.
 //
 //   delta = rowsum(dO o O)            site delta (the term the paper follows)
 //   P     = exp(S*scale - L)          recomputed from the forward's L
@@ -21,6 +22,7 @@ namespace bf16emu::attention {
 
 struct backward_result {
   std::vector<double> delta, dq, dk, dv;
+  int out_frac_bits = 23; // format of dq, dk, dv: 52 (exact), 23 (FP32), 7 (BF16)
 };
 
 template <class Obs>
@@ -73,6 +75,7 @@ backward_result backward_head(const forward_config &cfg, const head_view &h, con
   };
 
   backward_result r;
+  r.out_frac_bits = exact ? 52 : paper ? 7 : 23;
   r.delta.assign(n, 0.0), r.dq.assign(n * d, 0.0), r.dk.assign(n * d, 0.0), r.dv.assign(n * d, 0.0);
   // delta
   for (long row = 0; row < n; ++row) {

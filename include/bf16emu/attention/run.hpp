@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "bf16emu/attention/backward.hpp"
+#include "bf16emu/attention/backward_fa2.hpp"
 #include "bf16emu/attention/forward.hpp"
 #include "bf16emu/attention/ledger.hpp"
 #include "bf16emu/attention/scenario.hpp"
@@ -21,6 +22,7 @@ namespace bf16emu::attention {
 struct run_options {
   forward_config cfg;
   bool backward = false;
+  backward_config bwd; // reference (default) or tiled, with its block sizes and orders
   bool with_ledger = true;
   bool with_reference = true; // also run the exact policy and compare
   int threads = 0;            // 0: hardware concurrency
@@ -38,6 +40,7 @@ struct run_report {
   std::vector<trace_point> trace;
   double trace_final_lp = 0, trace_final_exact = 0;
   int out_frac_bits = 52;
+  int grad_frac_bits = 52; // format of the gradients (backward_result::out_frac_bits)
   double seconds = 0;
 };
 
@@ -60,8 +63,8 @@ void one_head(const attention_inputs &in, const run_options &opt, long bh, Obs &
   }
   backward_result blp, bex;
   if (opt.backward) {
-    blp = backward_head(cfg, h, &in.dout[bh * hs], lp, obs);
-    if (opt.with_reference) {
+    blp = backward_any(cfg, opt.bwd, h, &in.dout[bh * hs], lp, obs);
+    if (opt.with_reference) { // the exact baseline is the reference backward either way
       null_observer none;
       bex = backward_head(ecfg, h, &in.dout[bh * hs], ex, none);
     }
@@ -78,6 +81,7 @@ void one_head(const attention_inputs &in, const run_options &opt, long bh, Obs &
     if (opt.with_reference) rep.trace_final_exact = ex.o[idx];
   }
   if (opt.backward) {
+    rep.grad_frac_bits = blp.out_frac_bits;
     std::copy(blp.delta.begin(), blp.delta.end(), rep.delta.begin() + bh * in.n);
     std::copy(blp.dq.begin(), blp.dq.end(), rep.dq.begin() + bh * hs);
     std::copy(blp.dk.begin(), blp.dk.end(), rep.dk.begin() + bh * hs);
@@ -150,9 +154,10 @@ inline run_report run_attention(const attention_inputs &in, const run_options &o
   if (opt.with_reference) {
     rep.o_err = summarize_error(rep.o, rep.o_exact, rep.out_frac_bits);
     if (opt.backward) {
-      // delta and the gradients are FP32 (fa2, fp32), BF16 (paper) or binary64 (exact)
-      const int g = r_frac_grad(opt.cfg.pol.kind);
-      rep.delta_err = summarize_error(rep.delta, rep.delta_exact, g);
+      // delta is FP32 (fa2, fp32), BF16 (paper) or binary64 (exact); the gradients are in the
+      // backward's output format (the tiled backward under fa2 writes BF16)
+      rep.delta_err = summarize_error(rep.delta, rep.delta_exact, r_frac_grad(opt.cfg.pol.kind));
+      const int g = rep.grad_frac_bits;
       rep.dq_err = summarize_error(rep.dq, rep.dq_exact, g);
       rep.dk_err = summarize_error(rep.dk, rep.dk_exact, g);
       rep.dv_err = summarize_error(rep.dv, rep.dv_exact, g);
@@ -238,6 +243,15 @@ inline std::string to_json(const run_report &r, const std::string &extra = "") {
       first = false;
     }
     s += "}}";
+  }
+  if (r.opt.backward) {
+    const backward_config &b = r.opt.bwd;
+    s += std::string(",\"backward\":{\"kind\":\"") + to_string(b.kind) + "\"";
+    if (b.kind == backward_kind::tiled)
+      s += ",\"block_m\":" + std::to_string(b.block_m) + ",\"block_n\":" + std::to_string(b.block_n) +
+           ",\"delta\":\"" + to_string(b.delta) + "\",\"q_order\":\"" + to_string(b.q_order) +
+           "\",\"dq_order\":\"" + to_string(b.dq_order) + "\"";
+    s += "}";
   }
   if (r.opt.backward && r.opt.with_reference) {
     s += ",\"delta_error\":" + summary(r.delta_err);

@@ -1,0 +1,342 @@
+// bf16emu attention: the tiled FlashAttention-2 backward for one head.
+//
+// Loop structure: Algorithm 2 of Dao, "FlashAttention-2" (arXiv 2307.08691); rounding points,
+// orders and defaults from the CUDA kernel, Dao-AILab/flash-attention, csrc/flash_attn/src/:
+//
+//   delta_r = rowsum(dO o O)                         delta      (flash_bwd_preprocess_kernel.h)
+//   for each KV block j (Bc keys; order = dq_order):
+//     dK_j = dV_j = 0                                FP32 accumulators, kept across query blocks
+//     for each query block i (Br rows) that sees a key of block j (order = q_order; the kernel
+//     walks m_block from the last block down, flash_bwd_kernel.h):
+//       S    = Q_i K_j^T                             bwd_qk
+//       P    = exp2(S*c - L*RN32(log2 e))            bwd_exp_arg, bwd_exp (softmax.h,
+//                                                    scale_apply_exp2<Scale_max=false>)
+//       dV_j += BF16(P)^T dO_i                       bwd_p_to_bf16, dv_acc
+//       dP   = dO_i V_j^T                            dp
+//       dS   = P o (dP - delta)                      ds (FP32 P, no softmax scale here)
+//       dK_j += BF16(dS)^T Q_i                       ds_to_bf16, dk_acc
+//       dQ_i += BF16(dS) K_j                         dq_acc (block product from 0), dq_add
+//   dK = BF16(dK*scale), dV = BF16(dV), dQ = BF16(dQ*scale)      grad_scale, grad_to_bf16
+//
+// The softmax scale enters only at the end (flash_bwd_kernel.h multiplies acc_dk by
+// scale_softmax_rp_dropout; flash_bwd_preprocess_kernel.h convert_dQ does the same to the
+// summed dQ accumulator). dQ: the kernel used for every head dimension is the seqlen_k-parallel
+// one (flash_bwd_launch_template.h, run_flash_bwd -> run_flash_bwd_seqk_parallel): each KV
+// block computes its dQ_ij with a cleared accumulator and adds it into an FP32 buffer with
+// atomicAdd, so the order of the additions across j is a choice here (dq_order; the kernel's
+// deterministic mode adds split buffers in ascending order). The first addition into the
+// zeroed buffer is exact and is modelled as a copy (no ledger event).
+//
+// delta (flash_bwd_preprocess_kernel.h, dot_do_o; kernel_traits.h): O and dO are BF16 in
+// memory and converted to FP32; a row is read by kGmemThreadsPerRow = kBlockKSmem / 8 threads
+// (kBlockKSmem = 64 when the kernel's head dimension is a multiple of 64, else 32), each loading
+// 8 consecutive elements per kBlockKSmem-wide page, so thread t owns the columns c with
+// (c / 8) mod lanes = t. Each thread forms its first product and adds the rest in increasing
+// column order (dP_sum_cur = do*o; dP_sum_cur += do*o, which nvcc contracts to FFMA), then
+// Allreduce (utils.h) combines the lanes with __shfl_xor offsets lanes/2, ..., 1:
+// for 8 lanes delta = ((s0+s4)+(s2+s6)) + ((s1+s5)+(s3+s7)). The final multiplication by
+// p_dropout is by 1 without dropout and is left out.
+//
+// Policies: exact = binary64 throughout (equals backward_head up to binary64 reassociation);
+// fp32 = FP32 sequential FMA chains for the five products (dV_j, dK_j one chain across query
+// blocks), P and dS not rounded, output FP32; fa2 = the tensor-core model of the policy's arch
+// for the five products (k-chunks of 16 along the contracted dimension, each chunk's D the next
+// one's C), P and dS rounded to BF16 (RNE) as the kernel's convert_type, output BF16; paper =
+// the same loops with the paper policy's storage (every tensor BF16, each product an FP32 dot
+// rounded to BF16, each update RN16(RN32(acc + part)), delta and P as backward_head computes
+// them under paper). Masked entries (causal, or keys past n in a tail block) have P = dS = 0:
+// the tensor-core blocks still contain them as zero products; the FMA chains skip them.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "bf16emu/attention/backward.hpp"
+#include "bf16emu/attention/forward.hpp"
+
+namespace bf16emu::attention {
+
+enum class backward_kind : std::uint8_t {
+  reference, // backward_head: every key of a row at once (the simple reference)
+  tiled,     // backward_fa2_head: FlashAttention-2's tiles and rounding points
+};
+enum class delta_order : std::uint8_t {
+  sequential, // one running sum over the columns in increasing order (as backward_head)
+  fa2_lanes,  // per-thread sums, then the xor butterfly (flash_bwd_preprocess_kernel.h)
+};
+enum class block_order : std::uint8_t { ascending, descending };
+
+struct backward_config {
+  backward_kind kind = backward_kind::reference;
+  // Br x Bc: Flash_bwd_kernel_traits<64, 128, 128, ...> is the hdim-64 backward on GPUs with
+  // >= 144 KB of shared memory per block, A100 and H100 (flash_bwd_launch_template.h,
+  // run_mha_bwd_hdim64); with less, 64 x 128.
+  int block_m = 128;
+  int block_n = 128;
+  delta_order delta = delta_order::fa2_lanes;
+  block_order q_order = block_order::descending; // inner loop over query blocks (the kernel's)
+  block_order dq_order = block_order::ascending; // order of the dQ_i += dQ_ij additions over j
+};
+
+inline const char *to_string(backward_kind k) { return k == backward_kind::tiled ? "tiled" : "reference"; }
+inline const char *to_string(delta_order o) { return o == delta_order::fa2_lanes ? "fa2" : "sequential"; }
+inline const char *to_string(block_order o) {
+  return o == block_order::descending ? "descending" : "ascending";
+}
+
+// Threads per row in dot_do_o for head dimension d: the kernel's head dimension is d rounded
+// up to a multiple of 32 (the instantiated 32, 64, ..., 256); 8 lanes when that is a multiple
+// of 64, else 4.
+inline int delta_lanes(long d) {
+  const long hd = (d + 31) / 32 * 32;
+  return hd % 64 == 0 ? 8 : 4;
+}
+
+namespace bwd_detail {
+
+// delta for one row in FP32 (fp32/fa2 policies) or binary64 (exact), in the given order.
+template <class Obs>
+double delta_row(const f32_ops<Obs> &o, bool exact, bool fma, delta_order ord, const double *dorow,
+                 const double *orow, long d) {
+  auto mul = [&](double a, double b) { return exact ? a * b : o.mul(a, b, site::delta); };
+  auto add = [&](double a, double b) { return exact ? a + b : o.add(a, b, site::delta); };
+  auto madd = [&](double a, double b, double s) {
+    return exact ? s + a * b : fma ? o.fma(a, b, s, site::delta) : add(s, mul(a, b));
+  };
+  if (ord == delta_order::sequential) {
+    double s = 0;
+    for (long c = 0; c < d; ++c)
+      s = exact ? s + dorow[c] * orow[c]
+          : fma ? o.fma(dorow[c], orow[c], s, site::delta)
+                : add(s, mul(dorow[c], orow[c]));
+    return s;
+  }
+  const int lanes = delta_lanes(d);
+  double s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  bool started[8] = {false, false, false, false, false, false, false, false};
+  for (long c = 0; c < d; ++c) {
+    const int t = int((c / 8) % lanes);
+    s[t] = started[t] ? madd(dorow[c], orow[c], s[t]) : mul(dorow[c], orow[c]);
+    started[t] = true;
+  }
+  for (int off = lanes / 2; off >= 1; off /= 2)
+    for (int t = 0; t < off; ++t)
+      s[t] = add(s[t], s[t + off]);
+  return s[0];
+}
+
+} // namespace bwd_detail
+
+template <class Obs>
+backward_result backward_fa2_head(const forward_config &cfg, const backward_config &bc, const head_view &h,
+                                  const double *dout_in, const forward_result &fwd, Obs &obs) {
+  using fwd_detail::log2e;
+  const kernel_policy &pol = cfg.pol;
+  const policy_kind kind = pol.kind;
+  const bool exact = kind == policy_kind::exact, tc = kind == policy_kind::fa2,
+             paper = kind == policy_kind::paper;
+  const long n = h.n, d = h.d;
+  const long br = std::max(1, bc.block_m), bcn = std::max(1, bc.block_n);
+  const f32_ops<Obs> o{&obs};
+  const tc_model model = tc_for(pol.arch);
+  const bool poly = pol.exp == exp_impl::poly_exp2;
+
+  // Inputs in the policy's format.
+  const bool bf16_in = tc || paper;
+  auto in = [&](double x) { return exact ? x : bf16_in ? o.to16(x, site::input) : o.to32(x, site::input); };
+  std::vector<double> q(n * d), k(n * d), v(n * d), dout(n * d);
+  for (long e = 0; e < n * d; ++e)
+    q[e] = in(h.q[e]), k[e] = in(h.k[e]), v[e] = in(h.v[e]), dout[e] = in(dout_in[e]);
+  std::vector<bf16> qb, kb, vb, dob;
+  if (tc) {
+    qb.resize(n * d), kb.resize(n * d), vb.resize(n * d), dob.resize(n * d);
+    for (long e = 0; e < n * d; ++e)
+      qb[e] = as_bf16(q[e]), kb[e] = as_bf16(k[e]), vb[e] = as_bf16(v[e]), dob[e] = as_bf16(dout[e]);
+  }
+  const double scale = softmax_scale(pol, d);
+  const double c = exact ? scale * log2e : double(float(scale * log2e));
+
+  backward_result r;
+  r.out_frac_bits = exact ? 52 : (tc || paper) ? 7 : 23;
+  r.delta.assign(n, 0.0), r.dq.assign(n * d, 0.0), r.dk.assign(n * d, 0.0), r.dv.assign(n * d, 0.0);
+
+  // 0. delta (the preprocessing kernel)
+  for (long row = 0; row < n; ++row) {
+    const double *orow = &fwd.o[row * d], *dorow = &dout[row * d];
+    if (paper) { // as backward_head under paper: BF16 products, FP32 sum, BF16
+      double s = 0;
+      for (long i = 0; i < d; ++i)
+        s = o.add(s, o.to16(o.mul(dorow[i], orow[i], site::delta), site::delta), site::delta);
+      r.delta[row] = o.to16(s, site::delta);
+    } else {
+      r.delta[row] = bwd_detail::delta_row(o, exact, pol.fma_contract, bc.delta, dorow, orow, d);
+    }
+  }
+
+  // Dot product of rows a, b (length d) in the policy's arithmetic; tc: BF16 copies ab, bb.
+  auto dot_d = [&](const double *a, const double *b, const bf16 *ab, const bf16 *bb, site s) {
+    if (exact) {
+      double t = 0;
+      for (long x = 0; x < d; ++x)
+        t += a[x] * b[x];
+      return t;
+    }
+    if (tc) return of(tc_dot(model, ab, 1, bb, 1, int(d), f32{}, obs, s, false));
+    double t = 0;
+    for (long x = 0; x < d; ++x)
+      t = o.fma(a[x], b[x], t, s);
+    return paper ? o.to16(t, s) : t;
+  };
+
+  const long nkv = (n + bcn - 1) / bcn, nq = (n + br - 1) / br;
+  std::vector<char> dq_started(n, 0);
+  std::vector<double> P, dS, dv, dk, part;
+  std::vector<char> live;
+  std::vector<bf16> Pbf, dSbf;
+  for (long jb = 0; jb < nkv; ++jb) {
+    const long jblk = bc.dq_order == block_order::ascending ? jb : nkv - 1 - jb;
+    const long j0 = jblk * bcn, w = std::min(n, j0 + bcn) - j0;
+    dv.assign(w * d, 0.0), dk.assign(w * d, 0.0);
+    const long i_min = cfg.causal ? j0 / br : 0; // first query block with a row that sees key j0
+    for (long ib = 0; ib < nq - i_min; ++ib) {
+      const long iblk = bc.q_order == block_order::descending ? nq - 1 - ib : i_min + ib;
+      const long i0 = iblk * br, rows = std::min(n, i0 + br) - i0;
+      P.assign(rows * w, 0.0), dS.assign(rows * w, 0.0), live.assign(rows * w, 0);
+      if (tc) Pbf.assign(rows * w, bf16{}), dSbf.assign(rows * w, bf16{});
+      // 1-4. S, P, dP, dS
+      for (long rr = 0; rr < rows; ++rr) {
+        const long row = i0 + rr;
+        const double L = fwd.lse[row];
+        // the row's L*log2(e), once per (row, KV block) as scale_apply_exp2 forms it
+        double Lc = 0;
+        bool lc_done = false;
+        for (long jj = 0; jj < w; ++jj) {
+          const long key = j0 + jj;
+          if (cfg.causal && key > row) continue;
+          const long e = rr * w + jj;
+          live[e] = 1;
+          const bf16 *qr = tc ? &qb[row * d] : nullptr, *kr = tc ? &kb[key * d] : nullptr;
+          const double s = dot_d(&q[row * d], &k[key * d], qr, kr, site::bwd_qk);
+          double p;
+          if (exact) {
+            p = std::exp2(s * c - L * log2e);
+          } else if (paper) {
+            const double ss = o.to16(o.mul(s, scale, site::bwd_exp_arg), site::bwd_exp_arg);
+            const double x = o.to16(o.sub(ss, L, site::bwd_exp_arg), site::bwd_exp_arg);
+            const double y32 = rn_f32(o, std::exp(x), site::bwd_exp);
+            p = o.to16(y32, site::bwd_exp, y32 == 1.0);
+          } else {
+            if (!lc_done) Lc = o.mul(L, log2e, site::bwd_exp_arg), lc_done = true;
+            p = exp2_f32(o, o.fma(s, c, -Lc, site::bwd_exp_arg), poly, site::bwd_exp);
+          }
+          P[e] = p;
+          if (tc) Pbf[e] = as_bf16(o.to16(p, site::bwd_p_to_bf16));
+          const bf16 *dor = tc ? &dob[row * d] : nullptr, *vr = tc ? &vb[key * d] : nullptr;
+          const double dp = dot_d(&dout[row * d], &v[key * d], dor, vr, site::dp);
+          double ds;
+          if (exact)
+            ds = p * (dp - r.delta[row]);
+          else if (paper)
+            ds = o.to16(o.mul(p, o.to16(o.sub(dp, r.delta[row], site::ds), site::ds), site::ds), site::ds);
+          else
+            ds = o.mul(p, o.sub(dp, r.delta[row], site::ds), site::ds);
+          dS[e] = ds;
+          if (tc) dSbf[e] = as_bf16(o.to16(ds, site::ds_to_bf16));
+        }
+      }
+      // 5-7. dV_j += P^T dO_i, dK_j += dS^T Q_i, dQ_ij = dS K_j
+      for (long jj = 0; jj < w; ++jj)
+        for (long x = 0; x < d; ++x) {
+          double &av = dv[jj * d + x], &ak = dk[jj * d + x];
+          if (tc) {
+            av = of(tc_dot(model, &Pbf[jj], w, &dob[i0 * d + x], d, int(rows), as_f32(av), obs, site::dv_acc,
+                           true));
+            ak = of(tc_dot(model, &dSbf[jj], w, &qb[i0 * d + x], d, int(rows), as_f32(ak), obs, site::dk_acc,
+                           false));
+          } else if (exact) {
+            for (long rr = 0; rr < rows; ++rr)
+              if (live[rr * w + jj]) {
+                av += P[rr * w + jj] * dout[(i0 + rr) * d + x];
+                ak += dS[rr * w + jj] * q[(i0 + rr) * d + x];
+              }
+          } else {
+            // fp32: one FMA chain across all query blocks; paper: the block's FP32 dot in BF16,
+            // then a BF16 update
+            double pv = paper ? 0.0 : av, pk = paper ? 0.0 : ak;
+            for (long rr = 0; rr < rows; ++rr) {
+              const long e = rr * w + jj;
+              if (!live[e]) continue;
+              pv = o.fma(P[e], dout[(i0 + rr) * d + x], pv, site::dv_acc, P[e] == 1.0);
+              pk = o.fma(dS[e], q[(i0 + rr) * d + x], pk, site::dk_acc);
+            }
+            if (paper) {
+              av = o.to16(o.add(av, o.to16(pv, site::dv_acc), site::dv_acc), site::dv_acc);
+              ak = o.to16(o.add(ak, o.to16(pk, site::dk_acc), site::dk_acc), site::dk_acc);
+            } else {
+              av = pv, ak = pk;
+            }
+          }
+        }
+      part.assign(rows * d, 0.0);
+      for (long rr = 0; rr < rows; ++rr)
+        for (long x = 0; x < d; ++x) {
+          double t = 0;
+          if (tc) {
+            t = of(
+                tc_dot(model, &dSbf[rr * w], 1, &kb[j0 * d + x], d, int(w), f32{}, obs, site::dq_acc, false));
+          } else {
+            for (long jj = 0; jj < w; ++jj) {
+              const long e = rr * w + jj;
+              if (!live[e]) continue;
+              t = exact ? t + dS[e] * k[(j0 + jj) * d + x]
+                        : o.fma(dS[e], k[(j0 + jj) * d + x], t, site::dq_acc);
+            }
+            if (paper) t = o.to16(t, site::dq_acc);
+          }
+          part[rr * d + x] = t;
+        }
+      // 8. dQ_i += dQ_ij (the atomicAdd into the FP32 dQ buffer)
+      for (long rr = 0; rr < rows; ++rr) {
+        const long row = i0 + rr;
+        for (long x = 0; x < d; ++x) {
+          double &a = r.dq[row * d + x];
+          const double t = part[rr * d + x];
+          if (!dq_started[row])
+            a = t;
+          else if (exact)
+            a += t;
+          else
+            a = paper ? o.to16(o.add(a, t, site::dq_add), site::dq_add) : o.add(a, t, site::dq_add);
+        }
+        dq_started[row] = 1;
+      }
+    }
+    // 9. dK_j, dV_j: scale, output format
+    for (long e = 0; e < w * d; ++e) {
+      double gk = exact ? dk[e] * scale : o.mul(dk[e], scale, site::grad_scale);
+      double gv = dv[e];
+      if (paper) gk = o.to16(gk, site::grad_scale);
+      if (tc) gk = o.to16(gk, site::grad_to_bf16), gv = o.to16(gv, site::grad_to_bf16);
+      r.dk[j0 * d + e] = gk, r.dv[j0 * d + e] = gv;
+    }
+  }
+  // 10. dQ: scale, output format (convert_dQ)
+  for (double &a : r.dq) {
+    double g = exact ? a * scale : o.mul(a, scale, site::grad_scale);
+    if (paper) g = o.to16(g, site::grad_scale);
+    if (tc) g = o.to16(g, site::grad_to_bf16);
+    a = g;
+  }
+  return r;
+}
+
+// The backward chosen by `bc.kind`.
+template <class Obs>
+backward_result backward_any(const forward_config &cfg, const backward_config &bc, const head_view &h,
+                             const double *dout, const forward_result &fwd, Obs &obs) {
+  return bc.kind == backward_kind::tiled ? backward_fa2_head(cfg, bc, h, dout, fwd, obs)
+                                         : backward_head(cfg, h, dout, fwd, obs);
+}
+
+} // namespace bf16emu::attention
