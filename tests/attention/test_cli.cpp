@@ -99,3 +99,43 @@ TEST(AttentionCli, GoodFilesRun) {
   EXPECT_EQ(run_qkv(u), 0);
   EXPECT_EQ(run("--q '" + f + "' --k '" + u + "' --v '" + f + "' --out-o '" + dir + "/o.npy'"), 0);
 }
+
+// The tiled backward's options: an unknown choice, a block size of 0 or one the tensor-core k
+// chunks cannot tile (fa2 policies), and tiled-only options without --bwd tiled are bad input,
+// named in the message, exit 2.
+TEST(AttentionCli, TiledBackwardBadOptions) {
+  const struct {
+    const char *args, *names;
+  } bad[] = {
+      {"--n 32 --backward --bwd tiles", "--bwd"},
+      {"--n 32 --bwd tiled --bwd-block-m 0", "--bwd-block-m"},
+      {"--n 32 --bwd tiled --bwd-block-n -16", "--bwd-block-n"},
+      {"--n 32 --bwd tiled --bwd-block-n 24", "--bwd-block-n"},
+      {"--n 32 --bwd tiled --delta lanes", "--delta"},
+      {"--n 32 --bwd tiled --dq-order sideways", "--dq-order"},
+      {"--n 32 --bwd tiled --bwd-q-order up", "--bwd-q-order"},
+      {"--n 32 --backward --dq-order descending", "--bwd tiled"},
+  };
+  for (const auto &b : bad) {
+    EXPECT_EQ(run(b.args), 2) << b.args;
+    EXPECT_NE(last_stderr().find(b.names), std::string::npos) << b.args << ": " << last_stderr();
+  }
+}
+
+TEST(AttentionCli, TiledBackwardJson) {
+  // fp32 allows any block size; fa2 needs multiples of 16
+  for (const std::string extra : {"--policy fa2:sm80 --bwd-block-m 16 --bwd-block-n 32",
+                                  "--policy fp32 --bwd-block-m 5 --bwd-block-n 7 --delta sequential "
+                                  "--dq-order descending --bwd-q-order ascending --causal"}) {
+    const std::string out = dir + "/tiled.json";
+    const std::string cmd = std::string("'") + BF16EMU_CLI + "' attention --n 40 --d 16 --bwd tiled --json " +
+                            extra + " > '" + out + "' 2> /dev/null";
+    const int st = std::system(cmd.c_str());
+    ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << extra;
+    std::ifstream f(out);
+    const std::string js((std::istreambuf_iterator<char>(f)), {});
+    for (const char *key :
+         {"\"backward\":{\"kind\":\"tiled\"", "\"dq_add\":", "\"dv_acc\":", "\"grad_error\":", "\"delta\":"})
+      EXPECT_NE(js.find(key), std::string::npos) << extra << ": " << key;
+  }
+}
