@@ -1,5 +1,7 @@
 // Benchmarks of the reference attention: the fa2:sm90 forward at N = 1024, d = 64, one head,
-// with the ledger off (null_observer: hooks compiled away) and on; and heads in parallel.
+// with the ledger off (null_observer: hooks compiled away) and on; heads in parallel; and the
+// tiled FlashAttention-2 backward (backward_fa2.hpp) on the same head, with the forward in the
+// same run as its baseline.
 // Targets (docs/performance.md): <= 1 s off, <= 2 s on, one core.
 #include <benchmark/benchmark.h>
 
@@ -43,6 +45,30 @@ template <bool Ledger> void fa2_forward(benchmark::State &st, const char *policy
 void fa2_ledger_off(benchmark::State &st, const char *policy) { fa2_forward<false>(st, policy); }
 void fa2_ledger_on(benchmark::State &st, const char *policy) { fa2_forward<true>(st, policy); }
 
+// The tiled backward alone (the forward result it reads is computed once, outside the loop).
+template <bool Ledger> void fa2_backward_tiled(benchmark::State &st, const char *policy) {
+  const auto &in = inputs(1);
+  const at::forward_config c = config(policy);
+  const at::head_view h{in.n, in.d, in.q.data(), in.k.data(), in.v.data()};
+  at::null_observer none;
+  const at::forward_result f = at::forward_head(c, h, none);
+  at::backward_config b;
+  b.kind = at::backward_kind::tiled; // Br = Bc = 128, FA2's hdim-64 SM80 configuration
+  for (auto _ : st) {
+    if constexpr (Ledger) {
+      at::ledger led;
+      auto r = at::backward_fa2_head(c, b, h, in.dout.data(), f, led);
+      benchmark::DoNotOptimize(r.dq.data());
+      benchmark::DoNotOptimize(led.sites[0].all.count);
+    } else {
+      auto r = at::backward_fa2_head(c, b, h, in.dout.data(), f, none);
+      benchmark::DoNotOptimize(r.dq.data());
+    }
+  }
+}
+void fa2_bwd_ledger_off(benchmark::State &st, const char *policy) { fa2_backward_tiled<false>(st, policy); }
+void fa2_bwd_ledger_on(benchmark::State &st, const char *policy) { fa2_backward_tiled<true>(st, policy); }
+
 void fa2_heads_parallel(benchmark::State &st) {
   const auto &in = inputs(8);
   at::run_options o;
@@ -62,6 +88,8 @@ void fa2_heads_parallel(benchmark::State &st) {
 BENCHMARK_CAPTURE(fa2_ledger_off, sm90, "fa2:sm90")->Unit(benchmark::kMillisecond)->Iterations(2);
 BENCHMARK_CAPTURE(fa2_ledger_on, sm90, "fa2:sm90")->Unit(benchmark::kMillisecond)->Iterations(2);
 BENCHMARK_CAPTURE(fa2_ledger_off, sm80, "fa2:sm80")->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(fa2_bwd_ledger_off, sm90, "fa2:sm90")->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(fa2_bwd_ledger_on, sm90, "fa2:sm90")->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(fa2_heads_parallel)->Arg(1)->Arg(8)->Unit(benchmark::kMillisecond)->Iterations(1)->UseRealTime();
 
 BENCHMARK_MAIN();
