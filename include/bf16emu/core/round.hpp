@@ -71,23 +71,30 @@ template <class U> BF16EMU_CXHD cut_bits<U> cut(U sig, int sh, bool sticky_in) n
 
 // Step 2: the rounding decision. One rule per mode, in sign-magnitude: does the
 // magnitude go up by one ulp? Only asked when something was discarded.
+// Both answers are 0/1 integers built from integer operations only (no `x != 0` on a
+// value already known to be 0 or 1): GCC 12 folds that into a conversion to bool,
+// which it cannot vectorise, and the bulk loops (core/bulk.hpp) call these per lane.
+template <class U> BF16EMU_CXHD unsigned inexact_bit(const cut_bits<U> &c) noexcept {
+  return unsigned(c.guard | c.round | c.sticky);
+}
+
 template <round_mode Mode, class U>
-BF16EMU_CXHD bool rounds_up(const cut_bits<U> &c, bool sign, std::uint32_t random) noexcept {
-  const bool lsb = (c.kept & 1) != 0;
+BF16EMU_CXHD unsigned rounds_up(const cut_bits<U> &c, bool sign, std::uint32_t random) noexcept {
+  const unsigned lsb = unsigned(c.kept & 1u);
   if constexpr (Mode == round_mode::nearest_even)
-    return (c.guard & (c.round | c.sticky | lsb)) != 0;
+    return unsigned(c.guard) & (unsigned(c.round | c.sticky) | lsb);
   else if constexpr (Mode == round_mode::nearest_away)
-    return c.guard != 0;
+    return unsigned(c.guard);
   else if constexpr (Mode == round_mode::toward_zero)
-    return false;
+    return 0u;
   else if constexpr (Mode == round_mode::upward)
-    return !sign;
+    return unsigned(!sign);
   else if constexpr (Mode == round_mode::downward)
-    return sign;
+    return unsigned(sign);
   else if constexpr (Mode == round_mode::to_odd)
-    return !lsb; // setting the last bit of an even k
+    return lsb ^ 1u; // setting the last bit of an even k
   else
-    return ((std::uint64_t(c.frac32) + random) >> 32) != 0; // stochastic
+    return unsigned(c.frac32 > ~random); // stochastic: frac32 + random carries out of 32 bits
 }
 
 struct decided {
@@ -96,7 +103,7 @@ struct decided {
 };
 
 BF16EMU_CXHD decided decide(const cut_bits<std::uint64_t> &c, bool sign, const env &e) noexcept {
-  const bool inexact = (c.guard | c.round | c.sticky) != 0;
+  const bool inexact = inexact_bit(c) != 0;
   const bool tie = c.guard && !c.round && !c.sticky;
   bool up = false;
   switch (e.mode) {
