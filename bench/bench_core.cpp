@@ -114,6 +114,28 @@ void BM_bf16_add_bulk(benchmark::State &state) {
 }
 BENCHMARK(BM_bf16_add_bulk);
 
+// add_n (core/bulk.hpp) on the same operands as BM_bf16_add_bulk, in every mode.
+void BM_bf16_add_n(benchmark::State &state) {
+  const auto a32 = random_f32(kN, 3), b32 = random_f32(kN, 4);
+  std::vector<bf16> a(kN), b(kN), out(kN);
+  for (std::size_t i = 0; i < kN; ++i) {
+    a[i] = bf16::from_bits(a32[i] >> 16);
+    b[i] = bf16::from_bits(b32[i] >> 16);
+  }
+  env e;
+  e.mode = static_cast<round_mode>(state.range(0));
+  e.random = 0x9E3779B9u;
+  for (auto _ : state) {
+    const std::uint8_t flags = add_n(a.data(), b.data(), out.data(), kN, e);
+    benchmark::DoNotOptimize(flags);
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(state.iterations() * kN);
+  state.SetLabel(to_string(e.mode));
+}
+BENCHMARK(BM_bf16_add_n)->DenseRange(0, round_mode_count - 1);
+
 void BM_native_f32_to_bf16_bulk(benchmark::State &state) {
   const auto a = random_f32(kN, 5);
   std::vector<std::uint16_t> out(kN);

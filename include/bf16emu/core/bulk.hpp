@@ -223,13 +223,13 @@ noexcept {
   }
 }
 
-// out[i] = add(a[i], b[i], e) for i < n; returns the OR of all flags.
+// out[i] = add(a[i], b[i], e) for i < n; returns the OR of all flags. out must not overlap a or b.
 template <class F>
 requires detail::bulk_add_format<F> std::uint8_t add_n(const fp<F> *a, const fp<F> *b, fp<F> *out,
                                                        std::size_t n, const env &e = {})
 noexcept { return detail::add_n_dispatch<F>(a, b, out, n, false, e); }
 
-// out[i] = sub(a[i], b[i], e) for i < n; returns the OR of all flags.
+// out[i] = sub(a[i], b[i], e) for i < n; returns the OR of all flags. out must not overlap a or b.
 template <class F>
 requires detail::bulk_add_format<F> std::uint8_t sub_n(const fp<F> *a, const fp<F> *b, fp<F> *out,
                                                        std::size_t n, const env &e = {})
