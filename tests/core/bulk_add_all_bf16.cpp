@@ -22,17 +22,9 @@ namespace {
 
 using namespace bf16emu;
 
-std::uint32_t mix(std::uint32_t a, std::uint32_t m) {
-  std::uint64_t x = (std::uint64_t(a) + (std::uint64_t(m) << 32)) * 0x9E3779B97F4A7C15ull;
-  x ^= x >> 31;
-  x *= 0xBF58476D1CE4E5B9ull;
-  x ^= x >> 29;
-  return std::uint32_t(x >> 32);
-}
-
 env row_env(std::uint32_t a, int m) {
   env e = with_mode(round_mode(m));
-  e.random = mix(a, std::uint32_t(m));
+  e.random = coretest::row_random(a, std::uint32_t(m));
   switch (a % 4) {
   case 1:
     e.subnormal = subnormals::flush_both;

@@ -22,14 +22,6 @@ namespace {
 
 using namespace bf16emu;
 
-std::uint32_t mix(std::uint32_t a, std::uint32_t m) {
-  std::uint64_t x = (std::uint64_t(a) + (std::uint64_t(m) << 32)) * 0x9E3779B97F4A7C15ull;
-  x ^= x >> 31;
-  x *= 0xBF58476D1CE4E5B9ull;
-  x ^= x >> 29;
-  return std::uint32_t(x >> 32);
-}
-
 std::atomic<std::uint64_t> g_done{0}, g_mismatch{0};
 std::mutex g_print;
 
@@ -40,7 +32,7 @@ void check_block(std::uint64_t lo, std::uint64_t hi, std::uint32_t stride) {
     e.mode = round_mode(m);
     for (std::uint64_t i = lo; i < hi; i += stride) {
       const std::uint32_t a = std::uint32_t(i);
-      const std::uint32_t rnd = mix(a, std::uint32_t(m));
+      const std::uint32_t rnd = coretest::row_random(a, std::uint32_t(m));
       e.random = rnd;
       const f32 x = f32::from_bits(a);
       const result<bfloat16> rb = convert<bfloat16>(x, e);

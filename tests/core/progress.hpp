@@ -1,14 +1,25 @@
-// Progress for the long core tiers: calls report(elapsed seconds) every 10 s on its own
-// thread until stop() (or destruction), so a multi-hour run shows rate and ETA on stderr.
+// Helpers shared by the long core tiers: a progress thread that calls report(elapsed
+// seconds) every 10 s until stop() (or destruction), so a multi-hour run shows rate and ETA
+// on stderr; and the hash that gives each (input, mode) row its stochastic random word.
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <functional>
 #include <mutex>
 #include <thread>
 
 namespace coretest {
+
+// A 32-bit word from (a, m) (splitmix64-style finaliser): the env::random of a row.
+inline std::uint32_t row_random(std::uint32_t a, std::uint32_t m) {
+  std::uint64_t x = (std::uint64_t(a) + (std::uint64_t(m) << 32)) * 0x9E3779B97F4A7C15ull;
+  x ^= x >> 31;
+  x *= 0xBF58476D1CE4E5B9ull;
+  x ^= x >> 29;
+  return std::uint32_t(x >> 32);
+}
 
 class progress_thread {
 public:
