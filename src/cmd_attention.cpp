@@ -246,6 +246,16 @@ void plot_trace(const std::string &png, const std::string &csv, const std::strin
   }
 }
 
+// A NaN or Inf output where the exact result is finite is reported, never averaged in.
+void warn_nonfinite(const char *what, const at::error_summary &e, long row_len) {
+  if (e.nonfinite == 0) return;
+  const long long i = e.first_nonfinite;
+  std::fprintf(stderr,
+               "warning: %llu %s elements are NaN or Inf where the exact result is finite (first: element "
+               "%lld, row %lld); the statistics above leave them out\n",
+               (unsigned long long)e.nonfinite, what, i, row_len > 0 ? i / row_len : i);
+}
+
 void print_text(const at::run_report &r) {
   const auto &c = r.opt.cfg;
   std::printf("attention %s, variant %s, batch %ld heads %ld n %ld d %ld%s, Br %d Bc %d, %.2f s\n",
@@ -253,9 +263,11 @@ void print_text(const at::run_report &r) {
               c.causal ? " causal" : "", c.pol.block_m, c.pol.block_n, r.seconds);
   if (r.opt.with_reference) {
     const auto &e = r.o_err;
-    std::printf(
-        "O vs exact: mean signed %.4e +- %.2e (z = %.1f), mean abs %.4e, max abs %.4e, rel fro %.4e\n",
-        e.mean_signed, e.stderr_signed, e.z(), e.mean_abs, e.max_abs, e.rel_fro);
+    std::printf("O vs exact: mean signed %.4e +- %.2e (z = %.1f; by rows +- %.2e, z = %.1f", e.mean_signed,
+                e.stderr_signed, e.z(), e.stderr_rows, e.z_rows());
+    if (e.stderr_heads > 0) std::printf("; by heads +- %.2e, z = %.1f", e.stderr_heads, e.z_heads());
+    std::printf("), mean abs %.4e, max abs %.4e, rel fro %.4e\n", e.mean_abs, e.max_abs, e.rel_fro);
+    warn_nonfinite("O", e, r.d);
     std::printf("  ulp histogram:");
     for (const auto &[k, v] : e.ulp_hist)
       std::printf(" %d:%llu", k, (unsigned long long)v);
@@ -265,6 +277,10 @@ void print_text(const at::run_report &r) {
       std::printf("delta_lp - delta_hp: mean %.4e +- %.2e (z = %.1f), positive %llu negative %llu\n",
                   t.mean_signed, t.stderr_signed, t.z(), (unsigned long long)t.positive,
                   (unsigned long long)t.negative);
+      warn_nonfinite("delta", t, 1);
+      warn_nonfinite("dQ", r.dq_err, r.d);
+      warn_nonfinite("dK", r.dk_err, r.d);
+      warn_nonfinite("dV", r.dv_err, r.d);
       const auto &b = r.opt.bwd;
       std::printf("backward %s", at::to_string(b.kind));
       if (b.kind == at::backward_kind::tiled)
@@ -495,11 +511,13 @@ void paper_text(std::ostream &out) {
   for (const auto &x : paper_rows()) {
     const auto &e = x.rep.o_err;
     const int t = top_p1_site(x.rep);
-    std::snprintf(b, sizeof b,
-                  "  %-9s %-10s %-6s O mean signed error %+.3e +- %.1e (z %+6.1f)  largest P=1 site: %s\n",
-                  x.policy, at::to_string(x.var),
-                  x.var == at::variant::stabilized ? (x.beta == 2 ? "beta 2" : "beta 7") : "", e.mean_signed,
-                  e.stderr_signed, e.z(), t >= 0 ? at::to_string(at::site(t)) : "-");
+    std::snprintf(
+        b, sizeof b,
+        "  %-9s %-10s %-6s O mean signed error %+.3e +- %.1e (z %+6.1f, by rows %+6.1f)  largest P=1 "
+        "site: %s\n",
+        x.policy, at::to_string(x.var),
+        x.var == at::variant::stabilized ? (x.beta == 2 ? "beta 2" : "beta 7") : "", e.mean_signed,
+        e.stderr_signed, e.z(), e.z_rows(), t >= 0 ? at::to_string(at::site(t)) : "-");
     out << b;
   }
 }
@@ -511,6 +529,7 @@ void paper_json(support::json_writer &w) {
     w.begin_object();
     w.kv("policy", x.policy).kv("variant", at::to_string(x.var)).kv("beta", x.beta);
     w.kv("mean_signed", e.mean_signed).kv("stderr_signed", e.stderr_signed).kv("z", e.z());
+    w.kv("stderr_rows", e.stderr_rows).kv("z_rows", e.z_rows());
     const int t = top_p1_site(x.rep);
     w.kv("top_p_equals_one_site", t >= 0 ? at::to_string(at::site(t)) : "");
     w.end_object();

@@ -246,3 +246,66 @@ TEST(Ledger, Fa2RescaleRowMaxNormalizeByHand) {
   EXPECT_EQ(S(r, at::site::o_to_bf16).all.pos + S(r, at::site::o_to_bf16).all.neg, 0u);
   EXPECT_EQ(r.led.p_one_entries, 32u * 32u);
 }
+
+TEST(Ledger, SummaryRowClusteredStderrByHand) {
+  // The same errors (+1, -1, -3, -1) as above, in two rows of two: mean -1, deviations
+  // (+2, 0 | -2, 0), row sums of deviations +2 and -2; G = 2 rows:
+  // stderr_rows = sqrt(G/(G-1) * (2^2 + (-2)^2)) / n = sqrt(2 * 8) / 4 = 1.
+  const std::vector<double> want = {8, 8, 8, 8}, got = {9, 7, 5, 7};
+  const auto e = at::summarize_error(got, want, 7, 2);
+  EXPECT_EQ(e.mean_signed, -1.0);
+  EXPECT_DOUBLE_EQ(e.stderr_rows, 1.0);
+  EXPECT_DOUBLE_EQ(e.z_rows(), -1.0);
+  // Rows (+1, -1 | -3, -1) regrouped as (+1, -3 | -1, -1): deviations (+2, -2 | 0, 0), row sums 0
+  // and 0, so the clustered error is 0 while the independent one is unchanged.
+  const auto f = at::summarize_error({9, 5, 7, 7}, want, 7, 2);
+  EXPECT_EQ(f.stderr_rows, 0.0);
+  EXPECT_DOUBLE_EQ(f.stderr_signed, std::sqrt(8.0 / 3.0) / 2.0);
+}
+
+TEST(Ledger, SummaryLeavesOutNonFinite) {
+  // A NaN output (and an Inf one) where the exact value is finite is counted, not averaged:
+  // the statistics are those of the two finite pairs, errors +1 and -1.
+  const double nan = std::nan("");
+  const std::vector<double> want = {8, 8, 8, 8}, got = {9, nan, 7, INFINITY};
+  const auto e = at::summarize_error(got, want, 7, 2);
+  EXPECT_EQ(e.nonfinite, 2u);
+  EXPECT_EQ(e.first_nonfinite, 1);
+  EXPECT_EQ(e.n, 2u);
+  EXPECT_EQ(e.mean_signed, 0.0);
+  EXPECT_EQ(e.max_abs, 1.0);
+  EXPECT_FALSE(std::isnan(e.stderr_signed));
+}
+
+// Algorithm 1 of the paper with a large beta can underflow a whole row. Two keys with the
+// same scaled score r_m: Q = K rows = 8 e0, d = 16, scale 1/4: S = 64/4 = 16 for both keys,
+// so r_s = 2 and m = beta * 16. P-bar = exp(16 - 16 beta) for both keys. The smallest BF16
+// subnormal is 2^-133, so anything below 2^-134 (= e^-92.88) rounds to 0 under RNE:
+//   beta = 2: exp(-16) = 1.1e-7, fine;  beta = 8: exp(-112) = 2.3e-49 -> 0, so l = 0 and
+//   O = 0/0 = NaN in the paper policy (the exact policy keeps e^-112 in binary64).
+at::run_report stabilized_two_keys(const char *policy, double beta) {
+  at::attention_inputs in;
+  in.n = 2, in.d = 16;
+  in.q.assign(32, 0.0), in.k.assign(32, 0.0), in.v.assign(32, 0.0), in.dout.assign(32, 0.0);
+  in.q[0] = in.q[16] = in.k[0] = in.k[16] = 8.0;
+  in.v[0] = 1.0, in.v[16] = -0.5;
+  at::run_options o;
+  EXPECT_TRUE(at::parse_policy(policy, o.cfg.pol));
+  o.cfg.var = at::variant::stabilized;
+  o.cfg.pol.beta = beta;
+  o.threads = 1;
+  return at::run_attention(in, o);
+}
+
+TEST(Ledger, StabilizedLargeBetaUnderflowsTheRow) {
+  const auto ok = stabilized_two_keys("paper", 2.0);
+  EXPECT_EQ(ok.o_err.nonfinite, 0u);
+  EXPECT_EQ(ok.o[0], 0.25); // (1 - 0.5) / 2, both weights equal
+  const auto under = stabilized_two_keys("paper", 8.0);
+  EXPECT_EQ(under.o_err.nonfinite, 32u); // every element of both rows: 0/0
+  EXPECT_TRUE(std::isnan(under.o[0]));
+  EXPECT_EQ(under.o_err.first_nonfinite, 0);
+  EXPECT_EQ(under.o_exact[0], 0.25); // the exact policy does not underflow
+  const auto exact = stabilized_two_keys("exact", 8.0);
+  EXPECT_EQ(exact.o[0], 0.25);
+}

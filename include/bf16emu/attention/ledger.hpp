@@ -9,6 +9,7 @@
 // With `null_observer` every hook compiles away.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <map>
@@ -180,12 +181,26 @@ template <class Obs> struct site_tracer {
 // ---------------------------------------------------------------------------
 // Output error against the exact policy.
 
+// The statistics are over the pairs where both values are finite; `nonfinite` counts the
+// others (a NaN or Inf output where the exact value is finite, e.g. a row whose every P-bar
+// underflowed so that l = 0), and `first_nonfinite` is the first such index (or -1).
+// stderr_signed treats the n errors as independent. stderr_rows groups them by row (`row_len`
+// consecutive elements, one output row): the cluster-robust standard error of the mean,
+// sqrt(G/(G-1) * sum_g (sum_{i in g} (e_i - mean))^2) / n over G rows, which stays honest when
+// the errors of one row share a cause (one rounded weight scales the whole row). stderr_heads
+// does the same per head (batch x heads independent draws of the inputs): for a fixed input
+// the errors are deterministic, so only independent heads test whether an arithmetic is
+// biased for a scenario rather than for one draw of it (docs/paper-reproduction.md, item 2).
 struct error_summary {
-  std::uint64_t n = 0;
-  double mean_signed = 0, stderr_signed = 0, mean_abs = 0, max_abs = 0, rel_fro = 0;
+  std::uint64_t n = 0, nonfinite = 0;
+  long long first_nonfinite = -1;
+  double mean_signed = 0, stderr_signed = 0, stderr_rows = 0, stderr_heads = 0, mean_abs = 0, max_abs = 0,
+         rel_fro = 0;
   std::uint64_t positive = 0, negative = 0, zero = 0;
   std::map<int, std::uint64_t> ulp_hist; // signed error in ulps of the output format, clamped to +-8
   double z() const { return stderr_signed > 0 ? mean_signed / stderr_signed : 0.0; }
+  double z_rows() const { return stderr_rows > 0 ? mean_signed / stderr_rows : 0.0; }
+  double z_heads() const { return stderr_heads > 0 ? mean_signed / stderr_heads : 0.0; }
 };
 
 // ulp of a value in a format with `frac_bits` fraction bits and exponent range of FP32/BF16;
@@ -198,14 +213,21 @@ inline double ulp_of(double x, int frac_bits) {
 }
 
 // got vs want (exact), elementwise; out_frac_bits: fraction bits of the output format
-// (7 for BF16, 23 for FP32, 52 for binary64).
+// (7 for BF16, 23 for FP32, 52 for binary64); row_len, head_len: elements per row and per
+// head for stderr_rows and stderr_heads (0: not computed).
 inline error_summary summarize_error(const std::vector<double> &got, const std::vector<double> &want,
-                                     int out_frac_bits) {
+                                     int out_frac_bits, std::size_t row_len = 0, std::size_t head_len = 0) {
   error_summary r;
-  r.n = got.size();
-  if (r.n == 0) return r;
+  const std::size_t total = got.size();
+  if (total == 0) return r;
+  auto finite = [&](std::size_t i) { return std::isfinite(got[i]) && std::isfinite(want[i]); };
   comp_sum s, sa, num, den;
-  for (std::size_t i = 0; i < got.size(); ++i) {
+  for (std::size_t i = 0; i < total; ++i) {
+    if (!finite(i)) {
+      if (r.nonfinite++ == 0) r.first_nonfinite = static_cast<long long>(i);
+      continue;
+    }
+    ++r.n;
     const double e = got[i] - want[i];
     s.add(e);
     sa.add(std::fabs(e));
@@ -223,14 +245,34 @@ inline error_summary summarize_error(const std::vector<double> &got, const std::
     if (u < -8) u = -8;
     ++r.ulp_hist[int(u)];
   }
+  if (r.n == 0) return r;
   r.mean_signed = s.value() / double(r.n);
   r.mean_abs = sa.value() / double(r.n);
   comp_sum var;
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    const double d = (got[i] - want[i]) - r.mean_signed;
-    var.add(d * d);
-  }
+  for (std::size_t i = 0; i < total; ++i)
+    if (finite(i)) {
+      const double d = (got[i] - want[i]) - r.mean_signed;
+      var.add(d * d);
+    }
   if (r.n > 1) r.stderr_signed = std::sqrt(var.value() / double(r.n - 1) / double(r.n));
+  // Cluster-robust standard error over groups of `len` consecutive elements (0 if < 2 groups).
+  auto clustered = [&](std::size_t len) {
+    if (len == 0) return 0.0;
+    comp_sum sq;
+    std::uint64_t groups = 0;
+    for (std::size_t g0 = 0; g0 < total; g0 += len) {
+      comp_sum dev; // sum over the group of (e_i - mean)
+      bool any = false;
+      for (std::size_t i = g0; i < std::min(total, g0 + len); ++i)
+        if (finite(i)) dev.add((got[i] - want[i]) - r.mean_signed), any = true;
+      if (!any) continue;
+      ++groups;
+      sq.add(dev.value() * dev.value());
+    }
+    return groups > 1 ? std::sqrt(double(groups) / double(groups - 1) * sq.value()) / double(r.n) : 0.0;
+  };
+  r.stderr_rows = clustered(row_len);
+  r.stderr_heads = clustered(head_len);
   r.rel_fro = den.value() > 0 ? std::sqrt(num.value() / den.value()) : 0.0;
   return r;
 }

@@ -152,15 +152,17 @@ inline run_report run_attention(const attention_inputs &in, const run_options &o
     rep.led.merge(l);
   rep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (opt.with_reference) {
-    rep.o_err = summarize_error(rep.o, rep.o_exact, rep.out_frac_bits);
+    const auto row = static_cast<std::size_t>(rep.d), head = static_cast<std::size_t>(rep.n * rep.d);
+    rep.o_err = summarize_error(rep.o, rep.o_exact, rep.out_frac_bits, row, head);
     if (opt.backward) {
       // delta is FP32 (fa2, fp32), BF16 (paper) or binary64 (exact); the gradients are in the
       // backward's output format (the tiled backward under fa2 writes BF16)
-      rep.delta_err = summarize_error(rep.delta, rep.delta_exact, r_frac_grad(opt.cfg.pol.kind));
+      rep.delta_err = summarize_error(rep.delta, rep.delta_exact, r_frac_grad(opt.cfg.pol.kind), 1,
+                                      static_cast<std::size_t>(rep.n));
       const int g = rep.grad_frac_bits;
-      rep.dq_err = summarize_error(rep.dq, rep.dq_exact, g);
-      rep.dk_err = summarize_error(rep.dk, rep.dk_exact, g);
-      rep.dv_err = summarize_error(rep.dv, rep.dv_exact, g);
+      rep.dq_err = summarize_error(rep.dq, rep.dq_exact, g, row, head);
+      rep.dk_err = summarize_error(rep.dk, rep.dk_exact, g, row, head);
+      rep.dv_err = summarize_error(rep.dv, rep.dv_exact, g, row, head);
     }
   }
   return rep;
@@ -193,11 +195,14 @@ inline std::string summary(const error_summary &e) {
     first = false;
   }
   h += "}";
-  return "{\"n\":" + u64(e.n) + ",\"mean_signed\":" + num(e.mean_signed) +
-         ",\"stderr_signed\":" + num(e.stderr_signed) + ",\"z\":" + num(e.z()) +
-         ",\"mean_abs\":" + num(e.mean_abs) + ",\"max_abs\":" + num(e.max_abs) +
-         ",\"rel_fro\":" + num(e.rel_fro) + ",\"positive\":" + u64(e.positive) +
-         ",\"negative\":" + u64(e.negative) + ",\"zero\":" + u64(e.zero) + ",\"ulp_hist\":" + h + "}";
+  return "{\"n\":" + u64(e.n) + ",\"nonfinite\":" + u64(e.nonfinite) +
+         ",\"first_nonfinite\":" + std::to_string(e.first_nonfinite) +
+         ",\"mean_signed\":" + num(e.mean_signed) + ",\"stderr_signed\":" + num(e.stderr_signed) +
+         ",\"z\":" + num(e.z()) + ",\"stderr_rows\":" + num(e.stderr_rows) +
+         ",\"z_rows\":" + num(e.z_rows()) + ",\"mean_abs\":" + num(e.mean_abs) +
+         ",\"max_abs\":" + num(e.max_abs) + ",\"rel_fro\":" + num(e.rel_fro) +
+         ",\"positive\":" + u64(e.positive) + ",\"negative\":" + u64(e.negative) +
+         ",\"zero\":" + u64(e.zero) + ",\"ulp_hist\":" + h + "}";
 }
 } // namespace json_detail
 
