@@ -520,6 +520,8 @@ void paper_text(std::ostream &out) {
         e.stderr_signed, e.z(), e.z_rows(), t >= 0 ? at::to_string(at::site(t)) : "-");
     out << b;
   }
+  out << "(one head: z and z by rows describe this input. Whether an arithmetic is biased needs\n"
+         " independent heads: add --heads 24 and read z by heads; docs/paper-reproduction.md, 2b)\n";
 }
 
 void paper_json(support::json_writer &w) {
