@@ -69,12 +69,23 @@ template <class F> fp<F> as(std::uint64_t bits) {
   return fp<F>::from_bits(bits & (F::sign_mask | F::abs_mask));
 }
 
-template <class F>
-std::string add_msg(bool is_sub, const env &e, std::size_t n, std::size_t i, fp<F> a, fp<F> b, fp<F> got,
-                    fp<F> want) {
-  return std::string(is_sub ? "sub_n" : "add_n") + "<" + format_name<F>() + "> n=" + std::to_string(n) +
-         " i=" + std::to_string(i) + " " + env_string(e) + " a=" + hex(a.bits) + " b=" + hex(b.bits) +
-         ": bulk " + hex(got.bits) + " scalar " + hex(want.bits);
+// Compares out[0..n) and the returned flags of one bulk call with element-wise scalar results
+// (scalar(i) returns the result<F> for element i; operands(i) describes its inputs), and checks
+// that the sentinel at out[n] is untouched.
+template <class F, class Scalar, class Operands>
+void expect_matches_scalar(const std::string &what, const env &e, const std::vector<fp<F>> &out,
+                           std::size_t n, std::uint8_t got_flags, Scalar scalar, Operands operands) {
+  std::uint8_t want_flags = 0;
+  int shown = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const result<F> w = scalar(i);
+    want_flags |= w.flags;
+    if (out[i].bits != w.value.bits && shown++ < 3)
+      ADD_FAILURE() << what << " n=" << n << " i=" << i << " " << env_string(e) << " " << operands(i)
+                    << ": bulk " << hex(out[i].bits) << " scalar " << hex(w.value.bits);
+  }
+  ASSERT_EQ(out[n].bits, fp<F>::from_bits(0x5A).bits) << what << " wrote past the end, n=" << n;
+  EXPECT_EQ(unsigned(got_flags), unsigned(want_flags)) << what << " flags, n=" << n << " " << env_string(e);
 }
 
 // Every length, every mode, `envs` environments per mode; returns the number of elements checked.
@@ -93,18 +104,10 @@ template <class F> void check_add(std::uint64_t seed, int envs, long long &count
         for (const bool is_sub : {false, true}) {
           const std::uint8_t got_flags = is_sub ? sub_n(a.data(), b.data(), out.data(), n, e)
                                                 : add_n(a.data(), b.data(), out.data(), n, e);
-          std::uint8_t want_flags = 0;
-          int shown = 0;
-          for (std::size_t i = 0; i < n; ++i) {
-            const result<F> w = is_sub ? sub(a[i], b[i], e) : add(a[i], b[i], e);
-            want_flags |= w.flags;
-            if (out[i].bits != w.value.bits && shown++ < 3)
-              ADD_FAILURE() << add_msg<F>(is_sub, e, n, i, a[i], b[i], out[i], w.value);
-          }
-          ASSERT_EQ(out[n].bits, fp<F>::from_bits(0x5A).bits) << "wrote past the end, n=" << n;
-          EXPECT_EQ(unsigned(got_flags), unsigned(want_flags))
-              << (is_sub ? "sub_n" : "add_n") << "<" << format_name<F>() << "> flags, n=" << n << " "
-              << env_string(e);
+          expect_matches_scalar(
+              std::string(is_sub ? "sub_n<" : "add_n<") + format_name<F>() + ">", e, out, n, got_flags,
+              [&](std::size_t i) { return is_sub ? sub(a[i], b[i], e) : add(a[i], b[i], e); },
+              [&](std::size_t i) { return "a=" + hex(a[i].bits) + " b=" + hex(b[i].bits); });
           count += std::int64_t(n);
         }
       }
@@ -183,19 +186,10 @@ template <class Out> void check_convert(std::uint64_t seed, int envs, long long 
         for (auto &x : in)
           x = f32::from_bits(pick_f32<Out>(r));
         const std::uint8_t got_flags = convert_n(in.data(), out.data(), n, e);
-        std::uint8_t want_flags = 0;
-        int shown = 0;
-        for (std::size_t i = 0; i < n; ++i) {
-          const result<Out> w = convert<Out>(in[i], e);
-          want_flags |= w.flags;
-          if (out[i].bits != w.value.bits && shown++ < 3)
-            ADD_FAILURE() << "convert_n<" << format_name<Out>() << "> n=" << n << " i=" << i << " "
-                          << env_string(e) << " x=" << hex(in[i].bits) << ": bulk " << hex(out[i].bits)
-                          << " scalar " << hex(w.value.bits);
-        }
-        ASSERT_EQ(out[n].bits, fp<Out>::from_bits(0x5A).bits) << "wrote past the end, n=" << n;
-        EXPECT_EQ(unsigned(got_flags), unsigned(want_flags))
-            << "convert_n<" << format_name<Out>() << "> flags, n=" << n << " " << env_string(e);
+        expect_matches_scalar(
+            std::string("convert_n<") + format_name<Out>() + ">", e, out, n, got_flags,
+            [&](std::size_t i) { return convert<Out>(in[i], e); },
+            [&](std::size_t i) { return "x=" + hex(in[i].bits); });
         count += std::int64_t(n);
       }
     }
