@@ -22,6 +22,21 @@ namespace bf16emu {
 
 namespace detail {
 
+// Calls fn(std::integral_constant<round_mode, M>{}) for the run-time mode m, so that a bulk
+// loop is compiled once per mode with its rounding rule fixed.
+template <class Fn> decltype(auto) with_fixed_mode(round_mode m, Fn &&fn) {
+  using rm = round_mode;
+  switch (m) {
+  case rm::nearest_even: return fn(std::integral_constant<rm, rm::nearest_even>{});
+  case rm::nearest_away: return fn(std::integral_constant<rm, rm::nearest_away>{});
+  case rm::toward_zero: return fn(std::integral_constant<rm, rm::toward_zero>{});
+  case rm::upward: return fn(std::integral_constant<rm, rm::upward>{});
+  case rm::downward: return fn(std::integral_constant<rm, rm::downward>{});
+  case rm::to_odd: return fn(std::integral_constant<rm, rm::to_odd>{});
+  default: return fn(std::integral_constant<rm, rm::stochastic>{});
+  }
+}
+
 template <class Out, class In>
 inline constexpr bool same_range_narrowing =
     In::exp_bits == Out::exp_bits &&In::has_inf &&Out::has_inf &&In::frac_bits > Out::frac_bits;
@@ -191,15 +206,8 @@ std::uint8_t add_n_mode(const fp<F> *a, const fp<F> *b, fp<F> *out, std::size_t 
 template <class F>
 std::uint8_t add_n_dispatch(const fp<F> *a, const fp<F> *b, fp<F> *out, std::size_t n, bool negate_b,
                             const env &e) noexcept {
-  switch (e.mode) {
-  case round_mode::nearest_even: return add_n_mode<F, round_mode::nearest_even>(a, b, out, n, negate_b, e);
-  case round_mode::nearest_away: return add_n_mode<F, round_mode::nearest_away>(a, b, out, n, negate_b, e);
-  case round_mode::toward_zero: return add_n_mode<F, round_mode::toward_zero>(a, b, out, n, negate_b, e);
-  case round_mode::upward: return add_n_mode<F, round_mode::upward>(a, b, out, n, negate_b, e);
-  case round_mode::downward: return add_n_mode<F, round_mode::downward>(a, b, out, n, negate_b, e);
-  case round_mode::to_odd: return add_n_mode<F, round_mode::to_odd>(a, b, out, n, negate_b, e);
-  default: return add_n_mode<F, round_mode::stochastic>(a, b, out, n, negate_b, e);
-  }
+  return with_fixed_mode(
+      e.mode, [&](auto mode) { return add_n_mode<F, decltype(mode)::value>(a, b, out, n, negate_b, e); });
 }
 
 } // namespace detail
@@ -209,18 +217,9 @@ template <class Out, class In>
 requires detail::same_range_narrowing<Out, In> std::uint8_t convert_n(const fp<In> *in, fp<Out> *out,
                                                                       std::size_t n, const env &e = {})
 noexcept {
-  switch (e.mode) {
-  case round_mode::nearest_even:
-    return detail::convert_n_fixed<Out, In, round_mode::nearest_even>(in, out, n, e);
-  case round_mode::nearest_away:
-    return detail::convert_n_fixed<Out, In, round_mode::nearest_away>(in, out, n, e);
-  case round_mode::toward_zero:
-    return detail::convert_n_fixed<Out, In, round_mode::toward_zero>(in, out, n, e);
-  case round_mode::upward: return detail::convert_n_fixed<Out, In, round_mode::upward>(in, out, n, e);
-  case round_mode::downward: return detail::convert_n_fixed<Out, In, round_mode::downward>(in, out, n, e);
-  case round_mode::to_odd: return detail::convert_n_fixed<Out, In, round_mode::to_odd>(in, out, n, e);
-  default: return detail::convert_n_fixed<Out, In, round_mode::stochastic>(in, out, n, e);
-  }
+  return detail::with_fixed_mode(e.mode, [&](auto mode) {
+    return detail::convert_n_fixed<Out, In, decltype(mode)::value>(in, out, n, e);
+  });
 }
 
 // out[i] = add(a[i], b[i], e) for i < n; returns the OR of all flags. out must not overlap a or b.
