@@ -139,3 +139,22 @@ TEST(AttentionCli, TiledBackwardJson) {
       EXPECT_NE(js.find(key), std::string::npos) << extra << ": " << key;
   }
 }
+
+TEST(AttentionCli, OutputErrorJsonHasClusteredStatistics) {
+  // With two heads the head-clustered standard error exists (two groups), so stderr_heads is a
+  // positive number, not 0; every statistic named in docs/attention.md is in the JSON.
+  const std::string out = dir + "/heads.json";
+  const std::string cmd = std::string("'") + BF16EMU_CLI +
+                          "' attention --n 32 --d 16 --heads 2 --policy fa2:sm80 --json > '" + out +
+                          "' 2> /dev/null";
+  const int st = std::system(cmd.c_str());
+  ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  std::ifstream f(out);
+  const std::string js((std::istreambuf_iterator<char>(f)), {});
+  for (const char *key : {"\"nonfinite\":0", "\"first_nonfinite\":-1",
+                          "\"stderr_rows\":", "\"z_rows\":", "\"stderr_heads\":", "\"z_heads\":"})
+    EXPECT_NE(js.find(key), std::string::npos) << key;
+  const auto p = js.find("\"stderr_heads\":");
+  ASSERT_NE(p, std::string::npos);
+  EXPECT_GT(std::atof(js.c_str() + p + 15), 0.0) << js.substr(p, 40);
+}

@@ -199,7 +199,8 @@ inline std::string summary(const error_summary &e) {
          ",\"first_nonfinite\":" + std::to_string(e.first_nonfinite) +
          ",\"mean_signed\":" + num(e.mean_signed) + ",\"stderr_signed\":" + num(e.stderr_signed) +
          ",\"z\":" + num(e.z()) + ",\"stderr_rows\":" + num(e.stderr_rows) +
-         ",\"z_rows\":" + num(e.z_rows()) + ",\"mean_abs\":" + num(e.mean_abs) +
+         ",\"z_rows\":" + num(e.z_rows()) + ",\"stderr_heads\":" + num(e.stderr_heads) +
+         ",\"z_heads\":" + num(e.z_heads()) + ",\"mean_abs\":" + num(e.mean_abs) +
          ",\"max_abs\":" + num(e.max_abs) + ",\"rel_fro\":" + num(e.rel_fro) +
          ",\"positive\":" + u64(e.positive) + ",\"negative\":" + u64(e.negative) +
          ",\"zero\":" + u64(e.zero) + ",\"ulp_hist\":" + h + "}";
