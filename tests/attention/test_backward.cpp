@@ -158,10 +158,18 @@ TEST(BackwardTiled, DeltaLanesByHand) {
   at::null_observer none;
   const at::f32_ops<at::null_observer> ops{&none};
   using at::bwd_detail::delta_row;
-  EXPECT_EQ(delta_row(ops, false, true, at::delta_order::sequential, dout.data(), o.data(), 64), 0.0);
-  EXPECT_EQ(delta_row(ops, false, true, at::delta_order::fa2_lanes, dout.data(), o.data(), 64), 1.0);
-  EXPECT_EQ(delta_row(ops, false, false, at::delta_order::fa2_lanes, dout.data(), o.data(), 64), 1.0);
-  EXPECT_EQ(delta_row(ops, true, true, at::delta_order::fa2_lanes, dout.data(), o.data(), 64), 2.0);
+  EXPECT_EQ(
+      delta_row(ops, false, /*paper*/ false, true, at::delta_order::sequential, dout.data(), o.data(), 64),
+      0.0);
+  EXPECT_EQ(
+      delta_row(ops, false, /*paper*/ false, true, at::delta_order::fa2_lanes, dout.data(), o.data(), 64),
+      1.0);
+  EXPECT_EQ(
+      delta_row(ops, false, /*paper*/ false, false, at::delta_order::fa2_lanes, dout.data(), o.data(), 64),
+      1.0);
+  EXPECT_EQ(
+      delta_row(ops, true, /*paper*/ false, true, at::delta_order::fa2_lanes, dout.data(), o.data(), 64),
+      2.0);
   // kernel_traits.h: kBlockKSmem = 64 when the kernel head dim is a multiple of 64, else 32;
   // threads per row = kBlockKSmem / 8.
   EXPECT_EQ(at::delta_lanes(16), 4);

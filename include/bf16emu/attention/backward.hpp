@@ -14,11 +14,67 @@
 #pragma once
 
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
 #include "bf16emu/attention/forward.hpp"
 
 namespace bf16emu::attention {
+
+// Order of the delta row sum (the reference backward uses `sequential`).
+enum class delta_order : std::uint8_t {
+  sequential, // one running sum over the columns in increasing order
+  fa2_lanes,  // per-thread sums, then the xor butterfly (flash_bwd_preprocess_kernel.h)
+};
+
+// Threads per row in dot_do_o for head dimension d: the kernel's head dimension is d rounded
+// up to a multiple of 32 (the instantiated 32, 64, ..., 256); 8 lanes when that is a multiple
+// of 64, else 4.
+inline int delta_lanes(long d) {
+  const long hd = (d + 31) / 32 * 32;
+  return hd % 64 == 0 ? 8 : 4;
+}
+
+namespace bwd_detail {
+
+// delta = rowsum(dO o O) for one row. exact: binary64. paper: BF16 products summed in FP32,
+// the sum rounded to BF16 (always sequential). Otherwise FP32 in the given order:
+// sequential (one running sum, FMA-contracted if fma) or FlashAttention-2's lanes.
+template <class Obs>
+double delta_row(const f32_ops<Obs> &o, bool exact, bool paper, bool fma, delta_order ord,
+                 const double *dorow, const double *orow, long d) {
+  auto mul = [&](double a, double b) { return exact ? a * b : o.mul(a, b, site::delta); };
+  auto add = [&](double a, double b) { return exact ? a + b : o.add(a, b, site::delta); };
+  auto madd = [&](double a, double b, double s) {
+    return exact ? s + a * b : fma ? o.fma(a, b, s, site::delta) : add(s, mul(a, b));
+  };
+  if (paper) {
+    double s = 0;
+    for (long c = 0; c < d; ++c)
+      s = add(s, o.to16(mul(dorow[c], orow[c]), site::delta));
+    return o.to16(s, site::delta);
+  }
+  if (ord == delta_order::sequential) {
+    double s = 0;
+    for (long c = 0; c < d; ++c)
+      s = madd(dorow[c], orow[c], s);
+    return s;
+  }
+  const int lanes = delta_lanes(d);
+  double s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  bool started[8] = {false, false, false, false, false, false, false, false};
+  for (long c = 0; c < d; ++c) {
+    const int t = int((c / 8) % lanes);
+    s[t] = started[t] ? madd(dorow[c], orow[c], s[t]) : mul(dorow[c], orow[c]);
+    started[t] = true;
+  }
+  for (int off = lanes / 2; off >= 1; off /= 2)
+    for (int t = 0; t < off; ++t)
+      s[t] = add(s[t], s[t + off]);
+  return s[0];
+}
+
+} // namespace bwd_detail
 
 struct backward_result {
   std::vector<double> delta, dq, dk, dv;
@@ -78,23 +134,9 @@ backward_result backward_head(const forward_config &cfg, const head_view &h, con
   r.out_frac_bits = exact ? 52 : paper ? 7 : 23;
   r.delta.assign(n, 0.0), r.dq.assign(n * d, 0.0), r.dk.assign(n * d, 0.0), r.dv.assign(n * d, 0.0);
   // delta
-  for (long row = 0; row < n; ++row) {
-    const double *orow = &fwd.o[row * d], *dorow = &dout[row * d];
-    double s = 0;
-    if (exact) {
-      for (long i = 0; i < d; ++i)
-        s += dorow[i] * orow[i];
-    } else if (paper) {
-      for (long i = 0; i < d; ++i)
-        s = o.add(s, o.to16(o.mul(dorow[i], orow[i], site::delta), site::delta), site::delta);
-      s = o.to16(s, site::delta);
-    } else {
-      for (long i = 0; i < d; ++i)
-        s = pol.fma_contract ? o.fma(dorow[i], orow[i], s, site::delta)
-                             : o.add(s, o.mul(dorow[i], orow[i], site::delta), site::delta);
-    }
-    r.delta[row] = s;
-  }
+  for (long row = 0; row < n; ++row)
+    r.delta[row] = bwd_detail::delta_row(o, exact, paper, pol.fma_contract, delta_order::sequential,
+                                         &dout[row * d], &fwd.o[row * d], d);
   // P, dS
   std::vector<double> P(n * n, 0.0), dS(n * n, 0.0);
   const double c = exact ? scale * 1.4426950408889634 : double(float(scale * 1.4426950408889634));

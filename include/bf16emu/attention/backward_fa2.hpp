@@ -61,10 +61,6 @@ enum class backward_kind : std::uint8_t {
   reference, // backward_head: every key of a row at once (the simple reference)
   tiled,     // backward_fa2_head: FlashAttention-2's tiles and rounding points
 };
-enum class delta_order : std::uint8_t {
-  sequential, // one running sum over the columns in increasing order (as backward_head)
-  fa2_lanes,  // per-thread sums, then the xor butterfly (flash_bwd_preprocess_kernel.h)
-};
 enum class block_order : std::uint8_t { ascending, descending };
 
 struct backward_config {
@@ -84,49 +80,6 @@ inline const char *to_string(delta_order o) { return o == delta_order::fa2_lanes
 inline const char *to_string(block_order o) {
   return o == block_order::descending ? "descending" : "ascending";
 }
-
-// Threads per row in dot_do_o for head dimension d: the kernel's head dimension is d rounded
-// up to a multiple of 32 (the instantiated 32, 64, ..., 256); 8 lanes when that is a multiple
-// of 64, else 4.
-inline int delta_lanes(long d) {
-  const long hd = (d + 31) / 32 * 32;
-  return hd % 64 == 0 ? 8 : 4;
-}
-
-namespace bwd_detail {
-
-// delta for one row in FP32 (fp32/fa2 policies) or binary64 (exact), in the given order.
-template <class Obs>
-double delta_row(const f32_ops<Obs> &o, bool exact, bool fma, delta_order ord, const double *dorow,
-                 const double *orow, long d) {
-  auto mul = [&](double a, double b) { return exact ? a * b : o.mul(a, b, site::delta); };
-  auto add = [&](double a, double b) { return exact ? a + b : o.add(a, b, site::delta); };
-  auto madd = [&](double a, double b, double s) {
-    return exact ? s + a * b : fma ? o.fma(a, b, s, site::delta) : add(s, mul(a, b));
-  };
-  if (ord == delta_order::sequential) {
-    double s = 0;
-    for (long c = 0; c < d; ++c)
-      s = exact ? s + dorow[c] * orow[c]
-          : fma ? o.fma(dorow[c], orow[c], s, site::delta)
-                : add(s, mul(dorow[c], orow[c]));
-    return s;
-  }
-  const int lanes = delta_lanes(d);
-  double s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  bool started[8] = {false, false, false, false, false, false, false, false};
-  for (long c = 0; c < d; ++c) {
-    const int t = int((c / 8) % lanes);
-    s[t] = started[t] ? madd(dorow[c], orow[c], s[t]) : mul(dorow[c], orow[c]);
-    started[t] = true;
-  }
-  for (int off = lanes / 2; off >= 1; off /= 2)
-    for (int t = 0; t < off; ++t)
-      s[t] = add(s[t], s[t + off]);
-  return s[0];
-}
-
-} // namespace bwd_detail
 
 template <class Obs>
 backward_result backward_fa2_head(const forward_config &cfg, const backward_config &bc, const head_view &h,
@@ -164,14 +117,7 @@ backward_result backward_fa2_head(const forward_config &cfg, const backward_conf
   // 0. delta (the preprocessing kernel)
   for (long row = 0; row < n; ++row) {
     const double *orow = &fwd.o[row * d], *dorow = &dout[row * d];
-    if (paper) { // as backward_head under paper: BF16 products, FP32 sum, BF16
-      double s = 0;
-      for (long i = 0; i < d; ++i)
-        s = o.add(s, o.to16(o.mul(dorow[i], orow[i], site::delta), site::delta), site::delta);
-      r.delta[row] = o.to16(s, site::delta);
-    } else {
-      r.delta[row] = bwd_detail::delta_row(o, exact, pol.fma_contract, bc.delta, dorow, orow, d);
-    }
+    r.delta[row] = bwd_detail::delta_row(o, exact, paper, pol.fma_contract, bc.delta, dorow, orow, d);
   }
 
   // Dot product of rows a, b (length d) in the policy's arithmetic; tc: BF16 copies ab, bb.
