@@ -31,7 +31,7 @@ struct attention_cli {
   std::uint64_t seed = 1;
   std::string kv_order, exp, row_sum, fma, normalize;
   std::string bwd = "reference", delta, dq_order, bwd_q_order;
-  int bwd_block_m = 128, bwd_block_n = 128;
+  int bwd_block_m = at::backward_config{}.block_m, bwd_block_n = at::backward_config{}.block_n;
   bool bwd_block_given = false;
   std::string ledger_file, trace_element, plot_file;
   std::string q_file, k_file, v_file, do_file;
