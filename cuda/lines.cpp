@@ -4,9 +4,9 @@
 #include <istream>
 #include <vector>
 
-#include "support/error.hpp"
-#include "support/number.hpp"
-#include "support/tokens.hpp"
+#include "io/error.hpp"
+#include "io/number.hpp"
+#include "io/tokens.hpp"
 
 namespace bf16emu::gpu {
 namespace {
@@ -18,14 +18,14 @@ bool skip(const std::string &line) {
 
 bool value(const std::string &tok, format_id f, std::uint32_t &bits, std::string &why) {
   try {
-    const support::operand op = support::parse_operand(tok, f);
+    const io::operand op = io::parse_operand(tok, f);
     if (!op.exact || op.overflow) {
       why = "'" + tok + "' is not exact in its format";
       return false;
     }
     bits = std::uint32_t(op.bits);
     return true;
-  } catch (const support::input_error &e) {
+  } catch (const io::input_error &e) {
     why = e.what();
     return false;
   }
@@ -40,7 +40,7 @@ bool read_lines(std::istream &is, vec_set &v, std::string &err) {
   while (std::getline(is, line)) {
     ++number;
     if (skip(line)) continue;
-    const auto tok = support::split_tokens(line);
+    const auto tok = io::split_tokens(line);
     if (tok.size() != 2 * K + 1) {
       err = "line " + std::to_string(number) + ": " + std::to_string(tok.size()) + " values, expected " +
             std::to_string(2 * K + 1) + " (K = " + std::to_string(K) + ")";
@@ -66,7 +66,7 @@ bool read_outputs(std::istream &is, format_id f, std::vector<std::uint32_t> &d, 
   while (std::getline(is, line)) {
     ++number;
     if (skip(line)) continue;
-    const auto tok = support::split_tokens(line);
+    const auto tok = io::split_tokens(line);
     std::uint32_t bits = 0;
     if (tok.size() != 1 || !value(tok[0], f, bits, why)) {
       err =

@@ -35,7 +35,7 @@
 #include "host_model.hpp"
 #include "kernels.hpp"
 #include "lines.hpp"
-#include "support/npy.hpp"
+#include "io/npy.hpp"
 #include "vectors.hpp"
 
 namespace {

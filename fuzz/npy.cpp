@@ -1,19 +1,19 @@
-// Parser harness: .npy images (src/support/npy.cpp). Any input either parses or throws
-// support::input_error; nothing else may escape, crash or leak. A parsed array must
+// Parser harness: .npy images (src/io/npy.cpp). Any input either parses or throws
+// io::input_error; nothing else may escape, crash or leak. A parsed array must
 // serialize and parse back to the same shape, dtype and bits.
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
-#include "support/error.hpp"
-#include "support/npy.hpp"
+#include "io/error.hpp"
+#include "io/npy.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size) {
   namespace npy = bf16emu::npy;
   npy::array a;
   try {
     a = npy::parse(data, size, "fuzz.npy");
-  } catch (const bf16emu::support::input_error &) {
+  } catch (const bf16emu::io::input_error &) {
     return 0;
   }
   const void *payload = a.type == npy::dtype::f32   ? static_cast<const void *>(a.f32.data())
@@ -35,7 +35,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
   // The same image against typed and shaped expectations exercises the checking paths.
   try {
     (void)npy::parse(data, size, "fuzz.npy", npy::expect(npy::dtype::u16, {-1, 4}));
-  } catch (const bf16emu::support::input_error &) {
+  } catch (const bf16emu::io::input_error &) {
   }
   return 0;
 }

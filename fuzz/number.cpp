@@ -1,5 +1,5 @@
-// Parser harness: the CLI's operand syntax (src/support/number.cpp). Any text either parses or
-// throws support::input_error. A parsed finite value must read back to the same bits from its
+// Parser harness: the CLI's operand syntax (src/io/number.cpp). Any text either parses or
+// throws io::input_error. A parsed finite value must read back to the same bits from its
 // exact decimal expansion and from its C hex-float, and a parsed bit pattern from its own hex.
 #include <cstdint>
 #include <cstdio>
@@ -8,14 +8,14 @@
 
 #include <bf16emu/core.hpp>
 
-#include "support/decimal.hpp"
-#include "support/error.hpp"
-#include "support/number.hpp"
+#include "io/decimal.hpp"
+#include "io/error.hpp"
+#include "io/number.hpp"
 
 namespace {
 
 using bf16emu::format_id;
-namespace support = bf16emu::support;
+namespace io = bf16emu::io;
 
 [[noreturn]] void fail(const std::string &what) {
   std::fprintf(stderr, "number parser: %s\n", what.c_str());
@@ -24,8 +24,8 @@ namespace support = bf16emu::support;
 
 std::uint64_t reparse(const std::string &text, format_id f) {
   try {
-    return support::parse_operand(text, f).bits;
-  } catch (const support::input_error &e) {
+    return io::parse_operand(text, f).bits;
+  } catch (const io::input_error &e) {
     fail("'" + text + "' rejected on re-reading: " + e.what());
   }
 }
@@ -36,10 +36,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
   if (size == 0) return 0;
   const format_id f = static_cast<format_id>(data[0] % 7);
   const std::string text(reinterpret_cast<const char *>(data + 1), size - 1);
-  support::operand op;
+  io::operand op;
   try {
-    op = support::parse_operand(text, f);
-  } catch (const support::input_error &) {
+    op = io::parse_operand(text, f);
+  } catch (const io::input_error &) {
     return 0;
   }
   if (op.format != f) fail("format changed");
@@ -54,7 +54,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
     if (reparse(hex, f) != op.bits) fail(std::string("'") + hex + "' does not read back");
     if (!v.is_finite()) return;
     const double d = bf16emu::to_native_double(bf16emu::convert<bf16emu::binary64>(v).value); // exact
-    const std::string dec = support::exact_decimal(d);
+    const std::string dec = io::exact_decimal(d);
     if (reparse(dec, f) != op.bits)
       fail("'" + text + "' -> " + hex + ": exact decimal '" + dec + "' differs");
     char hf[64];

@@ -1,5 +1,5 @@
 // Differential harness: the tensor-core model (include/bf16emu/tc) against its slow exact
-// cpp_int reference (tests/tc/reference.hpp), on whole dot products: a preset (its block
+// cpp_int reference (tests/oracle/tc_reference.hpp), on whole dot products: a preset (its block
 // parameters and instruction k) or free block parameters, K products and an accumulator.
 #include <cstdint>
 #include <cstdio>
@@ -9,7 +9,7 @@
 #include <bf16emu/tc.hpp>
 
 #include "common.hpp"
-#include "reference.hpp"
+#include "tc_reference.hpp"
 
 namespace {
 

@@ -1,5 +1,5 @@
-// Parser harness: TestFloat test-case lines (src/support/testfloat.cpp). Any line either parses
-// or throws support::input_error; a parsed line must format and parse back to the same fields,
+// Parser harness: TestFloat test-case lines (src/io/testfloat.cpp). Any line either parses
+// or throws io::input_error; a parsed line must format and parse back to the same fields,
 // and evaluating its operands with the core must not fail.
 #include <cstdint>
 #include <cstdio>
@@ -8,11 +8,11 @@
 
 #include <bf16emu/core.hpp>
 
-#include "support/error.hpp"
-#include "support/testfloat.hpp"
+#include "io/error.hpp"
+#include "io/testfloat.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size) {
-  namespace support = bf16emu::support;
+  namespace io = bf16emu::io;
   namespace tf = bf16emu::testfloat;
   if (size < 2) return 0;
   static const char *const names[] = {"f32_add",  "f32_sub",     "f32_mul",     "f32_mulAdd", "f32_div",
@@ -26,14 +26,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
   tf::line l;
   try {
     l = tf::parse_line(text, *fn, 1);
-  } catch (const support::input_error &) {
+  } catch (const io::input_error &) {
     return 0;
   }
   const std::string again = tf::format_line(*fn, l);
   tf::line m;
   try {
     m = tf::parse_line(again, *fn, 1);
-  } catch (const support::input_error &e) {
+  } catch (const io::input_error &e) {
     std::fprintf(stderr, "formatted line '%s' rejected: %s\n", again.c_str(), e.what());
     std::abort();
   }

@@ -1,16 +1,16 @@
 // bf16emu CLI: add, sub, mul, fma, div, sqrt, convert on single values, with the full
-// rounding trace. The work is done by support/arith_report (shared with `bf16emu paper`).
+// rounding trace. The work is done by io/arith_report (shared with `bf16emu paper`).
 #include <iostream>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "command.hpp"
-#include "support/arith_report.hpp"
-#include "support/error.hpp"
-#include "support/json.hpp"
-#include "support/names.hpp"
-#include "support/number.hpp"
+#include "io/arith_report.hpp"
+#include "io/error.hpp"
+#include "io/json.hpp"
+#include "io/names.hpp"
+#include "io/number.hpp"
 
 namespace bf16emu::cli {
 
@@ -22,34 +22,34 @@ struct arith_cli {
   bool ftz = false, daz = false, saturate = false, trace = false, json = false;
 };
 
-support::arith_request make_request(const arith_cli &o, op_kind op) {
-  support::arith_request rq;
+io::arith_request make_request(const arith_cli &o, op_kind op) {
+  io::arith_request rq;
   rq.op = op;
-  rq.format = support::parse_format(o.format);
+  rq.format = io::parse_format(o.format);
   if (!o.to.empty())
-    rq.to = support::parse_format(o.to);
+    rq.to = io::parse_format(o.to);
   else if (op == op_kind::convert)
-    throw support::input_error("convert needs --to FORMAT (the destination format)");
-  rq.e.mode = support::parse_mode(o.round);
-  rq.e.tiny = support::parse_tininess(o.tininess);
-  rq.e.nan = support::parse_nan_policy(o.nan);
+    throw io::input_error("convert needs --to FORMAT (the destination format)");
+  rq.e.mode = io::parse_mode(o.round);
+  rq.e.tiny = io::parse_tininess(o.tininess);
+  rq.e.nan = io::parse_nan_policy(o.nan);
   rq.e.subnormal = subnormals((o.ftz ? unsigned(subnormals::flush_outputs) : 0u) |
                               (o.daz ? unsigned(subnormals::inputs_as_zero) : 0u));
   rq.e.saturate = o.saturate;
-  rq.e.random = std::uint32_t(support::parse_uint(o.random, 0xFFFFFFFFu, "--random"));
+  rq.e.random = std::uint32_t(io::parse_uint(o.random, 0xFFFFFFFFu, "--random"));
   for (const auto &t : o.operands)
-    rq.operands.push_back(support::parse_operand(t, rq.format));
+    rq.operands.push_back(io::parse_operand(t, rq.format));
   return rq;
 }
 
 void run(const arith_cli &o, op_kind op) {
-  support::rethrow_as<bad_input>([&] {
-    support::arith_report r = support::run_arith(make_request(o, op));
+  io::rethrow_as<bad_input>([&] {
+    io::arith_report r = io::run_arith(make_request(o, op));
     if (o.json) {
-      support::json_writer w(std::cout);
-      support::print_json(w, r, o.trace);
+      io::json_writer w(std::cout);
+      io::print_json(w, r, o.trace);
     } else {
-      support::print_text(std::cout, r, o.trace);
+      io::print_text(std::cout, r, o.trace);
     }
   });
 }
@@ -61,18 +61,18 @@ const char *operand_help =
 
 void add_op(CLI::App &app, op_kind op, const char *name, const char *what, const char *example) {
   auto o = std::make_shared<arith_cli>();
-  const int n = support::arity(op);
+  const int n = io::arity(op);
   CLI::App *sub = app.add_subcommand(name, what);
   // Any count is collected; run_arith checks it and names the extra or missing operands.
   sub->add_option("operands", o->operands,
                   n == 1 ? "the operand" : "the operands (" + std::to_string(n) + ")")
       ->required()
       ->expected(-1);
-  sub->add_option("-f,--format", o->format, "operand format: " + support::format_names() + " (default fp32)");
+  sub->add_option("-f,--format", o->format, "operand format: " + io::format_names() + " (default fp32)");
   sub->add_option("-t,--to", o->to,
                   op == op_kind::convert ? "destination format (required)"
                                          : "round the result into this format too (a second rounding step)");
-  sub->add_option("-r,--round", o->round, "rounding mode: " + support::mode_names());
+  sub->add_option("-r,--round", o->round, "rounding mode: " + io::mode_names());
   sub->add_option("--tininess", o->tininess, "underflow tininess: before or after rounding (default after)");
   sub->add_option("--nan", o->nan, "NaN results: ieee (propagate, quiet), cuda (all ones), pytorch (+qNaN)");
   sub->add_flag("--ftz", o->ftz, "flush tiny results to zero");

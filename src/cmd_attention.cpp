@@ -12,9 +12,9 @@
 
 #include "bf16emu/attention.hpp"
 #include "command.hpp"
-#include "support/error.hpp"
-#include "support/npy.hpp"
-#include "support/paper_sections.hpp"
+#include "io/error.hpp"
+#include "io/npy.hpp"
+#include "io/paper_sections.hpp"
 
 namespace bf16emu::cli {
 
@@ -139,7 +139,7 @@ at::backward_config make_backward(const attention_cli &o, const at::kernel_polic
 // Reads a Q/K/V/dO file: [n, d], [heads, n, d] or [batch, heads, n, d]; float32, float64 or
 // bfloat16 bits stored as uint16.
 std::vector<double> read_tensor(const std::string &path, std::vector<std::size_t> &shape) {
-  npy::array a = support::rethrow_as<bad_input>([&] { return npy::read(path); });
+  npy::array a = io::rethrow_as<bad_input>([&] { return npy::read(path); });
   if (a.shape.size() < 2 || a.shape.size() > 4)
     throw bad_input(path + ": expected a 2-d [n, d], 3-d [heads, n, d] or 4-d [batch, heads, n, d] array");
   shape = a.shape;
@@ -195,7 +195,7 @@ void write_npy(const std::string &path, const std::vector<double> &x, const at::
   std::vector<float> f(x.begin(), x.end()); // every value is FP32 or BF16 (exact), or binary64 (rounded)
   std::vector<std::size_t> shape = {std::size_t(in.batch), std::size_t(in.heads), std::size_t(in.n)};
   if (!rows) shape.push_back(std::size_t(in.d));
-  support::rethrow_as<bad_input>([&] { npy::write(path, npy::dtype::f32, shape, f.data()); });
+  io::rethrow_as<bad_input>([&] { npy::write(path, npy::dtype::f32, shape, f.data()); });
 }
 
 std::string csv_path_for(const std::string &plot) {
@@ -524,7 +524,7 @@ void paper_text(std::ostream &out) {
          " independent heads: add --heads 24 and read z by heads; docs/paper-reproduction.md, 2b)\n";
 }
 
-void paper_json(support::json_writer &w) {
+void paper_json(io::json_writer &w) {
   w.begin_array();
   for (const auto &x : paper_rows()) {
     const auto &e = x.rep.o_err;

@@ -18,15 +18,15 @@
 #include <bf16emu/bias.hpp>
 
 #include "command.hpp"
-#include "support/error.hpp"
-#include "support/json.hpp"
-#include "support/names.hpp"
+#include "io/error.hpp"
+#include "io/json.hpp"
+#include "io/names.hpp"
 
 namespace bf16emu::cli {
 namespace {
 
 namespace b = bf16emu::bias;
-using support::json_writer;
+using io::json_writer;
 
 // ---------------------------------------------------------------------------------------------
 // Options.
@@ -170,7 +170,7 @@ std::vector<round_mode> rounds_of(const bias_options &o) {
       rs.push_back(static_cast<round_mode>(i));
   } else {
     for (const auto &r : split(o.rounds, ','))
-      rs.push_back(support::rethrow_as<bad_input>([&] { return support::parse_mode(r); }));
+      rs.push_back(io::rethrow_as<bad_input>([&] { return io::parse_mode(r); }));
   }
   if (rs.empty()) throw bad_input("--round is empty");
   return rs;
@@ -636,7 +636,7 @@ void register_bias(CLI::App &app) {
                   "paper | symmetric | custom (default): knob presets (docs/bias.md)");
   sub->add_option("--method", o->methods,
                   "fp32_seq (default), bf16_seq, pairwise, kahan, tc; comma list or all");
-  sub->add_option("--round", o->rounds, "rounding modes (comma list or all): " + support::mode_names());
+  sub->add_option("--round", o->rounds, "rounding modes (comma list or all): " + io::mode_names());
   sub->add_option("--out", o->out, "format of the final result: bf16 (default; one final rounding) or fp32");
   sub->add_option("--n", o->n, "addends (products v*w) per accumulation");
   sub->add_option("--neg", o->neg, "probability that a value is negative (sign skew; 0.5 = symmetric)");

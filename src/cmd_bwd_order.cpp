@@ -16,7 +16,7 @@
 
 #include "bf16emu/pitfalls/bwd_order.hpp"
 #include "command.hpp"
-#include "support/json.hpp"
+#include "io/json.hpp"
 
 namespace bf16emu::cli {
 
@@ -120,7 +120,7 @@ void run(const bwd_order_cli &o) {
                                                          : "fp64";
 
   if (o.json) {
-    support::json_writer j(std::cout);
+    io::json_writer j(std::cout);
     j.begin_object();
     j.kv("policy", at::policy_name(opt.cfg.pol)).kv("variant", at::to_string(opt.cfg.var));
     j.kv("n", std::int64_t(o.n)).kv("d", std::int64_t(o.d)).kv("causal", o.causal);

@@ -15,7 +15,7 @@
 #include "bf16emu/pitfalls/compare.hpp"
 #include "bf16emu/pitfalls/cp.hpp"
 #include "command.hpp"
-#include "support/json.hpp"
+#include "io/json.hpp"
 
 namespace bf16emu::cli {
 
@@ -108,7 +108,7 @@ void run(const cp_cli &o) {
   const bool flagged = o.fail_above > 0 && !(worst <= o.fail_above);
 
   if (o.json) {
-    support::json_writer j(std::cout);
+    io::json_writer j(std::cout);
     j.begin_object();
     j.kv("policy", at::policy_name(opt.cfg.pol)).kv("variant", at::to_string(opt.cfg.var));
     j.kv("n", std::int64_t(o.n)).kv("d", std::int64_t(o.d)).kv("causal", o.causal);

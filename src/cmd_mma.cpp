@@ -12,11 +12,11 @@
 #include <bf16emu/tc.hpp>
 
 #include "command.hpp"
-#include "support/error.hpp"
-#include "support/json.hpp"
-#include "support/names.hpp"
-#include "support/number.hpp"
-#include "support/tokens.hpp"
+#include "io/error.hpp"
+#include "io/json.hpp"
+#include "io/names.hpp"
+#include "io/number.hpp"
+#include "io/tokens.hpp"
 
 namespace bf16emu::cli {
 
@@ -29,7 +29,7 @@ struct mma_cli {
 };
 
 std::string hex_of(format_id f, std::uint64_t bits) {
-  const int digits = (support::describe(f).width + 3) / 4;
+  const int digits = (io::describe(f).width + 3) / 4;
   char buf[32];
   std::snprintf(buf, sizeof buf, "0x%0*llx", digits, static_cast<unsigned long long>(bits));
   return buf;
@@ -47,12 +47,12 @@ const char *rounding_name(tc::out_round r) {
 
 void list_presets(bool json) {
   if (json) {
-    support::json_writer w(std::cout);
+    io::json_writer w(std::cout);
     w.begin_array();
     for (const tc::preset &p : tc::presets) {
       w.begin_object();
       w.kv("arch", p.arch).kv("gpu", p.gpu).kv("instr", tc::to_string(p.kind));
-      w.kv("a_format", support::name(p.in)).kv("out", support::name(p.out)).kv("ptx", p.ptx);
+      w.kv("a_format", io::name(p.in)).kv("out", io::name(p.out)).kv("ptx", p.ptx);
       w.kv("m", p.m).kv("n", p.n).kv("k", p.k);
       w.kv("L", p.block.L).kv("F", p.block.F).kv("e_zero", p.block.e_zero);
       w.kv("e_zero_matters", p.e_zero_matters).kv("out_frac", p.block.out_frac);
@@ -68,7 +68,7 @@ void list_presets(bool json) {
     char ez[16];
     std::snprintf(ez, sizeof ez, p.e_zero_matters ? "%d" : "(%d)", p.block.e_zero);
     std::printf("%-6s %-8s %-5s %-5s %3d %3d %3d %7s %4d %-13s %s\n", p.arch, tc::to_string(p.kind),
-                support::name(p.in), support::name(p.out), p.k, p.block.L, p.block.F, ez, p.block.out_frac,
+                io::name(p.in), io::name(p.out), p.k, p.block.L, p.block.F, ez, p.block.out_frac,
                 rounding_name(p.block.rounding), p.gpu);
     std::printf("%51s %s\n%51s %s\n", "", p.ptx, "", p.source);
   }
@@ -81,15 +81,15 @@ void list_presets(bool json) {
 }
 
 std::uint64_t parse_value(const std::string &tok, format_id f, int line, const char *what) {
-  support::operand op;
+  io::operand op;
   try {
-    op = support::parse_operand(tok, f);
-  } catch (const support::input_error &e) {
+    op = io::parse_operand(tok, f);
+  } catch (const io::input_error &e) {
     throw bad_input("line " + std::to_string(line) + ": " + what + ": " + e.what());
   }
   if (!op.exact)
     throw bad_input("line " + std::to_string(line) + ": " + what + " '" + tok +
-                    "' is not exactly representable in " + support::name(f) +
+                    "' is not exactly representable in " + io::name(f) +
                     " (nearest: " + hex_of(f, op.bits) + "); give its bit pattern");
   return op.bits;
 }
@@ -106,7 +106,7 @@ template <class In, class Out> void run_lines(const mma_cli &o, const tc::preset
     ++lineno;
     const auto first = line.find_first_not_of(" \t\r");
     if (first == std::string::npos || line[first] == '#') continue;
-    const std::vector<std::string> tok = support::split_tokens(line);
+    const std::vector<std::string> tok = io::split_tokens(line);
     if (tok.size() != want)
       throw bad_input("line " + std::to_string(lineno) + ": expected " + std::to_string(want) + " values (" +
                       std::to_string(K) + " of A, " + std::to_string(K) + " of B, then C), got " +
@@ -124,7 +124,7 @@ template <class In, class Out> void run_lines(const mma_cli &o, const tc::preset
       d = tc::dot<In, Out>(P.block, P.k, a.data(), 1, b.data(), 1, K, c);
     const std::string dhex = hex_of(P.out, d.bits);
     if (o.json) {
-      support::json_writer w(std::cout, false);
+      io::json_writer w(std::cout, false);
       w.begin_object().kv("line", lineno).kv("d", dhex);
       if (o.trace) {
         w.key("blocks").begin_array();
@@ -192,8 +192,8 @@ void run(const mma_cli &o) {
     throw bad_input("unknown --arch '" + o.arch +
                     "' (sm70 sm75 sm80 sm86 sm89 sm90 sm100, volta turing "
                     "ampere ada hopper blackwell)");
-  const format_id in = support::rethrow_as<bad_input>([&] { return support::parse_format(o.a_format); });
-  const format_id out = support::rethrow_as<bad_input>([&] { return support::parse_format(o.out); });
+  const format_id in = io::rethrow_as<bad_input>([&] { return io::parse_format(o.a_format); });
+  const format_id out = io::rethrow_as<bad_input>([&] { return io::parse_format(o.out); });
   tc::instr_kind kind = tc::default_kind(arch);
   if (!o.instr.empty()) {
     if (o.instr == "mma" || o.instr == "mma.sync")
@@ -210,10 +210,10 @@ void run(const mma_cli &o) {
     std::string have;
     for (const tc::preset &p : tc::presets)
       if (std::string(p.arch) == arch)
-        have += std::string(" ") + tc::to_string(p.kind) + ":" + support::name(p.in) + "->" +
-                support::name(p.out);
+        have += std::string(" ") + tc::to_string(p.kind) + ":" + io::name(p.in) + "->" +
+                io::name(p.out);
     throw bad_input(std::string("no preset for ") + arch + " " + tc::to_string(kind) + " " +
-                    support::name(in) + " -> " + support::name(out) +
+                    io::name(in) + " -> " + io::name(out) +
                     " (the sources leave it open or the GPU lacks it); " + arch + " has:" + have);
   }
   if (o.k < 0 || o.k > (1 << 20)) throw bad_input("--k must be between 1 and 1048576");

@@ -12,13 +12,13 @@
 #include <string>
 
 #include "command.hpp"
-#include "support/arith_report.hpp"
-#include "support/error.hpp"
-#include "support/json.hpp"
-#include "support/names.hpp"
-#include "support/number.hpp"
-#include "support/paper_sections.hpp"
-#include "support/print.hpp"
+#include "io/arith_report.hpp"
+#include "io/error.hpp"
+#include "io/json.hpp"
+#include "io/names.hpp"
+#include "io/number.hpp"
+#include "io/paper_sections.hpp"
+#include "io/print.hpp"
 
 namespace bf16emu::cli {
 
@@ -41,45 +41,45 @@ const paper_case cases[] = {
      "neighbours -4.6875 and -4.71875 (guard 1, round 0, sticky 0): ties-to-even keeps -4.6875."},
 };
 
-support::arith_report run_case(const paper_case &c) {
-  support::arith_request rq;
+io::arith_report run_case(const paper_case &c) {
+  io::arith_request rq;
   rq.op = op_kind::add;
   rq.format = format_id::fp32;
   rq.to = format_id::bf16;
-  rq.operands = {support::parse_operand(c.a, rq.format), support::parse_operand(c.b, rq.format)};
-  return support::run_arith(rq);
+  rq.operands = {io::parse_operand(c.a, rq.format), io::parse_operand(c.b, rq.format)};
+  return io::run_arith(rq);
 }
 
 // One-line summary of a report: the exact FP32 sum, and the BF16 rounding with its bits.
-void summary_line(std::ostream &out, const char *key, const support::arith_report &r) {
+void summary_line(std::ostream &out, const char *key, const io::arith_report &r) {
   const auto &sum = r.steps.at(0);
   const auto &st = r.steps.at(1);
-  out << "  " << key << ": fp32 sum " << support::hex_bits(sum.to, sum.bits) << " = "
-      << support::value_decimal(sum.to, sum.bits) << ((sum.flags & flag::inexact) ? " (rounded)" : " (exact)")
-      << " -> bf16 " << support::describe_value(st.to, st.bits);
+  out << "  " << key << ": fp32 sum " << io::hex_bits(sum.to, sum.bits) << " = "
+      << io::value_decimal(sum.to, sum.bits) << ((sum.flags & flag::inexact) ? " (rounded)" : " (exact)")
+      << " -> bf16 " << io::describe_value(st.to, st.bits);
   if (!st.events.empty()) {
     const auto &ev = st.events.back();
     out << ", guard " << ev.guard << " round " << ev.round << " sticky " << ev.sticky << ", "
-        << to_string(ev.dec) << ", error " << support::exact_error_text(ev);
+        << to_string(ev.dec) << ", error " << io::exact_error_text(ev);
   }
   out << "\n";
 }
 
-std::vector<support::paper_section> sorted_sections() {
-  auto s = support::paper_sections();
+std::vector<io::paper_section> sorted_sections() {
+  auto s = io::paper_sections();
   std::stable_sort(s.begin(), s.end(), [](const auto &x, const auto &y) { return x.order < y.order; });
   return s;
 }
 
 void run(bool json) {
-  support::rethrow_as<bad_input>([&] {
+  io::rethrow_as<bad_input>([&] {
     if (json) {
-      support::json_writer w(std::cout);
+      io::json_writer w(std::cout);
       w.begin_object();
       w.kv("paper", "Qiu & Yao, arXiv 2510.04212");
       for (const auto &c : cases) {
         w.key(c.key);
-        support::print_json(w, run_case(c), true);
+        io::print_json(w, run_case(c), true);
       }
       // ---- Further sections (attention ledger, ...): registered with BF16EMU_PAPER_SECTION ----
       for (const auto &s : sorted_sections()) {
@@ -90,11 +90,11 @@ void run(bool json) {
       return;
     }
     std::cout << "bf16emu paper: the worked example of Qiu & Yao, arXiv 2510.04212\n\n";
-    std::vector<support::arith_report> reports;
+    std::vector<io::arith_report> reports;
     for (const auto &c : cases) {
       std::cout << c.story << "\n\n$ bf16emu add " << c.a << " " << c.b << " --to bf16 --trace\n";
       reports.push_back(run_case(c));
-      support::print_text(std::cout, reports.back(), true);
+      io::print_text(std::cout, reports.back(), true);
       std::cout << "\n";
     }
     std::cout << "Summary\n";
@@ -104,7 +104,7 @@ void run(bool json) {
     // ==== ATTENTION LEDGER SUMMARY ====================================================
     // The attention area adds its ledger summary here without editing this file:
     // BF16EMU_PAPER_SECTION(order, "attention_ledger", "Attention error ledger", text_fn, json_fn)
-    // in its own .cpp (see src/support/paper_sections.hpp). Every registered section is
+    // in its own .cpp (see src/io/paper_sections.hpp). Every registered section is
     // printed below, in order, in both text and --json output.
     // ===================================================================================
     for (const auto &s : sorted_sections()) {

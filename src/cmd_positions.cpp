@@ -12,7 +12,7 @@
 
 #include "bf16emu/pitfalls/positions.hpp"
 #include "command.hpp"
-#include "support/json.hpp"
+#include "io/json.hpp"
 
 namespace bf16emu::cli {
 
@@ -114,7 +114,7 @@ void run(const positions_cli &o) {
   if (o.alibi_heads > 0) alibi = pit::alibi_errors(t, o.n, o.alibi_heads);
 
   if (o.json) {
-    support::json_writer j(std::cout);
+    io::json_writer j(std::cout);
     j.begin_object();
     j.kv("dtype", pit::to_string(t)).kv("n", std::int64_t(o.n));
     j.kv("model", "value(i) = RN_dtype(RN32(start + RN32(step * i))), start 0, step 1");

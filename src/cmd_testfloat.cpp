@@ -3,7 +3,7 @@
 //   testfloat_gen -rmin f32_add | bf16emu testfloat -rmin f32_add | testfloat_ver -rmin f32_add
 //   testfloat_gen f32_mulAdd | bf16emu testfloat f32_mulAdd --check
 //
-// Each stdin line is "operands result flags" in hex (support/testfloat.hpp). By default the
+// Each stdin line is "operands result flags" in hex (io/testfloat.hpp). By default the
 // line is written back with bf16emu's result and flags, which testfloat_ver then checks.
 // With --check each line's expected result and flags are compared here instead (NaN
 // results match any NaN, as testfloat_ver without -checkNaNs), mismatches are listed, and
@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "command.hpp"
-#include "support/error.hpp"
-#include "support/print.hpp"
-#include "support/testfloat.hpp"
+#include "io/error.hpp"
+#include "io/print.hpp"
+#include "io/testfloat.hpp"
 
 namespace bf16emu::cli {
 
@@ -44,7 +44,7 @@ int run(const testfloat_cli &o, const std::vector<std::string> &extras) {
                       "' (known: -rnear_even -rminMag -rmin -rmax -rnear_maxMag -rodd -tininessbefore "
                       "-tininessafter --check)");
   }
-  const tf::function &f = support::rethrow_as<bad_input>(
+  const tf::function &f = io::rethrow_as<bad_input>(
       [&]() -> const tf::function & { return tf::parse_function(o.function); });
   std::ios_base::sync_with_stdio(false); // millions of lines: no C stdio synchronisation
   std::string text;
@@ -53,7 +53,7 @@ int run(const testfloat_cli &o, const std::vector<std::string> &extras) {
     ++line_no;
     if (!text.empty() && text.back() == '\r') text.pop_back();
     if (text.find_first_not_of(" \t") == std::string::npos) continue;
-    tf::line l = support::rethrow_as<bad_input>([&] { return tf::parse_line(text, f, line_no); });
+    tf::line l = io::rethrow_as<bad_input>([&] { return tf::parse_line(text, f, line_no); });
     tf::outcome r = tf::evaluate(f, l.ops, e);
     tf::line mine = l;
     mine.result = r.bits;

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "command.hpp"
-#include "support/error.hpp"
+#include "io/error.hpp"
 
 namespace bf16emu::cli {
 std::vector<command_entry> &command_registry() {
@@ -41,7 +41,7 @@ int main(int argc, char **argv) {
   } catch (const bad_input &e) {
     std::fprintf(stderr, "bf16emu: %s\n", e.what());
     return exit_bad_input;
-  } catch (const bf16emu::support::input_error &e) {
+  } catch (const bf16emu::io::input_error &e) {
     std::fprintf(stderr, "bf16emu: %s\n", e.what());
     return exit_bad_input;
   } catch (const std::exception &e) {

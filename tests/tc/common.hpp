@@ -11,7 +11,7 @@
 
 #include <bf16emu/tc.hpp>
 
-#include "reference.hpp"
+#include "tc_reference.hpp"
 
 namespace tctest {
 

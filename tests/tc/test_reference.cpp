@@ -1,4 +1,4 @@
-// The fast model against the independent cpp_int reference (reference.hpp), per preset:
+// The fast model against the independent cpp_int reference (tests/oracle/tc_reference.hpp), per preset:
 // >= 10^6 random dot products each (BF16EMU_TC_VECTORS overrides the count), spread over
 // threads. Classes of vectors (index mod 6):
 //   0 random normal values in a moderate exponent range, random normal c

@@ -1,0 +1,52 @@
+// bf16emu io: the one size guard. Before a command allocates, it adds up what it will need in
+// checked (saturating) arithmetic and asks check_memory() whether that fits; a need that does
+// not fit, or that overflows 64 bits, is bad input (exit 2 in the CLI), never std::bad_alloc
+// or a wrapped size.
+//
+//   io::memory_need need;
+//   need.add({batch, heads, n, d, 8}, "Q")      // bytes = product of the factors
+//       .add({batch, heads, n, d, 8}, "K");
+//   io::check_memory(need, opt.max_memory, "attention");
+//
+// The limit is --max-memory when given, else the memory available now (MemAvailable).
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+
+namespace bf16emu::io {
+
+class memory_need {
+public:
+  // Adds the product of `factors` bytes; `what` names the largest item in the error message.
+  memory_need &add(std::initializer_list<std::uint64_t> factors, const char *what = nullptr);
+  std::uint64_t bytes() const noexcept { return bytes_; } // UINT64_MAX when it overflowed
+  bool overflowed() const noexcept { return overflow_; }
+  const std::string &largest() const noexcept { return largest_; }
+
+private:
+  std::uint64_t bytes_ = 0, largest_bytes_ = 0;
+  bool overflow_ = false;
+  std::string largest_;
+};
+
+// Product of the factors, or UINT64_MAX when it does not fit.
+std::uint64_t saturating_product(std::initializer_list<std::uint64_t> factors) noexcept;
+
+// Memory available to a new allocation now (Linux MemAvailable, else physical memory), bytes.
+std::uint64_t available_memory() noexcept;
+
+// "800 GB", "1.5 MB", "more than 18 EB" (decimal units, 3 significant digits).
+std::string human_bytes(std::uint64_t bytes);
+
+// "24G", "512M", "1.5T", "100000" (bytes); K/M/G/T/P are powers of 1024, an optional trailing B.
+// Throws input_error naming `what` ("--max-memory") on anything else, zero or overflow.
+std::uint64_t parse_size(std::string_view text, const char *what);
+
+// Throws input_error when need exceeds max_memory (0: available_memory()):
+//   "attention needs 800 GB (largest: Q); this machine has 24 GB available; --max-memory to override"
+void check_memory(const memory_need &need, std::uint64_t max_memory, std::string_view command);
+
+} // namespace bf16emu::io

@@ -1,0 +1,129 @@
+// bf16emu io: names and their parsers. See names.hpp.
+#include "io/names.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+#include "io/error.hpp"
+
+namespace bf16emu::io {
+
+namespace {
+
+std::string lower(std::string_view s) {
+  std::string r(s);
+  for (auto &c : r)
+    c = char(std::tolower(static_cast<unsigned char>(c)));
+  return r;
+}
+
+template <class T> struct alias {
+  const char *name;
+  T value;
+};
+
+const alias<format_id> format_aliases[] = {
+    {"fp64", format_id::fp64},          {"binary64", format_id::fp64},      {"f64", format_id::fp64},
+    {"float64", format_id::fp64},       {"double", format_id::fp64},        {"fp32", format_id::fp32},
+    {"binary32", format_id::fp32},      {"f32", format_id::fp32},           {"float32", format_id::fp32},
+    {"float", format_id::fp32},         {"single", format_id::fp32},        {"bf16", format_id::bf16},
+    {"bfloat16", format_id::bf16},      {"fp16", format_id::fp16},          {"binary16", format_id::fp16},
+    {"f16", format_id::fp16},           {"float16", format_id::fp16},       {"half", format_id::fp16},
+    {"tf32", format_id::tf32},          {"tensorfloat32", format_id::tf32}, {"e4m3", format_id::e4m3},
+    {"e4m3fn", format_id::e4m3},        {"fp8_e4m3", format_id::e4m3},      {"float8_e4m3", format_id::e4m3},
+    {"float8_e4m3fn", format_id::e4m3}, {"e5m2", format_id::e5m2},          {"fp8_e5m2", format_id::e5m2},
+    {"float8_e5m2", format_id::e5m2},
+};
+
+const alias<round_mode> mode_aliases[] = {
+    {"nearest_even", round_mode::nearest_even},
+    {"rne", round_mode::nearest_even},
+    {"near_even", round_mode::nearest_even},
+    {"nearest_away", round_mode::nearest_away},
+    {"rna", round_mode::nearest_away},
+    {"near_maxmag", round_mode::nearest_away},
+    {"toward_zero", round_mode::toward_zero},
+    {"rz", round_mode::toward_zero},
+    {"minmag", round_mode::toward_zero},
+    {"upward", round_mode::upward},
+    {"ru", round_mode::upward},
+    {"max", round_mode::upward},
+    {"downward", round_mode::downward},
+    {"rd", round_mode::downward},
+    {"min", round_mode::downward},
+    {"to_odd", round_mode::to_odd},
+    {"ro", round_mode::to_odd},
+    {"odd", round_mode::to_odd},
+    {"stochastic", round_mode::stochastic},
+    {"sr", round_mode::stochastic},
+};
+
+template <class T, std::size_t N>
+T lookup(const alias<T> (&table)[N], std::string_view token, const char *what, const std::string &known) {
+  std::string key = lower(token);
+  for (const auto &a : table)
+    if (key == a.name) return a.value;
+  throw input_error(std::string("unknown ") + what + " '" + std::string(token) + "' (known: " + known + ")");
+}
+
+} // namespace
+
+format_desc describe(format_id id) noexcept {
+  return visit_format(id, [id](auto f) {
+    using F = decltype(f);
+    return format_desc{id,
+                       format_name<F>(),
+                       F::exp_bits,
+                       F::frac_bits,
+                       F::width,
+                       F::precision,
+                       F::bias,
+                       F::emin,
+                       F::emax,
+                       F::has_inf,
+                       F::width == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << F::width) - 1};
+  });
+}
+
+const char *name(format_id id) noexcept { return describe(id).name; }
+
+const char *name(tininess t) noexcept { return t == tininess::before_rounding ? "before" : "after"; }
+
+const char *name(nan_policy p) noexcept {
+  switch (p) {
+  case nan_policy::ieee: return "ieee";
+  case nan_policy::cuda: return "cuda";
+  default: return "pytorch";
+  }
+}
+
+std::string format_names() { return "fp64, fp32, bf16, fp16, tf32, e4m3, e5m2"; }
+
+std::string mode_names() {
+  return "nearest_even (rne), nearest_away (rna), toward_zero (rz), upward (ru), downward (rd), "
+         "to_odd (ro), stochastic (sr)";
+}
+
+format_id parse_format(std::string_view token) {
+  return lookup(format_aliases, token, "format", format_names());
+}
+
+round_mode parse_mode(std::string_view token) {
+  return lookup(mode_aliases, token, "rounding mode", mode_names());
+}
+
+tininess parse_tininess(std::string_view token) {
+  static const alias<tininess> t[] = {{"before", tininess::before_rounding},
+                                      {"before_rounding", tininess::before_rounding},
+                                      {"after", tininess::after_rounding},
+                                      {"after_rounding", tininess::after_rounding}};
+  return lookup(t, token, "tininess", "before, after");
+}
+
+nan_policy parse_nan_policy(std::string_view token) {
+  static const alias<nan_policy> t[] = {
+      {"ieee", nan_policy::ieee}, {"cuda", nan_policy::cuda}, {"pytorch", nan_policy::pytorch}};
+  return lookup(t, token, "NaN policy", "ieee, cuda, pytorch");
+}
+
+} // namespace bf16emu::io

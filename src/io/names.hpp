@@ -1,0 +1,45 @@
+// bf16emu io: names of formats, rounding modes, tininess and NaN policies as the
+// CLI, the JSON output and the test files spell them, and their parsers.
+//
+// Formats: fp64 fp32 bf16 fp16 tf32 e4m3 e5m2, with aliases (binary32, float, bfloat16,
+// half, binary16, float8_e4m3fn, fp8_e5m2, ...). Case-insensitive.
+// Modes:   nearest_even (rne), nearest_away (rna), toward_zero (rz), upward (ru),
+//          downward (rd), to_odd (ro), stochastic (sr); TestFloat's near_even, near_maxMag,
+//          minMag, max, min, odd are accepted too.
+// Every parser throws io::input_error naming the token and the accepted names.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include <bf16emu/core/env.hpp>
+#include <bf16emu/core/format.hpp>
+
+namespace bf16emu::io {
+
+// Static facts about a runtime format, read off the format traits (format.hpp).
+struct format_desc {
+  format_id id;
+  const char *name; // short name: "fp32", "bf16", ...
+  int exp_bits, frac_bits, width, precision, bias, emin, emax;
+  bool has_inf;
+  std::uint64_t width_mask; // (1 << width) - 1
+};
+format_desc describe(format_id id) noexcept;
+
+format_id parse_format(std::string_view name);
+round_mode parse_mode(std::string_view name);
+tininess parse_tininess(std::string_view name);     // before | after (before_rounding, after_rounding)
+nan_policy parse_nan_policy(std::string_view name); // ieee | cuda | pytorch
+
+const char *name(format_id id) noexcept;
+const char *name(tininess t) noexcept;
+const char *name(nan_policy p) noexcept;
+// round_mode and decision names: bf16emu::to_string (core/env.hpp).
+
+// The accepted names, for --help texts: "fp64, fp32, bf16, fp16, tf32, e4m3, e5m2".
+std::string format_names();
+std::string mode_names();
+
+} // namespace bf16emu::io

@@ -1,0 +1,312 @@
+// bf16emu io: .npy reader and writer. See npy.hpp.
+#include "io/npy.hpp"
+
+#include <bit>
+#include <cctype>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <limits>
+
+#include "io/error.hpp"
+
+static_assert(std::endian::native == std::endian::little, "npy I/O assumes a little-endian host");
+
+namespace bf16emu::npy {
+
+namespace {
+
+[[noreturn]] void fail(const std::string &name, const std::string &what) {
+  throw io::input_error(name + ": " + what);
+}
+
+std::size_t elem_size(dtype t) {
+  switch (t) {
+  case dtype::f32: return 4;
+  case dtype::f64: return 8;
+  default: return 2;
+  }
+}
+
+std::string shape_str(const std::vector<std::size_t> &s) {
+  std::string r = "(";
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    r += std::to_string(s[i]);
+    if (s.size() == 1 || i + 1 < s.size()) r += ",";
+    if (i + 1 < s.size()) r += " ";
+  }
+  return r + ")";
+}
+
+// Minimal parser for the header dict: {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }
+struct header_parser {
+  const std::string &h;
+  const std::string &name;
+  std::size_t i = 0;
+
+  [[noreturn]] void bad(const std::string &what) {
+    std::string shown = h.substr(0, 200);
+    while (!shown.empty() && std::isspace(static_cast<unsigned char>(shown.back())))
+      shown.pop_back();
+    fail(name, "bad header (" + what + ") in: " + shown);
+  }
+  void ws() {
+    while (i < h.size() && std::isspace(static_cast<unsigned char>(h[i])))
+      ++i;
+  }
+  bool eat(char c) {
+    ws();
+    if (i < h.size() && h[i] == c) {
+      ++i;
+      return true;
+    }
+    return false;
+  }
+  void need(char c) {
+    if (!eat(c)) bad(std::string("expected '") + c + "'");
+  }
+  std::string str() {
+    ws();
+    if (i >= h.size() || (h[i] != '\'' && h[i] != '"')) bad("expected a string");
+    char q = h[i++];
+    std::size_t start = i;
+    while (i < h.size() && h[i] != q)
+      ++i;
+    if (i >= h.size()) bad("unterminated string");
+    return h.substr(start, i++ - start);
+  }
+  std::size_t integer() {
+    ws();
+    if (i >= h.size() || !std::isdigit(static_cast<unsigned char>(h[i]))) bad("expected a dimension");
+    unsigned long long v = 0;
+    while (i < h.size() && std::isdigit(static_cast<unsigned char>(h[i]))) {
+      unsigned d = unsigned(h[i++] - '0');
+      if (v > (std::numeric_limits<unsigned long long>::max() - d) / 10) bad("dimension too large");
+      v = v * 10 + d;
+    }
+    if (h.compare(i, 1, "L") == 0) ++i; // Python 2 long suffix
+    return std::size_t(v);
+  }
+  bool boolean() {
+    ws();
+    if (h.compare(i, 4, "True") == 0) {
+      i += 4;
+      return true;
+    }
+    if (h.compare(i, 5, "False") == 0) {
+      i += 5;
+      return false;
+    }
+    bad("expected True or False");
+  }
+  std::vector<std::size_t> tuple() {
+    need('(');
+    std::vector<std::size_t> s;
+    if (eat(')')) return s;
+    for (;;) {
+      s.push_back(integer());
+      if (eat(')')) return s;
+      need(',');
+      if (eat(')')) return s;
+    }
+  }
+};
+
+} // namespace
+
+const char *descr(dtype t) noexcept {
+  switch (t) {
+  case dtype::f32: return "<f4";
+  case dtype::f64: return "<f8";
+  default: return "<u2";
+  }
+}
+
+std::size_t array::size() const noexcept {
+  std::size_t n = 1;
+  for (auto d : shape)
+    n *= d;
+  return n;
+}
+
+double array::value(std::size_t i) const {
+  switch (type) {
+  case dtype::f32: return f32.at(i);
+  case dtype::f64: return f64.at(i);
+  default: return u16.at(i);
+  }
+}
+
+array parse(const std::uint8_t *data, std::size_t size, const std::string &name, const expect &want) {
+  static const unsigned char magic[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
+  if (size < 10 || std::memcmp(data, magic, 6) != 0)
+    fail(name, "not a .npy file (wrong magic; expected \\x93NUMPY)");
+  unsigned major = data[6], minor = data[7];
+  std::size_t hlen = 0, hstart = 0;
+  if (major == 1) {
+    hlen = std::size_t(data[8]) | std::size_t(data[9]) << 8;
+    hstart = 10;
+  } else if (major == 2 || major == 3) {
+    if (size < 12) fail(name, "truncated header");
+    hlen = std::size_t(data[8]) | std::size_t(data[9]) << 8 | std::size_t(data[10]) << 16 |
+           std::size_t(data[11]) << 24;
+    hstart = 12;
+  } else {
+    fail(name, "unsupported .npy version " + std::to_string(major) + "." + std::to_string(minor) +
+                   " (supported: 1.0, 2.0, 3.0)");
+  }
+  if (hlen > size - hstart) fail(name, "truncated header (declares " + std::to_string(hlen) + " bytes)");
+  std::string h(reinterpret_cast<const char *>(data + hstart), hlen);
+
+  header_parser p{h, name};
+  std::string descr_s;
+  bool have_descr = false, have_order = false, have_shape = false, fortran = false;
+  std::vector<std::size_t> shape;
+  p.need('{');
+  while (!p.eat('}')) {
+    std::string key = p.str();
+    p.need(':');
+    if (key == "descr") {
+      descr_s = p.str();
+      have_descr = true;
+    } else if (key == "fortran_order") {
+      fortran = p.boolean();
+      have_order = true;
+    } else if (key == "shape") {
+      shape = p.tuple();
+      have_shape = true;
+    } else {
+      p.bad("unknown key '" + key + "'");
+    }
+    if (!p.eat(',')) {
+      p.need('}');
+      break;
+    }
+  }
+  if (!have_descr || !have_order || !have_shape) p.bad("missing descr, fortran_order or shape");
+
+  array a;
+  if (descr_s == "<f4")
+    a.type = dtype::f32;
+  else if (descr_s == "<f8")
+    a.type = dtype::f64;
+  else if (descr_s == "<u2")
+    a.type = dtype::u16;
+  else
+    fail(name, "unsupported dtype '" + descr_s + "' (supported: '<f4', '<f8', '<u2')");
+  if (fortran) fail(name, "fortran_order True is not supported (save a C-order array)");
+  a.shape = shape;
+
+  if (!want.type_any && want.type != a.type)
+    fail(name, std::string("dtype is '") + descr_s + "', expected '" + descr(want.type) + "'");
+  if (!want.any_shape) {
+    bool ok = want.dims.size() == shape.size();
+    for (std::size_t k = 0; ok && k < shape.size(); ++k)
+      ok = want.dims[k] < 0 || std::size_t(want.dims[k]) == shape[k];
+    if (!ok) {
+      std::string w = "(";
+      for (std::size_t k = 0; k < want.dims.size(); ++k)
+        w += (want.dims[k] < 0 ? std::string("*") : std::to_string(want.dims[k])) +
+             (k + 1 < want.dims.size() || want.dims.size() == 1 ? "," : "") +
+             (k + 1 < want.dims.size() ? " " : "");
+      fail(name, "shape mismatch: file has " + shape_str(shape) + ", expected " + w + ")");
+    }
+  }
+
+  std::size_t n = 1;
+  for (auto d : shape) {
+    if (d != 0 && n > std::numeric_limits<std::size_t>::max() / d / 8) fail(name, "shape too large");
+    n *= d;
+  }
+  std::size_t es = elem_size(a.type), body = hstart + hlen;
+  if (size - body < n * es)
+    fail(name, "truncated data: shape " + shape_str(shape) + " needs " + std::to_string(n * es) +
+                   " bytes, file has " + std::to_string(size - body));
+  const std::uint8_t *src = data + body;
+  if (n == 0) return a; // empty array: nothing to copy (memcpy into a null data() is UB)
+  switch (a.type) {
+  case dtype::f32:
+    a.f32.resize(n);
+    std::memcpy(a.f32.data(), src, n * es);
+    break;
+  case dtype::f64:
+    a.f64.resize(n);
+    std::memcpy(a.f64.data(), src, n * es);
+    break;
+  case dtype::u16:
+    a.u16.resize(n);
+    std::memcpy(a.u16.data(), src, n * es);
+    break;
+  }
+  return a;
+}
+
+array read(const std::string &path, const expect &want) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(path, "cannot open for reading");
+  std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) fail(path, "read error");
+  return parse(bytes.data(), bytes.size(), path, want);
+}
+
+std::vector<std::uint8_t> serialize(dtype t, const std::vector<std::size_t> &shape, const void *data) {
+  std::string dict = std::string("{'descr': '") + descr(t) +
+                     "', 'fortran_order': False, 'shape': " + shape_str(shape) + ", }";
+  // Pad so that the data starts on a 64-byte boundary; the header ends with '\n'.
+  std::size_t pre = 10;
+  std::size_t total = pre + dict.size() + 1;
+  if (total + (64 - total % 64) % 64 - pre > 0xFFFF) pre = 12;
+  total = pre + dict.size() + 1;
+  std::size_t pad = (64 - total % 64) % 64;
+  std::string header = dict + std::string(pad, ' ') + "\n";
+  std::size_t n = 1;
+  for (auto d : shape)
+    n *= d;
+  std::size_t nbytes = n * elem_size(t);
+  std::size_t hl = header.size();
+  std::vector<std::uint8_t> out(pre + hl + nbytes);
+  const unsigned char magic[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
+  std::memcpy(out.data(), magic, 6);
+  out[6] = pre == 10 ? 1 : 2;
+  out[7] = 0;
+  for (std::size_t k = 0; k < pre - 8; ++k)
+    out[8 + k] = std::uint8_t(hl >> (8 * k) & 0xFF);
+  std::memcpy(out.data() + pre, header.data(), hl);
+  if (nbytes) std::memcpy(out.data() + pre + hl, data, nbytes);
+  return out;
+}
+
+void write(const std::string &path, dtype t, const std::vector<std::size_t> &shape, const void *data) {
+  auto bytes = serialize(t, shape, data);
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) fail(path, "cannot open for writing");
+  out.write(reinterpret_cast<const char *>(bytes.data()), std::streamsize(bytes.size()));
+  out.close();
+  if (!out) fail(path, "write error");
+}
+
+void write(const std::string &path, const array &a) {
+  std::size_t n = a.size();
+  const void *d = nullptr;
+  std::size_t have = 0;
+  switch (a.type) {
+  case dtype::f32:
+    d = a.f32.data();
+    have = a.f32.size();
+    break;
+  case dtype::f64:
+    d = a.f64.data();
+    have = a.f64.size();
+    break;
+  case dtype::u16:
+    d = a.u16.data();
+    have = a.u16.size();
+    break;
+  }
+  if (have != n)
+    fail(path, "array holds " + std::to_string(have) + " elements but shape " + shape_str(a.shape) +
+                   " needs " + std::to_string(n));
+  write(path, a.type, a.shape, d);
+}
+
+} // namespace bf16emu::npy
