@@ -112,7 +112,8 @@ void run(const bwd_order_cli &o) {
   const std::uint64_t n = std::uint64_t(o.n), d = std::uint64_t(o.d), nb = n / std::uint64_t(o.block);
   need.add({n, d + 1, 8, 12}, "Q, K, V, dO, O, L and their copies")
       .add({nb, n, d, 8, 3}, "block-pair partial gradients")
-      .add({opt.orders.size() + 1, n, d, 8, 3}, "gradients of the orders");
+      .add({opt.orders.size() + 1, n, d, 8, 3}, "gradients of the orders")
+      .add({nb, nb, 128}, "block-pair slots"); // gradient vectors, task and schedule lists
   if (opt.with_exact) need.add({n, n, 16}, "reference backward P and dS");
   io::check_memory(need, o.max_memory, "bwd-order");
 

@@ -84,7 +84,8 @@ void run(const cp_cli &o) {
   const std::uint64_t n = std::uint64_t(o.n), d = std::uint64_t(o.d), c = std::uint64_t(o.chunks);
   need.add({n, d, 8, 16}, "Q, K, V, dO and their copies")
       .add({c, n, d + 1, 8, opt.backward ? 4u : 1u}, "chunk-pair partials")
-      .add({n, d + 1, 8, 12}, "outputs and gradients");
+      .add({n, d + 1, 8, 12}, "outputs and gradients")
+      .add({c, c, 256}, "chunk-pair slots"); // forward results, gradient vectors, task lists
   if (opt.backward) need.add({n, n, 16}, "backward P and dS");
   io::check_memory(need, o.max_memory, "cp");
 
