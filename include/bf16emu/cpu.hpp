@@ -5,4 +5,5 @@
 
 #include "bf16emu/cpu/arm.hpp"
 #include "bf16emu/cpu/models.hpp"
+#include "bf16emu/cpu/vectors.hpp"
 #include "bf16emu/cpu/x86.hpp"

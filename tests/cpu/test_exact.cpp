@@ -1,12 +1,11 @@
 // The x86 and Arm dot-product models against exact arithmetic: each manual step is evaluated by
 // the independent cpp_int oracle (tests/oracle, no bf16emu code), with the manuals' special rules
 // (x86 indefinite NaN, Arm overflow-to-Inf and default NaN) written here from the pseudo-code.
-// >= 10^5 random lanes per model, from four generators: normal values, random bit patterns
-// (denormals, Inf, NaN), near-cancelling sums and large exponent spreads.
-#include <cmath>
+// >= 10^5 random lanes per model from the probe's four generators (cpu/vectors.hpp: normal values,
+// random bit patterns with denormals/Inf/NaN, near-cancelling pairs, large exponent spreads),
+// and the probe's discriminating lanes.
 #include <cstdint>
 #include <cstring>
-#include <random>
 
 #include <gtest/gtest.h>
 
@@ -22,90 +21,7 @@ constexpr int lanes = 100000;
 
 bool nan32(u32 x) { return (x & 0x7F800000u) == 0x7F800000u && (x & 0x7FFFFFu) != 0; }
 
-struct lane {
-  u16 a[8], b[8];
-  u32 c;
-};
-
-// ---- generators -----------------------------------------------------------------------------
-struct gen {
-  std::mt19937_64 rng;
-  explicit gen(std::uint64_t seed) : rng(seed) {}
-  u32 bits(int n) { return u32(rng() & ((std::uint64_t{1} << n) - 1)); }
-  u16 bf_exp(int lo, int hi) { // random sign and fraction, biased exponent in [lo, hi]
-    const u32 e = u32(lo + int(rng() % u32(hi - lo + 1)));
-    return u16((bits(1) << 15) | (e << 7) | bits(7));
-  }
-  u32 f32_exp(int lo, int hi) {
-    const u32 e = u32(lo + int(rng() % u32(hi - lo + 1)));
-    return (bits(1) << 31) | (e << 23) | bits(23);
-  }
-  u16 bf_any() {
-    static constexpr u16 special[] = {0x0000, 0x8000, 0x0001, 0x807F, 0x7F80, 0xFF80,
-                                      0x7FC0, 0x7F81, 0xFFA5, 0x7F7F, 0x0080};
-    return (rng() & 7) == 0 ? special[rng() % (sizeof(special) / sizeof(special[0]))] : u16(bits(16));
-  }
-  u32 f32_any() {
-    static constexpr u32 special[] = {0,           0x80000000u, 1,           0x807FFFFFu, 0x7F800000u,
-                                      0xFF800000u, 0x7FC00000u, 0x7F800001u, 0x7F7FFFFFu};
-    return (rng() & 7) == 0 ? special[rng() % (sizeof(special) / sizeof(special[0]))] : bits(32);
-  }
-  static float to_f(u32 x) {
-    float f;
-    std::memcpy(&f, &x, 4);
-    return f;
-  }
-  static u32 from_f(float f) {
-    u32 x;
-    std::memcpy(&x, &f, 4);
-    return x;
-  }
-  static double bfv(u16 x) { return double(to_f(u32(x) << 16)); }
-
-  lane make(int kind, int k) {
-    lane l{};
-    switch (kind) {
-    case 0: // normal values of moderate range
-      for (int i = 0; i < k; ++i) {
-        l.a[i] = bf_exp(110, 144);
-        l.b[i] = bf_exp(110, 144);
-      }
-      l.c = f32_exp(100, 154);
-      break;
-    case 1: // random bit patterns with denormals, Inf, NaN
-      for (int i = 0; i < k; ++i) {
-        l.a[i] = bf_any();
-        l.b[i] = bf_any();
-      }
-      l.c = f32_any();
-      break;
-    case 2: { // near cancellation: products and accumulator nearly cancel
-      double s = 0;
-      for (int i = 0; i < k; ++i) {
-        l.a[i] = bf_exp(120, 134);
-        l.b[i] = bf_exp(120, 134);
-        if (i % 2 == 1) { // negate the previous product, perturbed in the last bits
-          l.a[i] = u16((l.a[i - 1] ^ 0x8000) + u16(int(rng() % 5) - 2));
-          l.b[i] = l.b[i - 1];
-        }
-        s += bfv(l.a[i]) * bfv(l.b[i]);
-      }
-      const u32 base = from_f(float(-s));
-      l.c = (rng() & 1) ? base + u32(int(rng() % 9) - 4) : base;
-      if (s == 0) l.c = f32_exp(60, 130);
-      break;
-    }
-    default: // large exponent spreads, including the denormal and overflow edges
-      for (int i = 0; i < k; ++i) {
-        l.a[i] = bf_exp(1, 254);
-        l.b[i] = bf_exp(1, 254);
-      }
-      l.c = f32_exp(1, 254);
-      break;
-    }
-    return l;
-  }
-};
+using lane = bf16emu::cpu::lane_inputs;
 
 // ---- the manuals' steps, on the oracle --------------------------------------------------------
 const oracle::format wide{11, 23}; // holds a BF16 x BF16 product exactly
@@ -175,10 +91,9 @@ u32 ref_bfdot1(u32 c, u16 a0, u16 a1, u16 b0, u16 b1) {
 }
 
 template <class Model, class Ref> void check(int k, std::uint64_t seed, Model model, Ref ref) {
-  gen g(seed);
   int mismatches = 0;
   for (int i = 0; i < lanes; ++i) {
-    const lane l = g.make(i % 4, k);
+    const lane l = bf16emu::cpu::make_lane(i % 4, k, seed, std::uint64_t(i));
     const u32 got = model(l), want = ref(l);
     if (got != want && ++mismatches <= 5)
       ADD_FAILURE() << "lane " << i << " kind " << i % 4 << ": c=0x" << std::hex << l.c << " a0=0x" << l.a[0]
@@ -220,6 +135,20 @@ TEST(CpuExact, ArmBfmmlaEbf0) {
       [](const lane &l) {
         return ref_bfdot0(ref_bfdot0(l.c, l.a[0], l.a[1], l.b[0], l.b[1]), l.a[2], l.a[3], l.b[2], l.b[3]);
       });
+}
+
+TEST(CpuExact, DiscriminatingProbes) {
+  bf16emu::cpu::arm_fpcr f;
+  f.ebf = true;
+  for (const auto &p : bf16emu::cpu::dot_probes) {
+    EXPECT_EQ(bf16emu::cpu::vdpbf16ps(p.c, p.a0, p.a1, p.b0, p.b1),
+              ref_vdpbf16ps(lane{{p.a0, p.a1}, {p.b0, p.b1}, p.c}))
+        << p.what;
+    EXPECT_EQ(bf16emu::cpu::bfdot(p.c, p.a0, p.a1, p.b0, p.b1), ref_bfdot0(p.c, p.a0, p.a1, p.b0, p.b1))
+        << p.what;
+    EXPECT_EQ(bf16emu::cpu::bfdot(p.c, p.a0, p.a1, p.b0, p.b1, f), ref_bfdot1(p.c, p.a0, p.a1, p.b0, p.b1))
+        << p.what;
+  }
 }
 
 // convert_fp32_to_bfloat16 exactly as the SDM writes it (integer rounding bias), against the
