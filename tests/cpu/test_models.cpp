@@ -41,6 +41,9 @@ TEST(Vdpbf16ps, DenormalOutputsFlush) {
   // 2^-126 - 2^-151: 24-bit rounding with unbounded exponent is a tie that rounds up to 2^-126,
   // so it is not tiny after rounding (x86 detects tininess after rounding): 2^-126 stays.
   EXPECT_EQ(vdpbf16ps(0x00800000u, 0, 0x9A00, 0, 0x1980), 0x00800000u);
+  // 2^-126 - 2^-150 = 2^-127 (2 - 2^-23): exact at 24 bits, below 2^-126, so tiny after rounding
+  // and flushed to +0 (rounded to the denormal grid it would have become 2^-126: open point).
+  EXPECT_EQ(vdpbf16ps(0x00800000u, 0, 0x9A00, 0, 0x1A00), 0x00000000u);
 }
 
 TEST(Vdpbf16ps, NaNs) {

@@ -125,6 +125,7 @@ inline constexpr probe_lane dot_probes[] = {
     {"DAZ on the FP32 accumulator, sign kept", 0x8000, 0x8000, 0x3F80, 0x3F80, 0x80000001u},
     {"FTZ on the result (2^-127)", 0, 0x2000, 0, 0x1F80, 0},
     {"tininess after vs before rounding (2^-126 - 2^-151)", 0, 0x9A00, 0, 0x1980, 0x00800000u},
+    {"FTZ: tiny after rounding vs denormal result (2^-126 - 2^-150)", 0, 0x9A00, 0, 0x1A00, 0x00800000u},
     {"invalid Inf * 0: which NaN", 0, 0x7F80, 0, 0, 0},
     {"invalid Inf * denormal (DAZ)", 0x7F80, 0, 0x0001, 0, 0},
     {"NaN priority: src1 low sNaN vs src1 high qNaN vs accumulator", 0x7FA1, 0xFFC5, 0x3F80, 0x3F80,

@@ -68,8 +68,8 @@ BF16EMU_CXHD std::uint16_t cvtneps2bf16(std::uint32_t x, Tr &&tr = Tr{}) noexcep
   return convert<bfloat16>(f32{x}, e, tr).value.bits;
 }
 
-// VCVTNE2PS2BF16 on one 128-bit block of KL = 8 words: word i < 4 comes from src2.fp32[i],
-// word i >= 4 from src1.fp32[i - 4]. `word` picks the output word; returns its source lane.
+// VCVTNE2PS2BF16 with KL = VL/16 output words: word i < KL/2 comes from src2.fp32[i], word
+// i >= KL/2 from src1.fp32[i - KL/2] (halves of the whole vector, not per 128-bit block).
 struct ne2_source {
   bool from_src1;
   int lane;
