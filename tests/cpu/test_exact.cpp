@@ -26,14 +26,21 @@ using lane = bf16emu::cpu::lane_inputs;
 // ---- the manuals' steps, on the oracle --------------------------------------------------------
 const oracle::format wide{11, 23}; // holds a BF16 x BF16 product exactly
 
-oracle::environment x86_env() {
+// An oracle environment that reads denormal inputs as zero and flushes tiny results.
+oracle::environment flushing_env(oracle::rounding mode, oracle::tininess tiny, oracle::nan_policy nan) {
   oracle::environment e;
-  e.mode = oracle::rounding::nearest_even;
-  e.tiny = oracle::tininess::after_rounding;
-  e.nan = oracle::nan_policy::ieee;
+  e.mode = mode;
+  e.tiny = tiny;
+  e.nan = nan;
   e.flush_outputs = true;
   e.inputs_as_zero = true;
   return e;
+}
+
+// x86: RNE, tininess after rounding, NaN operands propagated (first of a, b, c, quieted).
+oracle::environment x86_env() {
+  return flushing_env(oracle::rounding::nearest_even, oracle::tininess::after_rounding,
+                      oracle::nan_policy::ieee);
 }
 
 // SDM: FP32 FMA, DAZ=FTZ=1, RNE; invalid without NaN operands gives the QNaN indefinite.
@@ -59,13 +66,8 @@ u32 ref_tdpbf16ps(const lane &l, int pairs) {
 // Arm BFRound: round to odd, flush if the unrounded exponent < -126, overflow -> signed Inf,
 // and BFMul / BFAdd: any NaN operand or invalid operation gives the default NaN.
 oracle::environment bf_env() {
-  oracle::environment e;
-  e.mode = oracle::rounding::to_odd;
-  e.tiny = oracle::tininess::before_rounding;
-  e.nan = oracle::nan_policy::pytorch;
-  e.flush_outputs = true;
-  e.inputs_as_zero = true;
-  return e;
+  return flushing_env(oracle::rounding::to_odd, oracle::tininess::before_rounding,
+                      oracle::nan_policy::pytorch);
 }
 u32 bf_fix(const oracle::result &r) {
   if (r.flags & oracle::flags::overflow) return u32(r.bits & 0x80000000u) | 0x7F800000u;
