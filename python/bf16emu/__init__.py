@@ -322,7 +322,7 @@ _NAN_ABOVE = {"fp64": 0x7FF0000000000000, "fp32": 0x7F800000, "tf32": 0x7F800000
 def _ordered(bits: np.ndarray, fmt: str):
     """Bit patterns -> (ordered integers, NaN mask): consecutive representable values are
     consecutive integers (+0 and -0 both map to 0), so |a - b| is the distance in ulps."""
-    width = _WIDTH[fmt]
+    width = 19 if fmt == "tf32" else _WIDTH[fmt]  # tf32: a 19-bit pattern in 32-bit storage
     u = bits.astype(np.uint64)
     sign_bit = np.uint64(1) << np.uint64(width - 1)
     mag = (u & (sign_bit - np.uint64(1))).astype(np.int64)
@@ -331,8 +331,9 @@ def _ordered(bits: np.ndarray, fmt: str):
 
 
 class Comparison:
-    """Result of compare(): count, mismatches (bitwise), ulp_histogram {distance: count}
-    ('nan' counts elements where exactly one side is NaN), worst (the element farthest apart),
+    """Result of compare(): count, mismatches (bitwise), ulp_histogram {bucket: count} (buckets
+    0, 1, 2, 4, 8, ...: key k counts distances in (k/2, k]; 'nan' counts elements where exactly
+    one side is NaN), worst (the element farthest apart),
     first_mismatches (index tuples, in C order), and explain(index)."""
 
     def __init__(self, fmt, shape, a_bits, e_bits, first, op, inputs, opts):
@@ -348,7 +349,10 @@ class Comparison:
         self.count = int(a_bits.size)
         self.mismatches = int(np.count_nonzero(differ))
         self.nan_mismatches = int(np.count_nonzero(one_nan))
-        keys, counts = np.unique(dist[~one_nan], return_counts=True)
+        # Buckets: 0, 1, 2, then powers of two: key k counts distances in (k/2, k].
+        d = dist[~one_nan]
+        bucket = np.where(d <= 1, d, np.left_shift(1, np.ceil(np.log2(np.maximum(d, 1))).astype(np.int64)))
+        keys, counts = np.unique(bucket, return_counts=True)
         self.ulp_histogram = {int(k): int(c) for k, c in zip(keys, counts)}
         if self.nan_mismatches:
             self.ulp_histogram["nan"] = self.nan_mismatches
@@ -437,3 +441,108 @@ def compare(actual, expected, *, format: str | None = None, first: int = 10, op:
     if op is not None and in_fmt != fa:
         c._opts = dict(opts, to=fa)
     return c
+
+
+# ---------------------------------------------------------------------------
+# Tensor cores.
+
+
+def gemm(a, b, c=None, *, arch: str = "sm80", kind: str | None = None, a_format: str | None = None,
+         c_format: str | None = None, trace=None, threads: int = 0, _single: bool = False):
+    """D = A B + C on the tensor-core model of `arch` (tc presets, docs/tensor-cores.md): K is
+    cut into the instruction's k chunks, each a chain of hardware blocks. a (M x K) and b
+    (K x N) in the input format (bf16/fp16/tf32/e4m3/e5m2: from the dtype, or a_format= for
+    uint bits), c (M x N) in the accumulator format (fp32 or fp16; None: zeros in fp32, or in
+    c_format). kind: mma, wgmma or tcgen05 (default: the architecture's own). Returns D in
+    c's kind; with trace=(i, j), returns (D, trace) where trace lists the blocks of D[i, j]."""
+    a_bits, fin, kind_a = to_bits(a, a_format, "a")
+    b_bits, fb, _ = to_bits(b, a_format or fin, "b")
+    if fb != fin:
+        raise TypeError(f"argument 'b' holds {fb} but argument 'a' holds {fin}")
+    if c is None:
+        fout = _format_name(c_format, "c_format") if c_format is not None else "fp32"
+        if a_bits.ndim != 2 or b_bits.ndim != 2:
+            raise ValueError("arguments 'a' and 'b' must be 2-d (M x K, K x N)")
+        c_bits = np.zeros((a_bits.shape[0], b_bits.shape[1]), dtype=_BITS_DTYPE[_WIDTH[fout]])
+        kind_c = _Kind(kind_a.torch, True)
+    else:
+        c_bits, fout, kind_c = to_bits(c, c_format, "c")
+    if kind is not None and not isinstance(kind, str):
+        raise TypeError(f"argument 'kind' must be a name (str), got {type(kind).__name__}")
+    if not isinstance(arch, str):
+        raise TypeError(f"argument 'arch' must be a name (str), got {type(arch).__name__}")
+    ti = tj = -1
+    if trace is not None:
+        try:
+            ti, tj = (int(v) for v in trace)
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"argument 'trace' must be an (i, j) pair, got {str(trace)[:80]}") from err
+        if ti < 0 or tj < 0:
+            raise ValueError(f"argument 'trace' = ({ti}, {tj}) has a negative index")
+    _options(ROUNDING_DEFAULT, "after", "ieee", False, False, False, None, threads)
+    d_bits, blocks, info = _core.gemm(a_bits, b_bits, c_bits, fin, fout, arch, kind or "", _single, ti, tj,
+                                      int(threads))
+    d = from_bits(d_bits, fout, kind_c)
+    if trace is None:
+        return d
+    info["element"] = (ti, tj)
+    info["blocks"] = blocks
+    return d, info
+
+
+def mma(a, b, c=None, *, arch: str = "sm80", kind: str | None = None, a_format: str | None = None,
+        c_format: str | None = None, trace=None):
+    """One tensor-core instruction D = A B + C on the preset's exact m x n x k tile (e.g.
+    16x8x16 for sm80 mma.sync bf16): the shapes must match the instruction. See gemm()."""
+    return gemm(a, b, c, arch=arch, kind=kind, a_format=a_format, c_format=c_format, trace=trace, threads=1,
+                _single=True)
+
+
+# ---------------------------------------------------------------------------
+# Attention.
+
+
+def _as_float64(x, arg: str, fmt):
+    bits, name, _ = to_bits(x, fmt, arg)
+    if name == "fp64":
+        return bits.view(np.float64)
+    out, _ = _core.convert(bits, name, "fp64", {})  # exact widening
+    return out.view(np.float64)
+
+
+def attention(q, k, v, *, policy: str = "fa2:sm80", variant: str = "fa2", beta: float = 2.0, causal: bool = False,
+              ledger: bool = True, reference: bool = True, block_m: int = 0, block_n: int = 0,
+              format: str | None = None, threads: int = 0, _do=None, _backward: str = ""):
+    """Attention forward under a rounding policy (exact, fp32, paper, fa2:sm80/sm89/sm90/sm100,
+    fa2_twin) and variant (standard, fa2, stabilized with beta). q, k, v: (batch, heads, seq,
+    dim), PyTorch's layout, any float dtype (values are taken exactly). Returns a dict: 'o'
+    (batch, heads, seq, dim) and 'lse' (batch, heads, seq) as float64 arrays holding the
+    policy's output values, 'o_exact' and 'output_error' (with reference=True), 'ledger'
+    (sites -> error counts and sums; with ledger=True), and the policy settings."""
+    for name, val in (("policy", policy), ("variant", variant)):
+        if not isinstance(val, str):
+            raise TypeError(f"argument '{name}' must be a name (str), got {type(val).__name__}")
+    for name, val in (("causal", causal), ("ledger", ledger), ("reference", reference)):
+        if not isinstance(val, (bool, np.bool_)):
+            raise TypeError(f"argument '{name}' must be a bool, got {type(val).__name__}")
+    if not isinstance(beta, numbers.Real) or isinstance(beta, bool) or not math.isfinite(float(beta)):
+        raise ValueError(f"argument 'beta' must be a positive finite number, got {beta!r:.80}")
+    arrays = [_as_float64(x, n, format) for x, n in ((q, "q"), (k, "k"), (v, "v"))]
+    for x, n in zip(arrays, "qkv"):
+        if x.ndim != 4:
+            raise ValueError(f"argument '{n}' must be 4-d (batch, heads, seq, dim), got shape {tuple(x.shape)}")
+    dout = _as_float64(_do, "do", format) if _backward else None
+    for name, val in (("block_m", block_m), ("block_n", block_n), ("threads", threads)):
+        if isinstance(val, bool) or not isinstance(val, numbers.Integral) or val < 0:
+            raise ValueError(f"argument '{name}' must be an integer >= 0, got {val!r:.80}")
+    return _core.attention(arrays[0], arrays[1], arrays[2], dout, policy, variant, float(beta), bool(causal),
+                           int(block_m), int(block_n), bool(ledger), bool(reference), _backward, int(threads))
+
+
+def attention_backward(q, k, v, do, *, backward: str = "reference", **kwargs):
+    """Forward and backward (dq, dk, dv, delta, and their errors against the exact policy's
+    reference backward) under the policy; backward='reference' or 'tiled' (the FlashAttention-2
+    tiled backward). Same arguments and dict as attention(), plus these keys."""
+    if not isinstance(backward, str) or not backward:
+        raise ValueError(f"argument 'backward' must be 'reference' or 'tiled', got {str(backward)[:80]!r}")
+    return attention(q, k, v, _do=do, _backward=backward, **kwargs)

@@ -80,4 +80,6 @@ PYBIND11_MODULE(_core, m) {
     }
   });
   bf16emu::py::bind_elementwise(m);
+  bf16emu::py::bind_tc(m);
+  bf16emu::py::bind_attention(m);
 }

@@ -35,7 +35,6 @@ std::string shape_text(const pybind11::array &a); // "(2, 3)"
 std::string hex(std::uint64_t v);                 // upper-case hex digits, no prefix
 
 void bind_elementwise(pybind11::module_ &m);
-void bind_compare(pybind11::module_ &m);
 void bind_tc(pybind11::module_ &m);
 void bind_attention(pybind11::module_ &m);
 
