@@ -72,9 +72,10 @@ def test_trace_matches_cli():
     d = cli_json("add", "-f", "fp32", "-t", "bf16", "--trace", "-2.4071154594421387", "-2.296875")
     t = bf16emu.trace("add", -2.4071154594421387, -2.296875, to="bf16")
     assert int(d["result"]["bits"], 16) == t["result_bits"]
-    ev = d["steps"][-1]["events"][-1]
-    assert (ev["guard"], ev["round"], ev["sticky"], ev["decision"]) == (t["guard"], t["round"], t["sticky"],
-                                                                       t["decision"])
+    ev = d["steps"][-1]["rounding"][-1]
+    assert (ev["guard"], ev["round"], ev["sticky"], ev["decision"], ev["error"]) == (
+        t["guard"], t["round"], t["sticky"], t["decision"], t["error"])
+    assert len(t["steps"]) == len(d["steps"]) == 2
 
 
 def test_mma_matches_cli():
