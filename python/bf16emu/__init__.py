@@ -219,47 +219,35 @@ def _arith(op, operands, format, rounding, tininess, nan, ftz, daz, saturate, se
     return from_bits(out, fmts[0], kinds[0]), Flags(flags)
 
 
-def _doc(op, what):
-    return (f"{what}, correctly rounded in the operands' format (bf16/fp16 uint16 bits need "
-            f"format=). Returns (result, flags).")
+def _binary(op: str, what: str):
+    """add/sub/mul/div: the same signature, one operation name apart."""
+
+    def fn(a, b, *, format=None, rounding=ROUNDING_DEFAULT, tininess="after", nan="ieee", ftz=False, daz=False,
+           saturate=False, seed=None, threads=0):
+        return _arith(op, (a, b), format, rounding, tininess, nan, ftz, daz, saturate, seed, threads)
+
+    fn.__name__ = fn.__qualname__ = op
+    fn.__doc__ = (f"{what}, correctly rounded in the operands' format (bf16/fp16 uint16 bits need "
+                  f"format=). Returns (result, flags).")
+    return fn
 
 
-def add(a, b, *, format=None, rounding=ROUNDING_DEFAULT, tininess="after", nan="ieee", ftz=False, daz=False,
-        saturate=False, seed=None, threads=0):
-    return _arith("add", (a, b), format, rounding, tininess, nan, ftz, daz, saturate, seed, threads)
-
-
-def sub(a, b, *, format=None, rounding=ROUNDING_DEFAULT, tininess="after", nan="ieee", ftz=False, daz=False,
-        saturate=False, seed=None, threads=0):
-    return _arith("sub", (a, b), format, rounding, tininess, nan, ftz, daz, saturate, seed, threads)
-
-
-def mul(a, b, *, format=None, rounding=ROUNDING_DEFAULT, tininess="after", nan="ieee", ftz=False, daz=False,
-        saturate=False, seed=None, threads=0):
-    return _arith("mul", (a, b), format, rounding, tininess, nan, ftz, daz, saturate, seed, threads)
-
-
-def div(a, b, *, format=None, rounding=ROUNDING_DEFAULT, tininess="after", nan="ieee", ftz=False, daz=False,
-        saturate=False, seed=None, threads=0):
-    return _arith("div", (a, b), format, rounding, tininess, nan, ftz, daz, saturate, seed, threads)
+add = _binary("add", "a + b")
+sub = _binary("sub", "a - b")
+mul = _binary("mul", "a * b")
+div = _binary("div", "a / b")
 
 
 def fma(a, b, c, *, format=None, rounding=ROUNDING_DEFAULT, tininess="after", nan="ieee", ftz=False, daz=False,
         saturate=False, seed=None, threads=0):
+    """a * b + c with one rounding, in the operands' format. Returns (result, flags)."""
     return _arith("fma", (a, b, c), format, rounding, tininess, nan, ftz, daz, saturate, seed, threads)
 
 
 def sqrt(a, *, format=None, rounding=ROUNDING_DEFAULT, tininess="after", nan="ieee", ftz=False, daz=False,
          saturate=False, seed=None, threads=0):
+    """sqrt(a), correctly rounded in the operand's format. Returns (result, flags)."""
     return _arith("sqrt", (a,), format, rounding, tininess, nan, ftz, daz, saturate, seed, threads)
-
-
-add.__doc__ = _doc("add", "a + b")
-sub.__doc__ = _doc("sub", "a - b")
-mul.__doc__ = _doc("mul", "a * b")
-div.__doc__ = _doc("div", "a / b")
-fma.__doc__ = _doc("fma", "a * b + c with one rounding")
-sqrt.__doc__ = _doc("sqrt", "sqrt(a)")
 
 _ARITY = {"add": 2, "sub": 2, "mul": 2, "div": 2, "fma": 3, "sqrt": 1, "convert": 1}
 

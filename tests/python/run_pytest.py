@@ -16,8 +16,8 @@ def skip(reason: str) -> None:
 def main() -> int:
     module_dir = os.environ.get("BF16EMU_PYTHON_DIR", "")
     if not module_dir:
-        skip("the bf16emu Python module was not built (configure found no pybind11 or no Python 3 "
-             "with NumPy; apt-get install pybind11-dev python3-pybind11 python3-numpy python3-dev)")
+        skip("the bf16emu Python module is not configured (BF16EMU_BUILD_PYTHON=OFF, or no pybind11 or no "
+             "Python 3 with NumPy: apt-get install pybind11-dev python3-pybind11 python3-numpy python3-dev)")
     for mod in ("pytest", "numpy"):
         if importlib.util.find_spec(mod) is None:
             skip(f"{sys.executable} has no {mod} (apt-get install python3-{mod})")
