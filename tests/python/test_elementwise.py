@@ -44,6 +44,34 @@ def test_any_shape_and_non_contiguous():
     assert z.shape == () and z.dtype == np.float16 and int(z.view(np.uint16)) == 0x4100
 
 
+def test_empty_and_thread_count_independent():
+    e, f = bf16emu.add(np.zeros((0, 3), np.float32), np.zeros((0, 3), np.float32))
+    assert e.shape == (0, 3) and f == Flags.NONE
+    rng = np.random.default_rng(2)
+    a = rng.integers(0, 1 << 16, size=300000, dtype=np.uint32).astype(np.uint16)  # > 4 chunks
+    b = rng.integers(0, 1 << 16, size=300000, dtype=np.uint32).astype(np.uint16)
+    for op in (bf16emu.add, bf16emu.div):
+        one, f1 = op(a, b, format="bf16", threads=1)
+        many, f4 = op(a, b, format="bf16", threads=4)
+        np.testing.assert_array_equal(one, many)
+        assert f1 == f4
+
+
+def test_gil_released():
+    import threading
+    import time
+    x = np.random.default_rng(3).standard_normal(4_000_000).astype(np.float32)
+    y = x + np.float32(1)
+    ticks = []
+    t = threading.Thread(target=lambda: bf16emu.div(x, y, threads=1))  # scalar div: ~0.1 s or more
+    t.start()
+    while t.is_alive():  # this loop runs only while the worker does not hold the GIL
+        ticks.append(time.perf_counter())
+        time.sleep(0.001)
+    t.join()
+    assert len(ticks) > 20, len(ticks)  # holding the GIL, the call would leave one or two
+
+
 def test_arith_bf16_known_values():
     # 1 + 2^-8: a tie in bf16 -> 1.0; 1.5 * 1.5 = 2.25 exact; 1 / 3 in bf16 = 0x3EAB
     s, f = bf16emu.add(bf(0x3F80), bf(0x3B80), format="bf16")
