@@ -257,6 +257,7 @@ pybind11::dict trace_one(const std::string &opname, const std::vector<std::uint6
     d["decision"] = to_string(last->dec);
     d["error"] = io::exact_error_text(*last);
     d["error_value"] = last->err_hi + last->err_lo;
+    d["error_exact"] = last->err_exact;
     d["exponent"] = int(last->exponent);
     d["kept"] = last->kept;
     d["tiny"] = last->tiny;
@@ -264,6 +265,7 @@ pybind11::dict trace_one(const std::string &opname, const std::vector<std::uint6
     d["decision"] = "exact";
     d["error"] = "0";
     d["error_value"] = 0.0;
+    d["error_exact"] = true;
     d["guard"] = 0;
     d["round"] = 0;
     d["sticky"] = 0;

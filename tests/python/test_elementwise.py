@@ -176,6 +176,9 @@ def test_trace_dict():
     assert t["flags"] == Flags.INEXACT
     t = bf16emu.trace("add", -2.4071154594421387, -2.296875, to="bf16")  # fp32 then bf16
     assert t["format"] == "fp32" and t["result_format"] == "bf16" and len(t["steps"]) == 2
+    t = bf16emu.trace("sqrt", 2.0, format="bf16")  # sqrt(2) = 1.0110101000001...: kept 1.0110101, down
+    assert t["result_bits"] == 0x3FB5 and t["decision"] == "down" and t["sticky"] == 1
+    assert t["error_exact"] is False
     t = bf16emu.trace("mul", 1.5, 1.5)
     assert t["decision"] == "exact" and t["result"] == 2.25
 
