@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <string>
 #include <vector>
 
 #include "bf16emu/attention.hpp"
@@ -170,4 +172,56 @@ TEST(Variants, ExactBackwardMatchesFiniteDifferences) {
     EXPECT_NEAR(g.dk[idx], (loss(in.q, kp, in.v) - loss(in.q, km, in.v)) / (2 * eps), 1e-6);
     EXPECT_NEAR(g.dv[idx], (loss(in.q, in.k, vp) - loss(in.q, in.k, vm)) / (2 * eps), 1e-6);
   }
+}
+
+// run_attention spreads the (batch, head) items over parallel_for: the outputs, the exact
+// baseline and every integer counter of the ledger are the same for 1, 2 and 3 threads (the
+// items land in their own slots; the per-worker ledgers merge by adding counts), and the
+// progress callback sees every item once, done counting 1..items.
+TEST(Variants, RunIsIndependentOfThreadCount) {
+  const auto in = at::scenario_sink(2, 3, 48, 32, 11, at::sink_params{});
+  std::vector<at::run_report> reps;
+  for (unsigned threads : {1u, 2u, 3u}) {
+    at::run_options o;
+    at::parse_policy("fa2:sm80", o.cfg.pol);
+    o.cfg.pol.block_m = o.cfg.pol.block_n = 16;
+    o.backward = true;
+    o.threads = threads;
+    std::vector<std::uint64_t> seen;
+    o.progress = [&seen](std::uint64_t done, std::uint64_t total) {
+      EXPECT_EQ(total, 6u);
+      seen.push_back(done);
+    };
+    reps.push_back(at::run_attention(in, o));
+    EXPECT_EQ(seen, (std::vector<std::uint64_t>{1, 2, 3, 4, 5, 6})) << threads << " threads";
+  }
+  const auto &a = reps[0];
+  ASSERT_EQ(a.o.size(), std::size_t(6 * 48 * 32));
+  for (std::size_t t = 1; t < reps.size(); ++t) {
+    const auto &b = reps[t];
+    const std::string why = std::to_string(t + 1) + " threads";
+    EXPECT_EQ(a.o, b.o) << why;
+    EXPECT_EQ(a.lse, b.lse) << why;
+    EXPECT_EQ(a.o_exact, b.o_exact) << why;
+    EXPECT_EQ(a.dq, b.dq) << why;
+    EXPECT_EQ(a.dk, b.dk) << why;
+    EXPECT_EQ(a.dv, b.dv) << why;
+    EXPECT_EQ(a.led.p_entries, b.led.p_entries) << why;
+    EXPECT_EQ(a.led.p_one_entries, b.led.p_one_entries) << why;
+    EXPECT_EQ(a.led.rows_with_p_one, b.led.rows_with_p_one) << why;
+    EXPECT_EQ(a.led.rows_tied, b.led.rows_tied) << why;
+    for (int s = 0; s < at::site_count; ++s)
+      for (auto part : {&at::site_stats::all, &at::site_stats::p_one}) {
+        const at::sign_counts &x = a.led.sites[s].*part, &y = b.led.sites[s].*part;
+        const std::string where = why + ", site " + at::to_string(at::site(s));
+        EXPECT_EQ(x.count, y.count) << where;
+        EXPECT_EQ(x.pos, y.pos) << where;
+        EXPECT_EQ(x.neg, y.neg) << where;
+        EXPECT_EQ(x.zero, y.zero) << where;
+        EXPECT_EQ(x.ties, y.ties) << where;
+        EXPECT_EQ(x.away, y.away) << where;
+        EXPECT_EQ(x.toward, y.toward) << where;
+      }
+  }
+  EXPECT_GT(a.led.sites[int(at::site::pv)].all.count, 0u); // the ledger saw the run
 }
