@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <initializer_list>
 #include <string>
 #include <sys/wait.h>
 
@@ -45,6 +46,15 @@ int run(const std::string &args) {
 std::string last_stderr() {
   std::ifstream f(stderr_path());
   return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+// `attention args` must exit 2 with a one-line message that contains every one of `names`.
+void expect_bad(const std::string &args, std::initializer_list<std::string> names) {
+  EXPECT_EQ(run(args), 2) << args;
+  const std::string err = last_stderr();
+  EXPECT_EQ(err.find('\n'), err.size() - 1) << args << ": one line: " << err;
+  for (const auto &name : names)
+    EXPECT_NE(err.find(name), std::string::npos) << args << ": " << name << " not in: " << err;
 }
 
 int run_qkv(const std::string &p) { return run("--q '" + p + "' --k '" + p + "' --v '" + p + "'"); }
@@ -121,10 +131,8 @@ TEST(AttentionCli, TiledBackwardBadOptions) {
       {"--n 32 --bwd tiled --bwd-q-order up", "--bwd-q-order"},
       {"--n 32 --backward --dq-order descending", "--bwd tiled"},
   };
-  for (const auto &b : bad) {
-    EXPECT_EQ(run(b.args), 2) << b.args;
-    EXPECT_NE(last_stderr().find(b.names), std::string::npos) << b.args << ": " << last_stderr();
-  }
+  for (const auto &b : bad)
+    expect_bad(b.args, {b.names});
 }
 
 TEST(AttentionCli, TiledBackwardJson) {
@@ -171,18 +179,12 @@ TEST(AttentionCli, SizesBeyondMemoryAreBadInput) {
   for (const char *args :
        {"--n 4611686018427387904 --d 4", "--n 100000000 --d 1000", "--heads 1000000000 --n 2 --d 2",
         "--batch 4294967296 --heads 4294967296 --n 2 --d 2", "--n 100000 --d 64 --backward",
-        "--n 64 --d 16 --max-memory 64K"}) {
-    EXPECT_EQ(run(args), 2) << args;
-    const std::string err = last_stderr();
-    EXPECT_NE(err.find("attention needs "), std::string::npos) << args << ": " << err;
+        "--n 64 --d 16 --max-memory 64K"})
     // "--max-memory to override", or "--max-memory is 64.0 kB" when the limit was given
-    EXPECT_NE(err.find("--max-memory"), std::string::npos) << args << ": " << err;
-    EXPECT_EQ(err.find('\n'), err.size() - 1) << args << ": one line: " << err;
-  }
+    expect_bad(args, {"attention needs ", "--max-memory"});
   // the same run with room to spare runs
   EXPECT_EQ(run("--n 64 --d 16 --max-memory 64M"), 0) << last_stderr();
-  EXPECT_EQ(run("--n 64 --d 16 --max-memory lots"), 2);
-  EXPECT_NE(last_stderr().find("--max-memory"), std::string::npos) << last_stderr();
+  expect_bad("--n 64 --d 16 --max-memory lots", {"--max-memory", "lots"});
 }
 
 // Counts are strict unsigned integers with bounds: no saturation, no sign, no zero where a
@@ -206,10 +208,8 @@ TEST(AttentionCli, CountsAreStrict) {
       {"--n 16 --block-n -64", "--block-n"},
       {"--n 16 --heads 2x", "--heads"},
   };
-  for (const auto &b : bad) {
-    EXPECT_EQ(run(b.args), 2) << b.args;
-    EXPECT_NE(last_stderr().find(b.name), std::string::npos) << b.args << ": " << last_stderr();
-  }
+  for (const auto &b : bad)
+    expect_bad(b.args, {b.name});
   EXPECT_EQ(run("--n 16 --d 16 --heads 3 --threads 2 --seed 18446744073709551615"), 0) << last_stderr();
 }
 
@@ -229,11 +229,8 @@ TEST(AttentionCli, DirectoriesAndMissingFilesAreNamed) {
       {"--q '" + ok + "' --k '" + ok + "' --v '" + ok + "' --do '" + dir + "' --backward", "--do", dir},
   };
   for (const auto &b : bad) {
-    EXPECT_EQ(run(b.args), 2) << b.args;
-    const std::string err = last_stderr();
-    EXPECT_NE(err.find(b.option), std::string::npos) << b.args << ": " << err;
-    EXPECT_NE(err.find(b.path), std::string::npos) << b.args << ": " << err;
-    EXPECT_EQ(err.find("underflow"), std::string::npos) << err;
+    expect_bad(b.args, {b.option, b.path});
+    EXPECT_EQ(last_stderr().find("underflow"), std::string::npos) << last_stderr();
   }
 }
 
@@ -250,12 +247,8 @@ TEST(AttentionCli, UnknownNamesAreNamed) {
       {"--n 16 --normalize scale", "--normalize", "reciprocal, divide"},
       {"--n 16 --variant flash", "--variant", "standard, fa2, stabilized"},
   };
-  for (const auto &b : bad) {
-    EXPECT_EQ(run(b.args), 2) << b.args;
-    const std::string err = last_stderr();
-    EXPECT_NE(err.find(b.option), std::string::npos) << b.args << ": " << err;
-    EXPECT_NE(err.find(b.accepted), std::string::npos) << b.args << ": " << err;
-  }
+  for (const auto &b : bad)
+    expect_bad(b.args, {b.option, b.accepted});
   EXPECT_EQ(run("--n 16 --exp " + std::string(500, 'x')), 2);
   EXPECT_LT(last_stderr().size(), 300u) << last_stderr();
 }
