@@ -14,6 +14,7 @@
 #include "io/attention.hpp"
 #include "io/error.hpp"
 #include "io/files.hpp"
+#include "io/json.hpp"
 #include "io/memory.hpp"
 #include "io/paper_sections.hpp"
 #include "options.hpp"
