@@ -101,31 +101,19 @@ void warn_nonfinite(const char *what, const at::error_summary &e, long row_len) 
 
 } // namespace
 
-at::kv_order parse_kv_order(std::string_view s, const char *option) {
-  return parse_choice(kv_orders, s, option);
-}
-at::exp_impl parse_exp_impl(std::string_view s, const char *option) {
-  return parse_choice(exp_impls, s, option);
-}
-at::reduce_order parse_row_sum(std::string_view s, const char *option) {
-  return parse_choice(row_sums, s, option);
-}
-bool parse_on_off(std::string_view s, const char *option) { return parse_choice(on_off, s, option); }
-at::normalize_mode parse_normalize(std::string_view s, const char *option) {
-  return parse_choice(normalize_modes, s, option);
-}
-at::variant parse_variant(std::string_view s, const char *option) {
-  return parse_choice(variants, s, option);
-}
-at::backward_kind parse_backward_kind(std::string_view s, const char *option) {
-  return parse_choice(backward_kinds, s, option);
-}
-at::delta_order parse_delta_order(std::string_view s, const char *option) {
-  return parse_choice(delta_orders, s, option);
-}
-at::block_order parse_block_order(std::string_view s, const char *option) {
-  return parse_choice(block_orders, s, option);
-}
+// Each parser looks its token up in its table.
+#define BF16EMU_IO_ATTENTION_PARSER(type, fn, table)                                                         \
+  type fn(std::string_view s, const char *option) { return parse_choice(table, s, option); }
+BF16EMU_IO_ATTENTION_PARSER(at::kv_order, parse_kv_order, kv_orders)
+BF16EMU_IO_ATTENTION_PARSER(at::exp_impl, parse_exp_impl, exp_impls)
+BF16EMU_IO_ATTENTION_PARSER(at::reduce_order, parse_row_sum, row_sums)
+BF16EMU_IO_ATTENTION_PARSER(bool, parse_on_off, on_off)
+BF16EMU_IO_ATTENTION_PARSER(at::normalize_mode, parse_normalize, normalize_modes)
+BF16EMU_IO_ATTENTION_PARSER(at::variant, parse_variant, variants)
+BF16EMU_IO_ATTENTION_PARSER(at::backward_kind, parse_backward_kind, backward_kinds)
+BF16EMU_IO_ATTENTION_PARSER(at::delta_order, parse_delta_order, delta_orders)
+BF16EMU_IO_ATTENTION_PARSER(at::block_order, parse_block_order, block_orders)
+#undef BF16EMU_IO_ATTENTION_PARSER
 
 const char *to_string(at::kv_order k) noexcept { return name_of(kv_orders, k); }
 const char *to_string(at::exp_impl e) noexcept { return name_of(exp_impls, e); }
