@@ -319,6 +319,7 @@ memory_need attention_memory_need(std::uint64_t batch, std::uint64_t heads, std:
   if (inputs) need.add({4, items, n, d, f64}, "Q, K, V, dO");
   need.add({items, n, d, f64}, "O").add({items, n, f64}, "L");
   if (opt.with_reference) need.add({items, n, d, f64}, "exact O");
+  if (opt.with_ledger) need.add({items, sizeof(at::ledger)}, "ledgers (one per head)");
   // forward_head per worker: Q, K, V copies (binary64 and BF16), O and L, twice with the exact run
   need.add({workers, n, d, 3 * (f64 + b16) + 2 * f64}, "forward scratch").add({workers, n, 2 * f64});
   if (opt.backward) {

@@ -126,16 +126,18 @@ inline run_report run_attention(const attention_inputs &in, const run_options &o
     }
   }
   const auto t0 = std::chrono::steady_clock::now();
-  // One ledger per worker (the ledger's counters merge exactly); one result slot per item.
+  // One result slot and one ledger per item, merged in item order afterwards: the ledger's
+  // compensated sums are not associative, so merging per worker would make their last bits
+  // depend on which thread ran which head.
   const auto count = static_cast<std::uint64_t>(items);
-  std::vector<ledger> leds(opt.with_ledger ? resolve_threads(opt.threads, count) : 0);
+  std::vector<ledger> leds(opt.with_ledger ? count : 0);
   std::vector<run_detail::item_result> slots(static_cast<std::size_t>(items));
   parallel_for(
       count, opt.threads,
-      [&](std::uint64_t i, unsigned worker) {
+      [&](std::uint64_t i, unsigned) {
         const long bh = static_cast<long>(i);
         if (opt.with_ledger) {
-          slots[i] = run_detail::one_head(in, opt, bh, leds[worker], rep);
+          slots[i] = run_detail::one_head(in, opt, bh, leds[i], rep);
         } else {
           null_observer none;
           slots[i] = run_detail::one_head(in, opt, bh, none, rep);
