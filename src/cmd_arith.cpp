@@ -64,8 +64,11 @@ void add_op(CLI::App &app, op_kind op, const char *name, const char *what, const
   const int n = io::arity(op);
   CLI::App *sub = app.add_subcommand(name, what);
   // Any count is collected; run_arith checks it and names the extra or missing operands.
-  sub->add_option("operands", o->operands,
-                  n == 1 ? "the operand" : "the operands (" + std::to_string(n) + ")")
+  // "--operand=X" is the same list: main() passes negative numbers (-inf, -.5) and everything
+  // after "--" that way, so that CLI11 does not read them as options.
+  sub->add_option("operands,--operand", o->operands,
+                  (n == 1 ? std::string("the operand") : "the operands (" + std::to_string(n) + ")") +
+                      "; negative numbers (-inf, -.5) and anything after -- are operands too")
       ->required()
       ->expected(-1);
   sub->add_option("-f,--format", o->format, "operand format: " + io::format_names() + " (default fp32)");

@@ -16,6 +16,7 @@
 
 #include "command.hpp"
 #include "io/error.hpp"
+#include "io/files.hpp"
 #include "io/print.hpp"
 #include "io/testfloat.hpp"
 
@@ -40,12 +41,12 @@ int run(const testfloat_cli &o, const std::vector<std::string> &extras) {
     else if (x == "-tininessafter")
       e.tiny = tininess::after_rounding;
     else
-      throw bad_input("testfloat: unknown option '" + x +
+      throw bad_input("testfloat: unknown option '" + io::shorten(x) +
                       "' (known: -rnear_even -rminMag -rmin -rmax -rnear_maxMag -rodd -tininessbefore "
                       "-tininessafter --check)");
   }
-  const tf::function &f = io::rethrow_as<bad_input>(
-      [&]() -> const tf::function & { return tf::parse_function(o.function); });
+  const tf::function &f =
+      io::rethrow_as<bad_input>([&]() -> const tf::function & { return tf::parse_function(o.function); });
   std::ios_base::sync_with_stdio(false); // millions of lines: no C stdio synchronisation
   std::string text;
   std::size_t line_no = 0, passed = 0, failed = 0;

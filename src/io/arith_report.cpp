@@ -8,6 +8,7 @@
 
 #include "io/decimal.hpp"
 #include "io/error.hpp"
+#include "io/files.hpp"
 #include "io/names.hpp"
 #include "io/print.hpp"
 
@@ -117,13 +118,14 @@ arith_report run_arith(const arith_request &rq) {
   if (int(rq.operands.size()) != n) {
     std::string got;
     for (std::size_t i = 0; i < rq.operands.size(); ++i)
-      got += (i ? " '" : "'") + rq.operands[i].text + "'" + (int(i) == n ? " <- extra" : "");
+      got += (i ? " '" : "'") + shorten(rq.operands[i].text) + "'" + (int(i) == n ? " <- extra" : "");
     throw input_error(std::string(to_string(rq.op)) + " takes " + std::to_string(n) + " operand" +
                       (n > 1 ? "s" : "") + ", got " + std::to_string(rq.operands.size()) +
                       (got.empty() ? "" : ": " + got));
   }
   for (const auto &o : rq.operands)
-    if (o.format != rq.format) throw input_error("operand '" + o.text + "' was read in another format");
+    if (o.format != rq.format)
+      throw input_error("operand '" + shorten(o.text) + "' was read in another format");
   arith_report r;
   r.request = rq;
   if (rq.op == op_kind::convert) {

@@ -5,6 +5,7 @@
 #include <cctype>
 
 #include "io/error.hpp"
+#include "io/files.hpp"
 
 namespace bf16emu::io {
 
@@ -63,7 +64,8 @@ T lookup(const alias<T> (&table)[N], std::string_view token, const char *what, c
   std::string key = lower(token);
   for (const auto &a : table)
     if (key == a.name) return a.value;
-  throw input_error(std::string("unknown ") + what + " '" + std::string(token) + "' (known: " + known + ")");
+  throw input_error(std::string("unknown ") + what + " '" + shorten(std::string(token)) +
+                    "' (known: " + known + ")");
 }
 
 } // namespace

@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "io/error.hpp"
+#include "io/files.hpp"
 
 static_assert(std::endian::native == std::endian::little, "npy I/O assumes a little-endian host");
 
@@ -166,17 +167,22 @@ array parse(const std::uint8_t *data, std::size_t size, const std::string &name,
   while (!p.eat('}')) {
     std::string key = p.str();
     p.need(':');
+    // Each key once: a second 'shape' would otherwise silently win.
+    auto first = [&](bool &seen) {
+      if (seen) p.bad("duplicate key '" + key + "'");
+      seen = true;
+    };
     if (key == "descr") {
+      first(have_descr);
       descr_s = p.str();
-      have_descr = true;
     } else if (key == "fortran_order") {
+      first(have_order);
       fortran = p.boolean();
-      have_order = true;
     } else if (key == "shape") {
+      first(have_shape);
       shape = p.tuple();
-      have_shape = true;
     } else {
-      p.bad("unknown key '" + key + "'");
+      p.bad("unknown key '" + io::shorten(key) + "'");
     }
     if (!p.eat(',')) {
       p.need('}');
@@ -184,6 +190,10 @@ array parse(const std::uint8_t *data, std::size_t size, const std::string &name,
     }
   }
   if (!have_descr || !have_order || !have_shape) p.bad("missing descr, fortran_order or shape");
+  // After the dict only the padding (spaces) and the final newline that NumPy writes.
+  for (std::size_t k = p.i; k < h.size(); ++k)
+    if (h[k] != ' ' && !(h[k] == '\n' && k + 1 == h.size()))
+      p.bad("unexpected characters after the dict, at byte " + std::to_string(k) + " of the header");
 
   array a;
   if (descr_s == "<f4")
@@ -193,7 +203,7 @@ array parse(const std::uint8_t *data, std::size_t size, const std::string &name,
   else if (descr_s == "<u2")
     a.type = dtype::u16;
   else
-    fail(name, "unsupported dtype '" + descr_s + "' (supported: '<f4', '<f8', '<u2')");
+    fail(name, "unsupported dtype '" + io::shorten(descr_s) + "' (supported: '<f4', '<f8', '<u2')");
   if (fortran) fail(name, "fortran_order True is not supported (save a C-order array)");
   a.shape = shape;
 

@@ -11,6 +11,7 @@
 
 #include "io/bigint.hpp"
 #include "io/error.hpp"
+#include "io/files.hpp"
 #include "io/names.hpp"
 
 namespace bf16emu::io {
@@ -21,7 +22,7 @@ using detail::big;
 using detail::bitlen;
 
 [[noreturn]] void bad(std::string_view text, const std::string &why) {
-  throw input_error("cannot read '" + std::string(text) + "': " + why);
+  throw input_error("cannot read '" + shorten(std::string(text)) + "': " + why);
 }
 
 int hexval(char c) {
@@ -213,7 +214,7 @@ operand parse_operand(std::string_view text, format_id format) {
   op.format = format;
   op.text = std::string(text);
   if (text.empty()) bad(text, "empty operand");
-  if (text.size() > 2000) bad(text.substr(0, 40), "operand longer than 2000 characters");
+  if (text.size() > 2000) bad(text, "operand longer than 2000 characters");
   std::string_view s = text;
   bool sign = false;
   std::string_view body = s;
@@ -265,7 +266,7 @@ operand parse_operand(std::string_view text, format_id format) {
 std::uint64_t parse_uint(std::string_view text, std::uint64_t max, const char *what) {
   std::string t(text);
   auto fail = [&]() -> std::uint64_t {
-    throw input_error(std::string(what) + ": cannot read '" + t + "' (expected an integer 0.." +
+    throw input_error(std::string(what) + ": cannot read '" + shorten(t) + "' (expected an integer 0.." +
                       std::to_string(max) + ", decimal or 0x hex)");
   };
   if (t.empty() || t[0] == '-' || t[0] == '+' || std::isspace(static_cast<unsigned char>(t[0])))

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "io/error.hpp"
+#include "io/files.hpp"
 #include "io/names.hpp"
 #include "io/print.hpp"
 
@@ -85,8 +86,8 @@ std::string function_names() {
 
 const function &parse_function(std::string_view name) {
   if (const function *f = find_function(name)) return *f;
-  throw io::input_error("unknown TestFloat function '" + std::string(name) +
-                             "' (known: " + function_names() + ")");
+  throw io::input_error("unknown TestFloat function '" + io::shorten(std::string(name)) +
+                        "' (known: " + function_names() + ")");
 }
 
 bool rounding_option(std::string_view opt, round_mode &mode) noexcept {
@@ -122,26 +123,26 @@ line parse_line(std::string_view text, const function &f, std::size_t line_no) {
   const std::size_t want = std::size_t(f.arity) + 2;
   if (tok.size() < want)
     throw io::input_error(where + "expected " + std::to_string(want) + " hex fields for " + f.name +
-                               " (operands, result, flags), found " + std::to_string(tok.size()) +
-                               (tok.empty() ? "" : " ending at '" + std::string(tok.back()) + "'"));
+                          " (operands, result, flags), found " + std::to_string(tok.size()) +
+                          (tok.empty() ? "" : " ending at '" + io::shorten(std::string(tok.back())) + "'"));
   if (tok.size() > want)
-    throw io::input_error(where + "unexpected extra token '" + std::string(tok[want]) + "' (" + f.name +
-                               " lines have " + std::to_string(want) + " fields)");
+    throw io::input_error(where + "unexpected extra token '" + io::shorten(std::string(tok[want])) + "' (" +
+                          f.name + " lines have " + std::to_string(want) + " fields)");
   line l;
   auto field = [&](std::size_t k, format_id fmt, const std::string &what, std::uint64_t &out) {
     const auto d = io::describe(fmt);
     if (!read_hex(tok[k], (d.width + 3) / 4, d.width, out))
-      throw io::input_error(where + "bad token '" + std::string(tok[k]) + "' (" + what + " of " +
-                                 f.name + ": expected at most " + std::to_string((d.width + 3) / 4) +
-                                 " hex digits of a " + d.name + ")");
+      throw io::input_error(where + "bad token '" + io::shorten(std::string(tok[k])) + "' (" + what + " of " +
+                            f.name + ": expected at most " + std::to_string((d.width + 3) / 4) +
+                            " hex digits of a " + d.name + ")");
   };
   for (int k = 0; k < f.arity; ++k)
     field(std::size_t(k), f.in, "operand " + std::to_string(k + 1), l.ops[k]);
   field(std::size_t(f.arity), f.out, "result", l.result);
   std::uint64_t fl = 0;
   if (!read_hex(tok[want - 1], 2, 5, fl))
-    throw io::input_error(where + "bad token '" + std::string(tok[want - 1]) +
-                               "' (flags: expected two hex digits below 20)");
+    throw io::input_error(where + "bad token '" + io::shorten(std::string(tok[want - 1])) +
+                          "' (flags: expected two hex digits below 20)");
   l.flags = unsigned(fl);
   return l;
 }

@@ -119,3 +119,38 @@ TEST(Npy, ClearErrors) {
   put(tmp("short.npy"), std::string("\x93NUMPY\x01\x00\xff\x00{", 11));
   EXPECT_NE(error_of(tmp("short.npy")).find("truncated header"), std::string::npos);
 }
+
+// Strict headers: each key once, and nothing but the padding spaces and the final newline after
+// the dict. NumPy itself writes exactly that; anything else is a damaged or forged file.
+TEST(Npy, RejectsDuplicateKeys) {
+  const std::string body(24, '\0');
+  put(tmp("dup_shape.npy"),
+      image("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), 'shape': (6,), }", body));
+  const std::string e = error_of(tmp("dup_shape.npy"));
+  EXPECT_NE(e.find("dup_shape.npy: bad header (duplicate key 'shape')"), std::string::npos) << e;
+  put(tmp("dup_descr.npy"),
+      image("{'descr': '<f4', 'descr': '<f8', 'fortran_order': False, 'shape': (2, 3)}", body));
+  EXPECT_NE(error_of(tmp("dup_descr.npy")).find("duplicate key 'descr'"), std::string::npos);
+  put(tmp("dup_order.npy"),
+      image("{'fortran_order': False, 'descr': '<f4', 'fortran_order': False, 'shape': (2, 3)}", body));
+  EXPECT_NE(error_of(tmp("dup_order.npy")).find("duplicate key 'fortran_order'"), std::string::npos);
+}
+
+TEST(Npy, RejectsTrailingJunk) {
+  const std::string ok = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }";
+  const std::string body(24, '\0');
+  // image() pads with spaces and ends with '\n'; what follows the '}' here is the junk.
+  const char *junk[] = {" x", "}", ",", "\n", "\t", "{}", "\r"};
+  for (const char *j : junk) {
+    put(tmp("junk.npy"), image(ok + j, body));
+    const std::string e = error_of(tmp("junk.npy"));
+    EXPECT_NE(e.find("junk.npy: bad header (unexpected characters after the dict"), std::string::npos)
+        << "junk " << std::string(j) << ": " << e;
+  }
+  // The junk 'x' is at byte 60 of the header (the dict is 59 bytes, then a space): named.
+  put(tmp("junk.npy"), image(ok + " x", body));
+  EXPECT_NE(error_of(tmp("junk.npy")).find("at byte 60 of the header"), std::string::npos);
+  // Spaces and the final newline are the padding: accepted.
+  put(tmp("padded.npy"), image(ok, body));
+  EXPECT_EQ(npy::read(tmp("padded.npy")).size(), 6u);
+}

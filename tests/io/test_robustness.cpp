@@ -70,3 +70,42 @@ TEST(Robustness, NpyImages) {
     only_input_errors([&] { npy::parse(img.data(), img.size(), "mutated.npy"); });
   }
 }
+
+// A bad token is quoted by its first 80 characters and its length, never whole: a 10 MB token
+// gives a message of a few hundred bytes (the message sizes below are bounds, not exact sizes).
+TEST(Robustness, LongTokensAreCut) {
+  const std::size_t big = 10 * 1024 * 1024;
+  auto message = [](auto &&fn) -> std::string {
+    try {
+      fn();
+    } catch (const input_error &e) {
+      return e.what();
+    }
+    return "(no error)";
+  };
+  const std::string g(big, 'G'), ones(big, '1'), q(big, 'q');
+  std::string counted = "("; // appended, not "(" + ...: GCC 12 warns falsely (-Wrestrict) on that
+  counted += std::to_string(big) + " characters)";
+  const auto &add = testfloat::parse_function("f32_add");
+  const std::string msgs[] = {
+      message([&] { parse_operand(g, format_id::fp32); }),
+      message([&] { parse_operand("0x" + g.substr(2), format_id::bf16); }),
+      message([&] { parse_uint(ones, 0xFFFFFFFFu, "--random"); }),
+      message([&] { parse_format(q); }),
+      message([&] { parse_mode(q); }),
+      message([&] { testfloat::parse_function(q); }),
+      message([&] { testfloat::parse_line(g + " 3F800000 3F800000 00", add, 1); }),
+      message([&] { testfloat::parse_line("3F800000 3F800000 3F800000 " + g, add, 1); }),
+      message([&] { testfloat::parse_line("3F800000 3F800000 3F800000 00 " + g, add, 1); }),
+      message([&] { testfloat::parse_line("3F800000 " + g, add, 1); }),
+  };
+  for (const std::string &m : msgs) {
+    EXPECT_NE(m, "(no error)");
+    EXPECT_LT(m.size(), 400u) << m.substr(0, 400);
+    EXPECT_NE(m.find(counted), std::string::npos) << m.substr(0, 400);
+  }
+  // A short token is quoted whole, without a count.
+  const std::string m = message([&] { parse_format("fp7"); });
+  EXPECT_NE(m.find("'fp7'"), std::string::npos) << m;
+  EXPECT_EQ(m.find("characters)"), std::string::npos) << m;
+}

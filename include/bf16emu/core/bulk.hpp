@@ -50,6 +50,7 @@ std::uint8_t convert_n_fixed(const fp<In> *in, fp<Out> *out, std::size_t n, cons
   const U sat_pos = overflow_to_inf(false, fixed) ? U(Out::inf_bits) : U(Out::max_finite_bits);
   const U sat_neg = overflow_to_inf(true, fixed) ? U(Out::inf_bits) : U(Out::max_finite_bits);
   const std::uint32_t random = e.random;
+  if (n == 0) return 0; // in and out may be null: no element to take the address of
   // fp<F> is standard-layout with one member: its array is an array of bit patterns.
   const U *src = &in[0].bits;
   typename Out::storage *dst = &out[0].bits;
@@ -120,6 +121,7 @@ std::uint8_t add_n_fixed(const fp<F> *a, const fp<F> *b, fp<F> *out, std::size_t
   const W sat_neg = overflow_to_inf(true, fixed) ? W(F::inf_bits) : W(F::max_finite_bits);
   const std::uint32_t random = e.random;
   const W flip = negate_b ? W(F::sign_mask) : W(0);
+  if (n == 0) return 0; // a, b and out may be null: no element to take the address of
   const S *pa = &a[0].bits, *pb = &b[0].bits;
   S *dst = &out[0].bits;
   W any_inexact = 0, any_overflow = 0;
