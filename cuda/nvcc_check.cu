@@ -62,12 +62,16 @@ __global__ void tc_dot(const std::uint16_t *a, const std::uint16_t *b, std::uint
   out[i] = d2.bits;
 }
 
-// The GPU-generation type on device: parse (a device-side name), to_string, default_kind.
+// The GPU-generation type on device: parse (a device-side name), to_string, default_kind,
+// and the instruction names.
 __global__ void tc_arch_names(const char *name, int len, std::uint32_t *out) {
   tc::arch a = tc::arch::sm70;
-  const bool ok = tc::parse_arch(std::string_view(name, std::size_t(len)), a);
+  tc::instr_kind k = tc::instr_kind::mma;
+  const bool ok = tc::parse_arch(std::string_view(name, std::size_t(len)), a) &&
+                  tc::parse_instr(std::string_view(name, std::size_t(len)), k);
   out[0] = std::uint32_t(ok) | std::uint32_t(a) << 1 | std::uint32_t(tc::default_kind(a)) << 4 |
-           std::uint32_t(tc::to_string(a)[2]) << 8 | std::uint32_t(tc::generation_name(a) != nullptr) << 16;
+           std::uint32_t(k) << 6 | std::uint32_t(tc::to_string(a)[2]) << 8 |
+           std::uint32_t(tc::generation_name(a) != nullptr) << 16;
 }
 #endif
 

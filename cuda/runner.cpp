@@ -238,9 +238,10 @@ int cmd_probe(const options &o, const device_info &dev, const std::optional<tc::
     format_id in = format_id::bf16, out = format_id::fp32;
     if (!parse_in_format(o.get("--format", "bf16"), in)) usage_error("bad --format");
     if (!parse_out_format(o.get("--out", "fp32"), out)) usage_error("bad --out");
-    const std::string ins = o.get("--instr", "mma");
-    if (ins != "mma" && ins != "wgmma") usage_error("--instr is mma or wgmma");
-    combos.push_back({ins == "wgmma" ? instr::wgmma : instr::mma_sync, in, out});
+    tc::instr_kind kind = tc::instr_kind::mma;
+    if (!tc::parse_instr(o.get("--instr", "mma"), kind) || kind == tc::instr_kind::tcgen05)
+      usage_error("--instr is mma or wgmma");
+    combos.push_back({kind == tc::instr_kind::wgmma ? instr::wgmma : instr::mma_sync, in, out});
   }
   int status = 0;
   for (const combo &cb : combos) {

@@ -217,16 +217,8 @@ void run(const mma_cli &o) {
   const format_id in = io::rethrow_as<bad_input>([&] { return io::parse_format(o.a_format); });
   const format_id out = io::rethrow_as<bad_input>([&] { return io::parse_format(o.out); });
   tc::instr_kind kind = tc::default_kind(arch);
-  if (!o.instr.empty()) {
-    if (o.instr == "mma" || o.instr == "mma.sync")
-      kind = tc::instr_kind::mma;
-    else if (o.instr == "wgmma")
-      kind = tc::instr_kind::wgmma;
-    else if (o.instr == "tcgen05")
-      kind = tc::instr_kind::tcgen05;
-    else
-      throw bad_input("unknown --instr '" + o.instr + "' (mma, wgmma, tcgen05)");
-  }
+  if (!o.instr.empty() && !tc::parse_instr(o.instr, kind))
+    throw bad_input("unknown --instr '" + io::shorten(o.instr) + "' (mma, wgmma, tcgen05)");
   const tc::preset *P = tc::find_preset(arch, kind, in, out);
   if (!P) {
     std::string have;

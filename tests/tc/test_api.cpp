@@ -86,6 +86,18 @@ TEST(Arch, AliasesAndRejects) {
   EXPECT_EQ(parsed, arch::sm90);
   EXPECT_STREQ(generation_name(arch::sm86), nullptr);
   EXPECT_EQ(default_kind(arch::sm100), instr_kind::tcgen05);
+  for (const auto &[name, k] :
+       {std::pair{"mma", instr_kind::mma}, std::pair{"mma.sync", instr_kind::mma},
+        std::pair{"wgmma", instr_kind::wgmma}, std::pair{"tcgen05", instr_kind::tcgen05}}) {
+    instr_kind parsed = instr_kind::tcgen05 == k ? instr_kind::mma : instr_kind::tcgen05;
+    EXPECT_TRUE(parse_instr(name, parsed)) << name;
+    EXPECT_EQ(parsed, k) << name;
+  }
+  for (const char *bad : {"", "MMA", "wgmma ", "mma.syn", "hmma"}) {
+    instr_kind parsed = instr_kind::wgmma;
+    EXPECT_FALSE(parse_instr(bad, parsed)) << bad;
+    EXPECT_EQ(parsed, instr_kind::wgmma) << bad;
+  }
   EXPECT_EQ(default_kind(arch::sm90), instr_kind::mma);
 }
 

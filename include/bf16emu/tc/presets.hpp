@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 
 #include "bf16emu/core/format.hpp"
 #include "bf16emu/tc/arch.hpp"
@@ -25,6 +26,14 @@ BF16EMU_CXHD const char *to_string(instr_kind k) noexcept {
   case instr_kind::wgmma: return "wgmma";
   default: return "tcgen05";
   }
+}
+
+// "mma" (or "mma.sync"), "wgmma", "tcgen05" -> k; false (k unchanged) for any other name.
+BF16EMU_CXHD bool parse_instr(std::string_view name, instr_kind &k) noexcept {
+  for (int i = 0; i <= int(instr_kind::tcgen05); ++i)
+    if (detail::name_is(name, to_string(instr_kind(i)))) return k = instr_kind(i), true;
+  if (detail::name_is(name, "mma.sync")) return k = instr_kind::mma, true;
+  return false;
 }
 
 struct preset {
