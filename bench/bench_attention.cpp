@@ -75,7 +75,7 @@ void fa2_heads_parallel(benchmark::State &st) {
   o.cfg = config("fa2:sm90");
   o.with_ledger = false;
   o.with_reference = false;
-  o.threads = int(st.range(0));
+  o.threads = unsigned(st.range(0));
   for (auto _ : st) {
     auto r = at::run_attention(in, o);
     benchmark::DoNotOptimize(r.o.data());

@@ -22,6 +22,13 @@ required=(
   "clang-format:cmd:clang-format"
   "clang-14:cmd:clang++-14"
   "libclang-rt-14-dev:file:/usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a"
+  # the Python module (python/) and its tests, for Debian's /usr/bin/python3
+  "python3-dev:file:/usr/include/python3.11/Python.h"
+  "pybind11-dev:file:/usr/include/pybind11/pybind11.h"
+  "python3-pybind11:file:/usr/lib/python3/dist-packages/pybind11/__init__.py"
+  "python3-numpy:file:/usr/lib/python3/dist-packages/numpy/__init__.py"
+  "python3-pytest:file:/usr/lib/python3/dist-packages/pytest/__init__.py"
+  "python3-torch:file:/usr/lib/python3/dist-packages/torch/__init__.py"
 )
 if [[ "${BF16EMU_DEPS_NINJA:-0}" == 1 ]]; then
   required+=("ninja-build:cmd:ninja")

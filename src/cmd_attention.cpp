@@ -1,20 +1,23 @@
 // bf16emu CLI: `bf16emu attention`: reference attention under a rounding policy, with the
 // error ledger per rounding site, output errors against the exact policy, the element trace
 // (the paper's figure 6) and gnuplot plots. See docs/attention.md.
+#include <chrono>
+#include <cmath>
 #include <cstdio>
-#include <cstdlib>
-#include <fstream>
-#include <iostream>
 #include <memory>
-#include <sstream>
+#include <ostream>
 #include <string>
 #include <vector>
 
 #include "bf16emu/attention.hpp"
 #include "command.hpp"
+#include "io/attention.hpp"
 #include "io/error.hpp"
-#include "io/npy.hpp"
+#include "io/files.hpp"
+#include "io/json.hpp"
+#include "io/memory.hpp"
 #include "io/paper_sections.hpp"
+#include "options.hpp"
 
 namespace bf16emu::cli {
 
@@ -27,8 +30,9 @@ struct attention_cli {
   bool causal = false, backward = false, json = false, no_ledger = false;
   std::string variant = "fa2", policy = "fa2:sm80", scenario = "sink";
   double beta = 2.0, tie_tol = 1e-3;
-  int block_m = 0, block_n = 0, threads = 0;
-  std::uint64_t seed = 1;
+  int block_m = 0, block_n = 0; // 0: the policy's default
+  unsigned threads = 0;         // 0: all cores
+  std::uint64_t seed = 1, max_memory = 0;
   std::string kv_order, exp, row_sum, fma, normalize;
   std::string bwd = "reference", delta, dq_order, bwd_q_order;
   int bwd_block_m = at::backward_config{}.block_m, bwd_block_n = at::backward_config{}.block_n;
@@ -42,52 +46,16 @@ struct attention_cli {
 at::kernel_policy make_policy(const attention_cli &o) {
   at::kernel_policy p;
   if (!at::parse_policy(o.policy, p))
-    throw bad_input("unknown --policy '" + o.policy +
+    throw bad_input("unknown --policy '" + io::shorten(o.policy) +
                     "' (exact, fp32, paper, fa2:sm80, fa2:sm89, fa2:sm90, "
                     "fa2:sm100, fa2_twin)");
-  if (o.block_m < 0 || o.block_n < 0) throw bad_input("--block-m and --block-n must be positive");
   if (o.block_m) p.block_m = o.block_m;
   if (o.block_n) p.block_n = o.block_n;
-  if (!o.kv_order.empty()) {
-    if (o.kv_order == "forward")
-      p.kv = at::kv_order::forward;
-    else if (o.kv_order == "reverse")
-      p.kv = at::kv_order::reverse;
-    else
-      throw bad_input("--kv-order must be forward or reverse");
-  }
-  if (!o.exp.empty()) {
-    if (o.exp == "rn")
-      p.exp = at::exp_impl::rn_f32;
-    else if (o.exp == "poly")
-      p.exp = at::exp_impl::poly_exp2;
-    else
-      throw bad_input("--exp must be rn or poly");
-  }
-  if (!o.row_sum.empty()) {
-    if (o.row_sum == "sequential")
-      p.sum_order = at::reduce_order::sequential;
-    else if (o.row_sum == "quad")
-      p.sum_order = at::reduce_order::quad_shuffle;
-    else
-      throw bad_input("--row-sum must be sequential or quad");
-  }
-  if (!o.fma.empty()) {
-    if (o.fma == "on")
-      p.fma_contract = true;
-    else if (o.fma == "off")
-      p.fma_contract = false;
-    else
-      throw bad_input("--fma must be on or off");
-  }
-  if (!o.normalize.empty()) {
-    if (o.normalize == "reciprocal")
-      p.normalize = at::normalize_mode::reciprocal;
-    else if (o.normalize == "divide")
-      p.normalize = at::normalize_mode::divide;
-    else
-      throw bad_input("--normalize must be reciprocal or divide");
-  }
+  if (!o.kv_order.empty()) p.kv = io::parse_kv_order(o.kv_order);
+  if (!o.exp.empty()) p.exp = io::parse_exp_impl(o.exp);
+  if (!o.row_sum.empty()) p.sum_order = io::parse_row_sum(o.row_sum);
+  if (!o.fma.empty()) p.fma_contract = io::parse_on_off(o.fma, "--fma");
+  if (!o.normalize.empty()) p.normalize = io::parse_normalize(o.normalize);
   if (!(o.beta > 0)) throw bad_input("--beta must be positive");
   p.beta = o.beta;
   p.tie_tol = o.tie_tol;
@@ -97,244 +65,97 @@ at::kernel_policy make_policy(const attention_cli &o) {
 // The backward: --bwd reference (default) or tiled, with the tiled path's block sizes and orders.
 at::backward_config make_backward(const attention_cli &o, const at::kernel_policy &p) {
   at::backward_config b;
-  if (o.bwd == "tiled")
-    b.kind = at::backward_kind::tiled;
-  else if (o.bwd != "reference")
-    throw bad_input("unknown --bwd '" + o.bwd + "' (reference, tiled)");
+  b.kind = io::parse_backward_kind(o.bwd);
   const bool tiled = b.kind == at::backward_kind::tiled;
   if (!tiled && (o.bwd_block_given || !o.delta.empty() || !o.dq_order.empty() || !o.bwd_q_order.empty()))
     throw bad_input("--bwd-block-m, --bwd-block-n, --delta, --dq-order and --bwd-q-order need --bwd tiled");
   for (const auto &[name, v] :
        {std::pair{"--bwd-block-m", o.bwd_block_m}, std::pair{"--bwd-block-n", o.bwd_block_n}}) {
-    if (v < 1)
-      throw bad_input(std::string(name) + " must be a positive integer (got " + std::to_string(v) + ")");
     if (p.kind == at::policy_kind::fa2 && v % 16)
       throw bad_input(std::string(name) +
                       " must be a multiple of 16 under fa2 policies (tensor-core k chunks; got " +
                       std::to_string(v) + ")");
   }
   b.block_m = o.bwd_block_m, b.block_n = o.bwd_block_n;
-  if (!o.delta.empty()) {
-    if (o.delta == "fa2")
-      b.delta = at::delta_order::fa2_lanes;
-    else if (o.delta == "sequential")
-      b.delta = at::delta_order::sequential;
-    else
-      throw bad_input("--delta must be fa2 or sequential (got '" + o.delta + "')");
-  }
-  auto order = [](const std::string &s, const char *name, at::block_order &out) {
-    if (s.empty()) return;
-    if (s == "ascending")
-      out = at::block_order::ascending;
-    else if (s == "descending")
-      out = at::block_order::descending;
-    else
-      throw bad_input(std::string(name) + " must be ascending or descending (got '" + s + "')");
-  };
-  order(o.dq_order, "--dq-order", b.dq_order);
-  order(o.bwd_q_order, "--bwd-q-order", b.q_order);
+  if (!o.delta.empty()) b.delta = io::parse_delta_order(o.delta);
+  if (!o.dq_order.empty()) b.dq_order = io::parse_block_order(o.dq_order, "--dq-order");
+  if (!o.bwd_q_order.empty()) b.q_order = io::parse_block_order(o.bwd_q_order, "--bwd-q-order");
   return b;
 }
 
-// Reads a Q/K/V/dO file: [n, d], [heads, n, d] or [batch, heads, n, d]; float32, float64 or
-// bfloat16 bits stored as uint16.
-std::vector<double> read_tensor(const std::string &path, std::vector<std::size_t> &shape) {
-  npy::array a = io::rethrow_as<bad_input>([&] { return npy::read(path); });
-  if (a.shape.size() < 2 || a.shape.size() > 4)
-    throw bad_input(path + ": expected a 2-d [n, d], 3-d [heads, n, d] or 4-d [batch, heads, n, d] array");
-  shape = a.shape;
-  std::vector<double> x(a.size());
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    if (a.type == npy::dtype::u16)
-      x[i] = to_double(bf16::from_bits(a.u16[i]));
-    else
-      x[i] = a.value(i);
-    if (!std::isfinite(x[i])) throw bad_input(path + ": non-finite value at element " + std::to_string(i));
+// Q, K, V (and dO) from .npy files, checked against one another.
+at::attention_inputs load_files(const attention_cli &o, bool backward) {
+  if (o.q_file.empty() || o.k_file.empty() || o.v_file.empty())
+    throw bad_input("--q, --k and --v must be given together");
+  std::vector<std::size_t> sq, sk, sv, sd;
+  at::attention_inputs in;
+  in.q = io::read_attention_tensor(o.q_file, "--q", sq);
+  in.k = io::read_attention_tensor(o.k_file, "--k", sk);
+  in.v = io::read_attention_tensor(o.v_file, "--v", sv);
+  if (sk != sq || sv != sq) throw bad_input("--q, --k and --v must have the same shape");
+  const std::size_t r = sq.size();
+  in.d = long(sq[r - 1]), in.n = long(sq[r - 2]);
+  in.heads = r >= 3 ? long(sq[r - 3]) : 1;
+  in.batch = r == 4 ? long(sq[0]) : 1;
+  if (in.n < 1 || in.d < 1 || in.heads < 1 || in.batch < 1)
+    throw bad_input(io::shorten(o.q_file) + ": empty tensor");
+  if (!o.do_file.empty()) {
+    in.dout = io::read_attention_tensor(o.do_file, "--do", sd);
+    if (sd != sq) throw bad_input("--do must have the shape of --q");
+  } else if (backward) {
+    throw bad_input("--backward with --q/--k/--v needs --do FILE.npy");
   }
-  return x;
+  return in;
 }
 
-at::attention_inputs load_inputs(const attention_cli &o) {
-  if (!o.q_file.empty() || !o.k_file.empty() || !o.v_file.empty()) {
-    if (o.q_file.empty() || o.k_file.empty() || o.v_file.empty())
-      throw bad_input("--q, --k and --v must be given together");
-    std::vector<std::size_t> sq, sk, sv, sd;
-    at::attention_inputs in;
-    in.q = read_tensor(o.q_file, sq);
-    in.k = read_tensor(o.k_file, sk);
-    in.v = read_tensor(o.v_file, sv);
-    if (sk != sq || sv != sq) throw bad_input("--q, --k and --v must have the same shape");
-    const std::size_t r = sq.size();
-    in.d = long(sq[r - 1]), in.n = long(sq[r - 2]);
-    in.heads = r >= 3 ? long(sq[r - 3]) : 1;
-    in.batch = r == 4 ? long(sq[0]) : 1;
-    if (in.n < 1 || in.d < 1 || in.heads < 1 || in.batch < 1) throw bad_input(o.q_file + ": empty tensor");
-    if (!o.do_file.empty()) {
-      in.dout = read_tensor(o.do_file, sd);
-      if (sd != sq) throw bad_input("--do must have the shape of --q");
-    } else if (o.backward) {
-      throw bad_input("--backward with --q/--k/--v needs --do FILE.npy");
-    }
+// The inputs: files, or a built-in scenario once the size guard has passed.
+at::attention_inputs load_inputs(const attention_cli &o, const at::run_options &opt) {
+  const bool files = !o.q_file.empty() || !o.k_file.empty() || !o.v_file.empty();
+  if (files) {
+    at::attention_inputs in = load_files(o, o.backward);
+    io::check_memory(io::attention_memory_need(std::uint64_t(in.batch), std::uint64_t(in.heads),
+                                               std::uint64_t(in.n), std::uint64_t(in.d), opt, false),
+                     o.max_memory, "attention");
     return in;
   }
-  if (o.n < 1 || o.d < 1 || o.heads < 1 || o.batch < 1)
-    throw bad_input("--n, --d, --heads, --batch must be >= 1");
+  if (o.scenario != "random" && o.scenario != "sink")
+    throw bad_input("unknown --scenario '" + io::shorten(o.scenario) + "' (random, sink)");
+  if (o.scenario == "sink" &&
+      (o.sink.multiplicity < 0 || o.sink.tie_share < 0 || o.sink.tie_share > 1 || o.sink.v_skew < 0 ||
+       o.sink.v_skew > 1 || o.sink.skew_cols < 0 || o.sink.skew_cols > 1))
+    throw bad_input("sink knobs: --tie-share, --v-skew, --skew-cols in [0, 1], --multiplicity >= 0");
+  io::check_memory(io::attention_memory_need(std::uint64_t(o.batch), std::uint64_t(o.heads),
+                                             std::uint64_t(o.n), std::uint64_t(o.d), opt, true),
+                   o.max_memory, "attention");
   if (o.scenario == "random") return at::scenario_random(o.batch, o.heads, o.n, o.d, o.seed);
-  if (o.scenario == "sink") {
-    if (o.sink.multiplicity < 0 || o.sink.tie_share < 0 || o.sink.tie_share > 1 || o.sink.v_skew < 0 ||
-        o.sink.v_skew > 1 || o.sink.skew_cols < 0 || o.sink.skew_cols > 1)
-      throw bad_input("sink knobs: --tie-share, --v-skew, --skew-cols in [0, 1], --multiplicity >= 0");
-    return at::scenario_sink(o.batch, o.heads, o.n, o.d, o.seed, o.sink);
-  }
-  throw bad_input("unknown --scenario '" + o.scenario + "' (random, sink)");
+  return at::scenario_sink(o.batch, o.heads, o.n, o.d, o.seed, o.sink);
 }
 
-void write_npy(const std::string &path, const std::vector<double> &x, const at::attention_inputs &in,
-               bool rows) {
-  if (path.empty()) return;
-  std::vector<float> f(x.begin(), x.end()); // every value is FP32 or BF16 (exact), or binary64 (rounded)
-  std::vector<std::size_t> shape = {std::size_t(in.batch), std::size_t(in.heads), std::size_t(in.n)};
-  if (!rows) shape.push_back(std::size_t(in.d));
-  io::rethrow_as<bad_input>([&] { npy::write(path, npy::dtype::f32, shape, f.data()); });
-}
-
-std::string csv_path_for(const std::string &plot) {
-  const auto dot = plot.rfind('.');
-  return (dot == std::string::npos ? plot : plot.substr(0, dot)) + ".csv";
-}
-
-void write_trace_csv(const std::string &path, const at::run_report &r) {
-  std::ofstream f(path);
-  if (!f) throw bad_input("cannot write " + path);
-  f << "step,t,pbar,p_is_one,boundary,running,exact,cum_error,exact_l,norm_error\n";
-  char b[400];
-  for (const auto &p : r.trace) {
-    std::snprintf(b, sizeof b, "%ld,%ld,%.9g,%d,%d,%.17g,%.17g,%.17g,%.17g,%.17g\n", p.step, p.t, p.pbar,
-                  p.pbar == 1.0 ? 1 : 0, p.boundary ? 1 : 0, p.running, p.exact, p.cum_error, p.exact_l,
-                  p.norm_error);
-    f << b;
-  }
-}
-
-void plot_trace(const std::string &png, const std::string &csv, const std::string &title) {
-  const std::string gp = csv + ".gp";
-  {
-    std::ofstream f(gp);
-    f << "set terminal pngcairo size 1000,600\n"
-      << "set output '" << png << "'\n"
-      << "set datafile separator ','\n"
-      << "set key top left\n"
-      << "set title \"" << title << "\"\n"
-      << "set xlabel 'accumulation step (keys in processing order)'\n"
-      << "set ylabel 'cumulative error of the running O / running row sum'\n"
-      << "set grid\n"
-      << "plot '" << csv
-      << "' every ::1 using 1:10 with steps lw 2 title 'cumulative error (normalised)', \\\n"
-      << "     '' every ::1 using ($4==1 ? $1 : 1/0):10 with points pt 7 ps 1.2 lc rgb 'red' title 'P-bar = "
-         "1'\n";
-  }
-  const std::string cmd = "gnuplot '" + gp + "'";
-  if (std::system(cmd.c_str()) != 0) {
-    // pngcairo may be missing: fall back to the png terminal
-    std::ifstream in(gp);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    std::string s = ss.str();
-    s.replace(s.find("pngcairo"), 8, "png");
-    std::ofstream(gp) << s;
-    if (std::system(cmd.c_str()) != 0) throw std::runtime_error("gnuplot failed on " + gp);
-  }
-}
-
-// A NaN or Inf output where the exact result is finite is reported, never averaged in.
-void warn_nonfinite(const char *what, const at::error_summary &e, long row_len) {
-  if (e.nonfinite == 0) return;
-  const long long i = e.first_nonfinite;
-  std::fprintf(stderr,
-               "warning: %llu %s elements are NaN or Inf where the exact result is finite (first: element "
-               "%lld, row %lld); the statistics above leave them out\n",
-               (unsigned long long)e.nonfinite, what, i, row_len > 0 ? i / row_len : i);
-}
-
-void print_text(const at::run_report &r) {
-  const auto &c = r.opt.cfg;
-  std::printf("attention %s, variant %s, batch %ld heads %ld n %ld d %ld%s, Br %d Bc %d, %.2f s\n",
-              at::policy_name(c.pol).c_str(), at::to_string(c.var), r.batch, r.heads, r.n, r.d,
-              c.causal ? " causal" : "", c.pol.block_m, c.pol.block_n, r.seconds);
-  if (r.opt.with_reference) {
-    const auto &e = r.o_err;
-    std::printf("O vs exact: mean signed %.4e +- %.2e (z = %.1f; by rows +- %.2e, z = %.1f", e.mean_signed,
-                e.stderr_signed, e.z(), e.stderr_rows, e.z_rows());
-    if (e.stderr_heads > 0) std::printf("; by heads +- %.2e, z = %.1f", e.stderr_heads, e.z_heads());
-    std::printf("), mean abs %.4e, max abs %.4e, rel fro %.4e\n", e.mean_abs, e.max_abs, e.rel_fro);
-    warn_nonfinite("O", e, r.d);
-    std::printf("  ulp histogram:");
-    for (const auto &[k, v] : e.ulp_hist)
-      std::printf(" %d:%llu", k, (unsigned long long)v);
-    std::printf("\n");
-    if (r.opt.backward) {
-      const auto &t = r.delta_err;
-      std::printf("delta_lp - delta_hp: mean %.4e +- %.2e (z = %.1f), positive %llu negative %llu\n",
-                  t.mean_signed, t.stderr_signed, t.z(), (unsigned long long)t.positive,
-                  (unsigned long long)t.negative);
-      warn_nonfinite("delta", t, 1);
-      warn_nonfinite("dQ", r.dq_err, r.d);
-      warn_nonfinite("dK", r.dk_err, r.d);
-      warn_nonfinite("dV", r.dv_err, r.d);
-      const auto &b = r.opt.bwd;
-      std::printf("backward %s", at::to_string(b.kind));
-      if (b.kind == at::backward_kind::tiled)
-        std::printf(" (Br %d Bc %d, delta %s, query blocks %s, dQ adds %s)", b.block_m, b.block_n,
-                    at::to_string(b.delta), at::to_string(b.q_order), at::to_string(b.dq_order));
-      std::printf(": rel fro vs exact dQ %.4e dK %.4e dV %.4e\n", r.dq_err.rel_fro, r.dk_err.rel_fro,
-                  r.dv_err.rel_fro);
-    }
-  }
-  if (r.opt.with_ledger) {
-    std::printf("%-11s %11s %10s %10s %10s %8s %10s %10s %12s | %9s %12s\n", "site", "events", "positive",
-                "negative", "zero", "ties", "away", "toward", "mean error", "P=1 evts", "P=1 mean");
-    for (int i = 0; i < at::site_count; ++i) {
-      const auto &s = r.led.sites[i];
-      if (s.all.count == 0) continue;
-      std::printf("%-11s %11llu %10llu %10llu %10llu %8llu %10llu %10llu %12.4e | %9llu %12.4e\n",
-                  at::to_string(at::site(i)), (unsigned long long)s.all.count, (unsigned long long)s.all.pos,
-                  (unsigned long long)s.all.neg, (unsigned long long)s.all.zero,
-                  (unsigned long long)s.all.ties, (unsigned long long)s.all.away,
-                  (unsigned long long)s.all.toward, s.all.mean(), (unsigned long long)s.p_one.count,
-                  s.p_one.mean());
-    }
-    std::printf(
-        "P-bar entries %llu, equal to 1: %llu; (row, block) pairs with a 1: %llu, tied (>= 2): %llu\n",
-        (unsigned long long)r.led.p_entries, (unsigned long long)r.led.p_one_entries,
-        (unsigned long long)r.led.rows_with_p_one, (unsigned long long)r.led.rows_tied);
-  }
-  if (!r.trace.empty())
-    std::printf("trace O[%ld,%ld]: %zu points, final %.9g vs exact %.9g (error %.4e)\n", c.trace_row,
-                c.trace_col, r.trace.size(), r.trace_final_lp, r.trace_final_exact,
-                r.trace_final_lp - r.trace_final_exact);
+// "attention: K/N heads done (S s)" on stderr after each head, for long runs.
+progress_fn progress_printer() {
+  const auto t0 = std::chrono::steady_clock::now();
+  return [t0](std::uint64_t done, std::uint64_t total) {
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::fprintf(stderr, "attention: %llu/%llu heads done (%.1f s)\n", (unsigned long long)done,
+                 (unsigned long long)total, s);
+  };
 }
 
 void run(const attention_cli &o) {
   at::run_options opt;
   opt.cfg.pol = make_policy(o);
-  if (o.variant == "standard")
-    opt.cfg.var = at::variant::standard;
-  else if (o.variant == "fa2")
-    opt.cfg.var = at::variant::fa2;
-  else if (o.variant == "stabilized")
-    opt.cfg.var = at::variant::stabilized;
-  else
-    throw bad_input("unknown --variant '" + o.variant + "' (standard, fa2, stabilized)");
+  opt.cfg.var = io::parse_variant(o.variant);
   opt.cfg.causal = o.causal;
   opt.bwd = make_backward(o, opt.cfg.pol);
   opt.backward = o.backward || opt.bwd.kind == at::backward_kind::tiled;
   opt.with_ledger = !o.no_ledger;
   opt.threads = o.threads;
-  at::attention_inputs in = load_inputs(o);
-  if (opt.backward && in.dout.empty()) throw bad_input("--backward needs dO");
   if (opt.cfg.pol.kind == at::policy_kind::fa2 && opt.cfg.var != at::variant::standard &&
       opt.cfg.pol.block_n % 16)
     throw bad_input("--block-n must be a multiple of 16 under fa2 policies (tensor-core k chunks)");
+  if (!o.plot_file.empty() && o.trace_element.empty()) throw bad_input("--plot needs --trace-element T,i");
+  at::attention_inputs in = load_inputs(o, opt);
+  if (opt.backward && in.dout.empty()) throw bad_input("--backward needs dO");
   if (!o.trace_element.empty()) {
     long t = -1, i = -1;
     char extra;
@@ -343,43 +164,36 @@ void run(const attention_cli &o) {
       throw bad_input("--trace-element T,i needs 0 <= T < n and 0 <= i < d");
     opt.cfg.trace_row = t, opt.cfg.trace_col = i;
   }
-  if (!o.plot_file.empty() && o.trace_element.empty()) throw bad_input("--plot needs --trace-element T,i");
-  opt.progress = in.n * in.n * in.d * in.heads * in.batch >= (1l << 26) || opt.backward;
-  at::run_report r = at::run_attention(in, opt);
-  char extra[512];
-  std::snprintf(extra, sizeof extra,
-                ",\"scenario\":\"%s\",\"seed\":%llu,\"tie_share\":%.17g,\"multiplicity\":%d,\"v_skew\":%.17g,"
-                "\"skew_cols\":%.17g,\"strength\":%.17g,\"do_bias\":%.17g",
-                o.q_file.empty() ? o.scenario.c_str() : "files", (unsigned long long)o.seed, o.sink.tie_share,
-                o.sink.multiplicity, o.sink.v_skew, o.sink.skew_cols, o.sink.strength, o.sink.do_bias);
-  const std::string js = at::to_json(r, extra);
+  const std::uint64_t work =
+      io::saturating_product({std::uint64_t(in.n), std::uint64_t(in.n), std::uint64_t(in.d),
+                              std::uint64_t(in.heads), std::uint64_t(in.batch)});
+  if (work >= (std::uint64_t(1) << 26) || opt.backward) opt.progress = progress_printer();
+  const at::run_report r = at::run_attention(in, opt);
+  const io::attention_origin origin{o.q_file.empty() ? o.scenario : "files", o.seed, o.sink};
+  const std::string js = io::attention_json(r, &origin);
   if (o.json)
     std::printf("%s\n", js.c_str());
   else
-    print_text(r);
-  if (!o.ledger_file.empty()) {
-    std::ofstream f(o.ledger_file);
-    if (!f) throw bad_input("cannot write " + o.ledger_file);
-    f << js << "\n";
-  }
-  write_npy(o.out_o, r.o, in, false);
-  write_npy(o.out_lse, r.lse, in, true);
+    io::print_attention_text(r);
+  if (!o.ledger_file.empty()) io::open_output(o.ledger_file, "--ledger") << js << "\n";
+  io::write_attention_tensor(o.out_o, r.o, in, false);
+  io::write_attention_tensor(o.out_lse, r.lse, in, true);
   if (opt.backward) {
-    write_npy(o.out_dq, r.dq, in, false);
-    write_npy(o.out_dk, r.dk, in, false);
-    write_npy(o.out_dv, r.dv, in, false);
+    io::write_attention_tensor(o.out_dq, r.dq, in, false);
+    io::write_attention_tensor(o.out_dk, r.dk, in, false);
+    io::write_attention_tensor(o.out_dv, r.dv, in, false);
   }
   if (!r.trace.empty()) {
     const std::string csv = !o.trace_csv.empty()   ? o.trace_csv
-                            : !o.plot_file.empty() ? csv_path_for(o.plot_file)
+                            : !o.plot_file.empty() ? io::replace_extension(o.plot_file, ".csv")
                                                    : std::string();
-    if (!csv.empty()) write_trace_csv(csv, r);
+    if (!csv.empty()) io::write_trace_csv(csv, r);
     if (!o.plot_file.empty()) {
       char title[256];
       std::snprintf(title, sizeof title, "O[%ld,%ld] under %s (%s), seed %llu", opt.cfg.trace_row,
                     opt.cfg.trace_col, at::policy_name(opt.cfg.pol).c_str(), at::to_string(opt.cfg.var),
                     (unsigned long long)o.seed);
-      plot_trace(o.plot_file, csv, title);
+      io::plot_trace(o.plot_file, csv, title);
     }
   }
 }
@@ -395,17 +209,17 @@ void register_attention(CLI::App &app) {
             "  bf16emu attention --scenario sink --policy fa2:sm80 --bwd tiled --bwd-block-m 64 --json\n"
             "  bf16emu attention --scenario sink --policy paper --trace-element 0,3 --plot trace.png\n"
             "Details and numbers: docs/attention.md, docs/paper-reproduction.md");
-  s->add_option("--n", o->n, "sequence length (default 256)");
-  s->add_option("--d", o->d, "head dimension (default 64)");
-  s->add_option("--heads", o->heads, "heads (default 1; run in parallel)");
-  s->add_option("--batch", o->batch, "batch (default 1)");
+  add_count(s, "--n", o->n, "sequence length (default 256)", 1);
+  add_count(s, "--d", o->d, "head dimension (default 64)", 1);
+  add_count(s, "--heads", o->heads, "heads (default 1; run in parallel)", 1);
+  add_count(s, "--batch", o->batch, "batch (default 1)", 1);
   s->add_flag("--causal", o->causal, "causal mask");
   s->add_option("--variant", o->variant, "standard, fa2 (default) or stabilized");
   s->add_option("--beta", o->beta, "stabilized: beta (default 2)");
   s->add_option("--tie-tol", o->tie_tol,
                 "stabilized: scores within this of the max count as ties (default 1e-3)");
-  s->add_option("--block-m", o->block_m, "Br (default 64)");
-  s->add_option("--block-n", o->block_n, "Bc (default 64)");
+  add_count(s, "--block-m", o->block_m, "Br (default 64)", 1);
+  add_count(s, "--block-n", o->block_n, "Bc (default 64)", 1);
   s->add_option("--policy", o->policy,
                 "exact, fp32, paper, fa2:sm80 (default), fa2:sm89, fa2:sm90, fa2:sm100, fa2_twin");
   s->add_option("--kv-order", o->kv_order, "forward or reverse (fa2 default: reverse)");
@@ -413,7 +227,7 @@ void register_attention(CLI::App &app) {
   s->add_option("--row-sum", o->row_sum, "sequential or quad (default)");
   s->add_option("--fma", o->fma, "on (default) or off: FMA contraction of the exp2 argument and delta");
   s->add_option("--normalize", o->normalize, "reciprocal (default) or divide");
-  s->add_option("--seed", o->seed, "scenario seed (default 1)");
+  add_count(s, "--seed", o->seed, "scenario seed (default 1)");
   s->add_option("--scenario", o->scenario, "random or sink (default)");
   s->add_option("--tie-share", o->sink.tie_share, "sink: share of rows whose max repeats (default 0.5)");
   s->add_option("--multiplicity", o->sink.multiplicity, "sink: copies of the repeated key (default 4)");
@@ -429,9 +243,9 @@ void register_attention(CLI::App &app) {
   s->add_option("--bwd", o->bwd,
                 "backward: reference (default; all keys of a row at once) or tiled (FlashAttention-2's "
                 "Algorithm 2 with the CUDA kernel's rounding points; implies --backward)");
-  s->add_option("--bwd-block-m", o->bwd_block_m, "tiled backward: Br query rows per block (default 128)")
+  add_count(s, "--bwd-block-m", o->bwd_block_m, "tiled backward: Br query rows per block (default 128)", 1)
       ->each([o](const std::string &) { o->bwd_block_given = true; });
-  s->add_option("--bwd-block-n", o->bwd_block_n, "tiled backward: Bc keys per block (default 128)")
+  add_count(s, "--bwd-block-n", o->bwd_block_n, "tiled backward: Bc keys per block (default 128)", 1)
       ->each([o](const std::string &) { o->bwd_block_given = true; });
   s->add_option("--delta", o->delta,
                 "tiled backward: delta order, fa2 (default: per-thread sums, 8- or 4-lane butterfly) or "
@@ -454,7 +268,8 @@ void register_attention(CLI::App &app) {
   s->add_option("--out-dq", o->out_dq, "write dQ as .npy");
   s->add_option("--out-dk", o->out_dk, "write dK as .npy");
   s->add_option("--out-dv", o->out_dv, "write dV as .npy");
-  s->add_option("--threads", o->threads, "worker threads for heads (default: all cores)");
+  add_count(s, "--threads", o->threads, "worker threads for heads, 1..1024 (default: all cores)", 1, 1024);
+  add_max_memory(s, o->max_memory);
   s->callback([o] { run(*o); });
 }
 

@@ -17,6 +17,8 @@
 #include "bf16emu/pitfalls/bwd_order.hpp"
 #include "command.hpp"
 #include "io/json.hpp"
+#include "io/memory.hpp"
+#include "options.hpp"
 
 namespace bf16emu::cli {
 
@@ -32,7 +34,7 @@ struct bwd_order_cli {
   std::string threads = "1,2";
   int repeats = 2;
   bool causal = false, bf16_grads = false, json = false, no_exact = false;
-  std::uint64_t seed = 1;
+  std::uint64_t seed = 1, max_memory = 0;
 };
 
 std::vector<std::string> split(const std::string &s) {
@@ -58,10 +60,7 @@ pit::order_spec parse_order(const std::string &s) {
     o.kind = pit::schedule_kind::arrival;
   else if (s.rfind("random:", 0) == 0) {
     o.kind = pit::schedule_kind::random;
-    char *end = nullptr;
-    const std::string num = s.substr(7);
-    o.seed = std::strtoull(num.c_str(), &end, 10);
-    if (num.empty() || *end) throw bad_input("bad seed in order '" + s + "'");
+    o.seed = parse_count(s.substr(7), "--orders random:SEED", 0, UINT64_MAX);
   } else
     throw bad_input("unknown order '" + s +
                     "' (ascending, descending, dash-descending-q, dash-shift, random:SEED, arrival)");
@@ -100,15 +99,23 @@ void run(const bwd_order_cli &o) {
   if (opt.orders.empty()) throw bad_input("--orders is empty");
   opt.threads.clear();
   for (const auto &s : split(o.threads)) {
-    char *end = nullptr;
-    const long t = std::strtol(s.c_str(), &end, 10);
-    if (*end || t < 1 || t > 1024)
-      throw bad_input("--threads takes a list of counts in [1, 1024], e.g. 1,2,4");
-    opt.threads.push_back(int(t));
+    opt.threads.push_back(int(parse_count(s, "--threads", 1, 1024)));
   }
   if (opt.threads.empty()) throw bad_input("--threads is empty");
   if (o.repeats < 1 || o.repeats > 100) throw bad_input("--repeats must be in [1, 100]");
   opt.repeats = o.repeats;
+
+  // What the run holds at once: the inputs (and the forward's copies), the forward's O and L,
+  // the block pairs' partial gradients, the summed gradients of every order (and one being
+  // summed), and the binary64 reference backward's n x n P and dS.
+  io::memory_need need;
+  const std::uint64_t n = std::uint64_t(o.n), d = std::uint64_t(o.d), nb = n / std::uint64_t(o.block);
+  need.add({n, d + 1, 8, 12}, "Q, K, V, dO, O, L and their copies")
+      .add({nb, n, d, 8, 3}, "block-pair partial gradients")
+      .add({opt.orders.size() + 1, n, d, 8, 3}, "gradients of the orders")
+      .add({nb, nb, 128}, "block-pair slots"); // gradient vectors, task and schedule lists
+  if (opt.with_exact) need.add({n, n, 16}, "reference backward P and dS");
+  io::check_memory(need, o.max_memory, "bwd-order");
 
   const std::optional<at::attention_inputs> scenario = at::scenario_by_name(o.scenario, o.n, o.d, o.seed);
   if (!scenario) throw bad_input("unknown --scenario '" + o.scenario + "' (random, sink)");
@@ -205,23 +212,25 @@ void register_bwd_order(CLI::App &app) {
             "  bf16emu bwd-order --n 256 --d 64 --block 64 --threads 1,2,4\n"
             "  bf16emu bwd-order --orders ascending,descending,dash-shift --bf16-grads --json\n"
             "Details and numbers: docs/pitfalls.md");
-  s->add_option("--n", o->n, "sequence length (default 256)");
-  s->add_option("--d", o->d, "head dimension (default 64)");
-  s->add_option("--block", o->block, "block size b (query and KV blocks; divides n; default 64)");
+  add_count(s, "--n", o->n, "sequence length (default 256; 2..2^40)", 2, std::uint64_t{1} << 40);
+  add_count(s, "--d", o->d, "head dimension (default 64; 1..2^20)", 1, std::uint64_t{1} << 20);
+  add_count(s, "--block", o->block, "block size b (query and KV blocks; divides n; default 64)", 1,
+            std::uint64_t{1} << 40);
   s->add_option("--policy", o->policy,
                 "exact, fp32, paper, fa2:sm80 (default), fa2:sm89, fa2:sm90, fa2:sm100, fa2_twin");
   s->add_option("--variant", o->variant, "standard, fa2 (default) or stabilized (the forward)");
   s->add_flag("--causal", o->causal, "causal mask");
   s->add_option("--scenario", o->scenario, "random (default) or sink");
-  s->add_option("--seed", o->seed, "scenario seed (default 1)");
+  add_count(s, "--seed", o->seed, "scenario seed (default 1)");
   s->add_option("--orders", o->orders,
                 "comma list: ascending, descending, dash-descending-q, dash-shift, random:SEED, arrival "
                 "(default ascending,descending,dash-descending-q,dash-shift,random:1)");
   s->add_option("--threads", o->threads, "comma list of thread counts to run with (default 1,2)");
-  s->add_option("--repeats", o->repeats, "runs per thread count (default 2)");
+  add_count(s, "--repeats", o->repeats, "runs per thread count (default 2; 1..100)", 1, 100);
   s->add_flag("--bf16-grads", o->bf16_grads,
               "round the summed dQ, dK, dV to BF16 (as a kernel writing BF16)");
   s->add_flag("--no-exact", o->no_exact, "skip the binary64 reference backward");
+  add_max_memory(s, o->max_memory);
   s->add_flag("--json", o->json, "JSON output");
   s->callback([o] { run(*o); });
 }

@@ -16,6 +16,8 @@
 #include "bf16emu/pitfalls/cp.hpp"
 #include "command.hpp"
 #include "io/json.hpp"
+#include "io/memory.hpp"
+#include "options.hpp"
 
 namespace bf16emu::cli {
 
@@ -29,7 +31,7 @@ struct cp_cli {
   std::string policy = "fa2:sm80", variant = "fa2", scenario = "random", form = "global", order = "ascending",
               bug = "none";
   bool causal = false, no_backward = false, json = false;
-  std::uint64_t seed = 1;
+  std::uint64_t seed = 1, max_memory = 0;
   int threads = 0;
   double fail_above = 0;
 };
@@ -74,6 +76,18 @@ void run(const cp_cli &o) {
   opt.bug_chunk = o.bug_chunk;
   opt.backward = !o.no_backward;
   opt.threads = o.threads;
+
+  // What the run holds at once: the inputs (and the forward's copies of them), the chunk pairs'
+  // partial outputs and gradients, the outputs and gradients of the three runs, and the
+  // single-pass backwards' n x n P and dS.
+  io::memory_need need;
+  const std::uint64_t n = std::uint64_t(o.n), d = std::uint64_t(o.d), c = std::uint64_t(o.chunks);
+  need.add({n, d, 8, 16}, "Q, K, V, dO and their copies")
+      .add({c, n, d + 1, 8, opt.backward ? 4u : 1u}, "chunk-pair partials")
+      .add({n, d + 1, 8, 12}, "outputs and gradients")
+      .add({c, c, 256}, "chunk-pair slots"); // forward results, gradient vectors, task lists
+  if (opt.backward) need.add({n, n, 16}, "backward P and dS");
+  io::check_memory(need, o.max_memory, "cp");
 
   const std::optional<at::attention_inputs> scenario = at::scenario_by_name(o.scenario, o.n, o.d, o.seed);
   if (!scenario) throw bad_input("unknown --scenario '" + o.scenario + "' (random, sink)");
@@ -167,23 +181,27 @@ void register_cp(CLI::App &app) {
             "  bf16emu cp --n 256 --d 64 --chunks 4\n"
             "  bf16emu cp --n 256 --d 64 --chunks 4 --bug skip-rescale --json\n"
             "Details and numbers: docs/pitfalls.md");
-  s->add_option("--n", o->n, "sequence length (default 256)");
-  s->add_option("--d", o->d, "head dimension (default 64)");
-  s->add_option("--chunks", o->chunks, "number of chunks C, dividing n (default 4)");
+  add_count(s, "--n", o->n, "sequence length (default 256; 2..2^40)", 2, std::uint64_t{1} << 40);
+  add_count(s, "--d", o->d, "head dimension (default 64; 1..2^20)", 1, std::uint64_t{1} << 20);
+  add_count(s, "--chunks", o->chunks, "number of chunks C, dividing n (default 4; 2..n)", 2,
+            std::uint64_t{1} << 40);
   s->add_option("--policy", o->policy,
                 "exact, fp32, paper, fa2:sm80 (default), fa2:sm89, fa2:sm90, fa2:sm100, fa2_twin");
   s->add_option("--variant", o->variant, "standard, fa2 (default) or stabilized (per chunk pair)");
   s->add_flag("--causal", o->causal, "causal mask (query chunk i sees KV chunks 0..i)");
   s->add_option("--scenario", o->scenario, "random (default) or sink");
-  s->add_option("--seed", o->seed, "scenario seed (default 1)");
+  add_count(s, "--seed", o->seed, "scenario seed (default 1)");
   s->add_option("--form", o->form,
                 "merge: global (max, sum, log; default) or online (log1p running correction)");
   s->add_option("--order", o->order,
                 "chunk order of the merge and the gradient sums: ascending (default), descending");
   s->add_option("--bug", o->bug, "deliberate merge bug: none (default), skip-rescale, stale-lse");
-  s->add_option("--bug-chunk", o->bug_chunk, "chunk the bug hits (default 1)");
+  add_count(s, "--bug-chunk", o->bug_chunk, "chunk the bug hits (default 1; below --chunks)", 0,
+            std::uint64_t{1} << 40);
   s->add_flag("--no-backward", o->no_backward, "forward only");
-  s->add_option("--threads", o->threads, "worker threads for the chunk pairs (default: all cores)");
+  add_count(s, "--threads", o->threads, "worker threads for the chunk pairs, 1..1024 (default: all cores)", 1,
+            1024);
+  add_max_memory(s, o->max_memory);
   s->add_option("--fail-above", o->fail_above, "exit 3 when any tensor is off by more than this many eps");
   s->add_flag("--json", o->json, "JSON output");
   s->callback([o] { run(*o); });

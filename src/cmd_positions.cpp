@@ -12,7 +12,11 @@
 
 #include "bf16emu/pitfalls/positions.hpp"
 #include "command.hpp"
+#include "io/files.hpp"
 #include "io/json.hpp"
+#include "io/memory.hpp"
+#include "io/plot.hpp"
+#include "options.hpp"
 
 namespace bf16emu::cli {
 
@@ -30,12 +34,8 @@ struct positions_cli {
   int alibi_heads = 0;
   std::string plot;
   long plot_max = 131072;
+  std::uint64_t max_memory = 0;
 };
-
-std::string csv_beside(const std::string &png) {
-  const auto dot = png.rfind('.');
-  return (dot == std::string::npos ? png : png.substr(0, dot)) + ".csv";
-}
 
 // n = 1 .. max on a grid of 16 points per octave (every n up to 64).
 std::vector<long> share_grid(long max) {
@@ -52,13 +52,12 @@ std::vector<long> share_grid(long max) {
 }
 
 void write_plot(const std::string &png, long max) {
-  const std::string csv = csv_beside(png);
+  const std::string csv = io::replace_extension(png, ".csv");
   const std::vector<long> ns = share_grid(max);
   const auto b = pit::exact_share_curve(pit::id_dtype::bf16, ns);
   const auto h = pit::exact_share_curve(pit::id_dtype::f16, ns);
   {
-    std::ofstream f(csv);
-    if (!f) throw bad_input("cannot write " + csv);
+    std::ofstream f = io::open_output(csv, "--plot");
     f << "n,bf16_exact,bf16_share,f16_exact,f16_share\n";
     char line[160];
     for (std::size_t i = 0; i < ns.size(); ++i) {
@@ -67,33 +66,30 @@ void write_plot(const std::string &png, long max) {
       f << line;
     }
   }
-  const std::string gp = csv + ".gp";
-  {
-    std::ofstream f(gp);
-    f << "set terminal png size 900,560\n"
-      << "set output '" << png << "'\n"
-      << "set datafile separator ','\n"
-      << "set logscale x 2\n"
-      << "set format x '2^{%L}'\n"
-      << "set yrange [0:1.05]\n"
-      << "set grid\n"
-      << "set key bottom left\n"
-      << "set title 'Position ids 0..n-1 built in a low-precision dtype (torch.arange(n, dtype=...))'\n"
-      << "set xlabel 'n (positions)'\n"
-      << "set ylabel 'share of ids that keep their own value'\n"
-      << "set arrow from 256, graph 0 to 256, graph 1 nohead dt 2 lc rgb '#1f77b4'\n"
-      << "set arrow from 2048, graph 0 to 2048, graph 1 nohead dt 2 lc rgb '#d62728'\n"
-      << "set arrow from 8192, graph 0 to 8192, graph 1 nohead dt 3 lc rgb 'gray'\n"
-      << "set label 'BF16 at 8192: 896/8192 = 10.9 %' at 8192, 0.15 right offset -1,0\n"
-      << "plot '" << csv << "' every ::1 using 1:3 with lines lw 2 lc rgb '#1f77b4' title 'BF16', \\\n"
-      << "     '' every ::1 using 1:5 with lines lw 2 lc rgb '#d62728' title 'FP16'\n";
-  }
-  const std::string cmd = "gnuplot '" + gp + "'";
-  if (std::system(cmd.c_str()) != 0) throw std::runtime_error("gnuplot failed on " + gp);
+  // The preamble turns enhanced text off; the 2^{%L} tick labels need it.
+  const std::string script =
+      io::gnuplot_preamble(
+          png, "Position ids 0..n-1 built in a low-precision dtype (torch.arange(n, dtype=...))", 900, 560) +
+      "set termoption enhanced\n"
+      "set logscale x 2\n"
+      "set format x '2^{%L}'\n"
+      "set yrange [0:1.05]\n"
+      "set grid\n"
+      "set key bottom left\n"
+      "set xlabel 'n (positions)'\n"
+      "set ylabel 'share of ids that keep their own value'\n"
+      "set arrow from 256, graph 0 to 256, graph 1 nohead dt 2 lc rgb '#1f77b4'\n"
+      "set arrow from 2048, graph 0 to 2048, graph 1 nohead dt 2 lc rgb '#d62728'\n"
+      "set arrow from 8192, graph 0 to 8192, graph 1 nohead dt 3 lc rgb 'gray'\n"
+      "set label 'BF16 at 8192: 896/8192 = 10.9 %' at 8192, 0.15 right offset -1,0\n"
+      "plot '" +
+      csv +
+      "' every ::1 using 1:3 with lines lw 2 lc rgb '#1f77b4' title 'BF16', \\\n"
+      "     '' every ::1 using 1:5 with lines lw 2 lc rgb '#d62728' title 'FP16'\n";
+  io::run_gnuplot(csv + ".gp", script, false);
 }
 
 void run(const positions_cli &o) {
-  if (o.n < 1 || o.n > (1l << 24)) throw bad_input("--n must be in [1, 2^24]");
   pit::id_dtype t;
   if (o.dtype == "bf16")
     t = pit::id_dtype::bf16;
@@ -104,8 +100,10 @@ void run(const positions_cli &o) {
   if (o.head_dim < 2 || o.head_dim % 2) throw bad_input("--head-dim must be even and >= 2");
   if (!(o.base > 1)) throw bad_input("--base must be > 1");
   if (o.inv_freq != "f32" && o.inv_freq != "bf16") throw bad_input("--inv-freq must be f32 or bf16");
-  if (o.alibi_heads < 0 || o.alibi_heads > 1024) throw bad_input("--alibi-heads must be in [0, 1024]");
-  if (o.plot_max < 2 || o.plot_max > (1l << 24)) throw bad_input("--plot-max must be in [2, 2^24]");
+  // The ids (in the dtype and in FP32) and the ALiBi biases, n values each.
+  io::memory_need need;
+  need.add({std::uint64_t(o.n), 8, 4}, "position ids and biases");
+  io::check_memory(need, o.max_memory, "positions");
 
   const pit::id_stats s = pit::position_stats(t, o.n);
   pit::rope_report rope;
@@ -197,7 +195,8 @@ void run(const positions_cli &o) {
   }
   if (!o.plot.empty()) {
     write_plot(o.plot, o.plot_max);
-    if (!o.json) std::printf("\nplot: %s (data: %s)\n", o.plot.c_str(), csv_beside(o.plot).c_str());
+    if (!o.json)
+      std::printf("\nplot: %s (data: %s)\n", o.plot.c_str(), io::replace_extension(o.plot, ".csv").c_str());
   }
 }
 
@@ -210,15 +209,17 @@ void register_positions(CLI::App &app) {
             "  bf16emu positions --n 8192 --rope --head-dim 128\n"
             "  bf16emu positions --n 8192 --plot positions.png   (CSV written beside it)\n"
             "Details and numbers: docs/pitfalls.md");
-  s->add_option("--n", o->n, "positions 0..n-1 (default 8192)");
+  add_count(s, "--n", o->n, "positions 0..n-1 (default 8192; 1..2^24)", 1, 1u << 24);
   s->add_option("--dtype", o->dtype, "bf16 (default) or f16");
   s->add_flag("--rope", o->rope, "RoPE phase and cos/sin errors per frequency");
   s->add_option("--base", o->base, "RoPE base (default 10000)");
-  s->add_option("--head-dim", o->head_dim, "RoPE head dimension (default 128)");
+  add_count(s, "--head-dim", o->head_dim, "RoPE head dimension, even (default 128; 2..65536)", 2, 65536);
   s->add_option("--inv-freq", o->inv_freq, "RoPE inv_freq held in f32 (default) or bf16");
-  s->add_option("--alibi-heads", o->alibi_heads, "ALiBi bias errors for this many heads (default 0: off)");
+  add_count(s, "--alibi-heads", o->alibi_heads,
+            "ALiBi bias errors for this many heads (default 0: off; 0..1024)", 0, 1024);
   s->add_option("--plot", o->plot, "gnuplot PNG of the exact share against n (CSV written beside it)");
-  s->add_option("--plot-max", o->plot_max, "largest n of the plot (default 131072)");
+  add_count(s, "--plot-max", o->plot_max, "largest n of the plot (default 131072; 2..2^24)", 2, 1u << 24);
+  add_max_memory(s, o->max_memory);
   s->add_flag("--json", o->json, "JSON output");
   s->callback([o] { run(*o); });
 }

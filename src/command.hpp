@@ -33,5 +33,5 @@ struct bad_input : std::runtime_error {
 
 #define BF16EMU_CAT2(a, b) a##b
 #define BF16EMU_CAT(a, b) BF16EMU_CAT2(a, b)
-#define BF16EMU_COMMAND(order, fn)                                                                          \
+#define BF16EMU_COMMAND(order, fn)                                                                           \
   static ::bf16emu::cli::command_registrar BF16EMU_CAT(bf16emu_cmd_reg_, __LINE__)(order, fn)

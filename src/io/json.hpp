@@ -1,5 +1,5 @@
-// bf16emu io: a small streaming JSON writer (no dependency), used by every --json
-// command so that all of them quote, escape and indent the same way.
+// bf16emu io: a small streaming JSON writer (no dependency): the one JSON writer of the
+// project, so that every --json output quotes, escapes, indents and prints numbers the same way.
 //
 //   json_writer j(std::cout);
 //   j.begin_object();

@@ -36,5 +36,5 @@ struct paper_section_registrar {
 #define BF16EMU_PAPER_CAT2(a, b) a##b
 #define BF16EMU_PAPER_CAT(a, b) BF16EMU_PAPER_CAT2(a, b)
 #define BF16EMU_PAPER_SECTION(order, key, title, text_fn, json_fn)                                           \
-  static ::bf16emu::io::paper_section_registrar BF16EMU_PAPER_CAT(bf16emu_paper_sec_, __LINE__)(        \
+  static ::bf16emu::io::paper_section_registrar BF16EMU_PAPER_CAT(bf16emu_paper_sec_, __LINE__)(             \
       ::bf16emu::io::paper_section{order, key, title, text_fn, json_fn})

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <initializer_list>
 #include <string>
 #include <sys/wait.h>
 
@@ -30,16 +31,30 @@ std::string write(const std::string &name, const std::string &bytes) {
   return p;
 }
 
+// The stderr of the last run, one file per test (ctest runs the tests in parallel).
+std::string stderr_path() {
+  return dir + "/stderr-" + ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".txt";
+}
+
 int run(const std::string &args) {
   const std::string cmd =
-      std::string("'") + BF16EMU_CLI + "' attention " + args + " > /dev/null 2> '" + dir + "/stderr.txt'";
+      std::string("'") + BF16EMU_CLI + "' attention " + args + " > /dev/null 2> '" + stderr_path() + "'";
   const int st = std::system(cmd.c_str());
   return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
 std::string last_stderr() {
-  std::ifstream f(dir + "/stderr.txt");
+  std::ifstream f(stderr_path());
   return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+// `attention args` must exit 2 with a one-line message that contains every one of `names`.
+void expect_bad(const std::string &args, std::initializer_list<std::string> names) {
+  EXPECT_EQ(run(args), 2) << args;
+  const std::string err = last_stderr();
+  EXPECT_EQ(err.find('\n'), err.size() - 1) << args << ": one line: " << err;
+  for (const auto &name : names)
+    EXPECT_NE(err.find(name), std::string::npos) << args << ": " << name << " not in: " << err;
 }
 
 int run_qkv(const std::string &p) { return run("--q '" + p + "' --k '" + p + "' --v '" + p + "'"); }
@@ -116,10 +131,8 @@ TEST(AttentionCli, TiledBackwardBadOptions) {
       {"--n 32 --bwd tiled --bwd-q-order up", "--bwd-q-order"},
       {"--n 32 --backward --dq-order descending", "--bwd tiled"},
   };
-  for (const auto &b : bad) {
-    EXPECT_EQ(run(b.args), 2) << b.args;
-    EXPECT_NE(last_stderr().find(b.names), std::string::npos) << b.args << ": " << last_stderr();
-  }
+  for (const auto &b : bad)
+    expect_bad(b.args, {b.names});
 }
 
 TEST(AttentionCli, TiledBackwardJson) {
@@ -157,4 +170,85 @@ TEST(AttentionCli, OutputErrorJsonHasClusteredStatistics) {
   const auto p = js.find("\"stderr_heads\":");
   ASSERT_NE(p, std::string::npos);
   EXPECT_GT(std::atof(js.c_str() + p + 15), 0.0) << js.substr(p, 40);
+}
+
+// Sizes (issue 19): the memory a run needs is computed in checked arithmetic before anything
+// is allocated; a need above the limit (the available memory, or --max-memory) is bad input
+// naming the need and the override, never a crash, std::bad_alloc or a wrapped size.
+TEST(AttentionCli, SizesBeyondMemoryAreBadInput) {
+  for (const char *args :
+       {"--n 4611686018427387904 --d 4", "--n 100000000 --d 1000", "--heads 1000000000 --n 2 --d 2",
+        "--batch 4294967296 --heads 4294967296 --n 2 --d 2", "--n 100000 --d 64 --backward",
+        "--n 64 --d 16 --max-memory 64K"})
+    // "--max-memory to override", or "--max-memory is 64.0 kB" when the limit was given
+    expect_bad(args, {"attention needs ", "--max-memory"});
+  // the same run with room to spare runs
+  EXPECT_EQ(run("--n 64 --d 16 --max-memory 64M"), 0) << last_stderr();
+  expect_bad("--n 64 --d 16 --max-memory lots", {"--max-memory", "lots"});
+}
+
+// Counts are strict unsigned integers with bounds: no saturation, no sign, no zero where a
+// count of at least one is needed; the message names the option.
+TEST(AttentionCli, CountsAreStrict) {
+  const struct {
+    const char *args, *name;
+  } bad[] = {
+      {"--n 99999999999999999999 --d 4", "--n"},
+      {"--n 0", "--n"},
+      {"--n -16", "--n"},
+      {"--d 0", "--d"},
+      {"--heads 0", "--heads"},
+      {"--batch -1", "--batch"},
+      {"--n 16 --threads -5", "--threads"},
+      {"--n 16 --threads 100000", "--threads"},
+      {"--n 16 --threads 0", "--threads"},
+      {"--n 16 --seed -1", "--seed"},
+      {"--n 16 --seed 18446744073709551616", "--seed"},
+      {"--n 16 --block-m 0", "--block-m"},
+      {"--n 16 --block-n -64", "--block-n"},
+      {"--n 16 --heads 2x", "--heads"},
+  };
+  for (const auto &b : bad)
+    expect_bad(b.args, {b.name});
+  EXPECT_EQ(run("--n 16 --d 16 --heads 3 --threads 2 --seed 18446744073709551615"), 0) << last_stderr();
+}
+
+// Input files that are directories or do not exist: exit 2 naming the option and the path
+// (not "basic_filebuf::underflow").
+TEST(AttentionCli, DirectoriesAndMissingFilesAreNamed) {
+  const auto ok =
+      write("ok2.npy", npy_image("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 16), }", floats(32)));
+  const struct {
+    std::string args;
+    const char *option;
+    std::string path;
+  } bad[] = {
+      {"--q '" + dir + "' --k '" + ok + "' --v '" + ok + "'", "--q", dir},
+      {"--q '" + ok + "' --k '" + dir + "' --v '" + ok + "'", "--k", dir},
+      {"--q '" + ok + "' --k '" + ok + "' --v '" + dir + "/none.npy'", "--v", dir + "/none.npy"},
+      {"--q '" + ok + "' --k '" + ok + "' --v '" + ok + "' --do '" + dir + "' --backward", "--do", dir},
+  };
+  for (const auto &b : bad) {
+    expect_bad(b.args, {b.option, b.path});
+    EXPECT_EQ(last_stderr().find("underflow"), std::string::npos) << last_stderr();
+  }
+}
+
+// The knob names: an unknown value names the option, the token (at most ~80 characters of it)
+// and the accepted names.
+TEST(AttentionCli, UnknownNamesAreNamed) {
+  const struct {
+    const char *args, *option, *accepted;
+  } bad[] = {
+      {"--n 16 --kv-order sideways", "--kv-order", "forward, reverse"},
+      {"--n 16 --exp fast", "--exp", "rn, poly"},
+      {"--n 16 --row-sum tree", "--row-sum", "sequential, quad"},
+      {"--n 16 --fma maybe", "--fma", "on, off"},
+      {"--n 16 --normalize scale", "--normalize", "reciprocal, divide"},
+      {"--n 16 --variant flash", "--variant", "standard, fa2, stabilized"},
+  };
+  for (const auto &b : bad)
+    expect_bad(b.args, {b.option, b.accepted});
+  EXPECT_EQ(run("--n 16 --exp " + std::string(500, 'x')), 2);
+  EXPECT_LT(last_stderr().size(), 300u) << last_stderr();
 }

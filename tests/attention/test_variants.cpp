@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <string>
 #include <vector>
 
 #include "bf16emu/attention.hpp"
@@ -170,4 +172,46 @@ TEST(Variants, ExactBackwardMatchesFiniteDifferences) {
     EXPECT_NEAR(g.dk[idx], (loss(in.q, kp, in.v) - loss(in.q, km, in.v)) / (2 * eps), 1e-6);
     EXPECT_NEAR(g.dv[idx], (loss(in.q, in.k, vp) - loss(in.q, in.k, vm)) / (2 * eps), 1e-6);
   }
+}
+
+// run_attention spreads the (batch, head) items over parallel_for: the outputs, the exact
+// baseline and every integer counter of the ledger are the same for 1, 2 and 3 threads (the
+// items land in their own slots; the per-worker ledgers merge by adding counts), and the
+// progress callback sees every item once, done counting 1..items.
+TEST(Variants, RunIsIndependentOfThreadCount) {
+  const auto in = at::scenario_sink(2, 3, 48, 32, 11, at::sink_params{});
+  std::vector<at::run_report> reps;
+  for (unsigned threads : {1u, 2u, 3u}) {
+    at::run_options o;
+    at::parse_policy("fa2:sm80", o.cfg.pol);
+    o.cfg.pol.block_m = o.cfg.pol.block_n = 16;
+    o.backward = true;
+    o.threads = threads;
+    std::vector<std::uint64_t> seen;
+    o.progress = [&seen](std::uint64_t done, std::uint64_t total) {
+      EXPECT_EQ(total, 6u);
+      seen.push_back(done);
+    };
+    reps.push_back(at::run_attention(in, o));
+    EXPECT_EQ(seen, (std::vector<std::uint64_t>{1, 2, 3, 4, 5, 6})) << threads << " threads";
+  }
+  const auto &a = reps[0];
+  ASSERT_EQ(a.o.size(), std::size_t(6 * 48 * 32));
+  // Every integer counter of a ledger, in a fixed order.
+  auto counters = [](const at::ledger &l) {
+    std::vector<std::uint64_t> c = {l.p_entries, l.p_one_entries, l.rows_with_p_one, l.rows_tied};
+    for (const auto &st : l.sites)
+      for (const at::sign_counts *x : {&st.all, &st.p_one})
+        c.insert(c.end(), {x->count, x->pos, x->neg, x->zero, x->ties, x->away, x->toward});
+    return c;
+  };
+  for (std::size_t t = 1; t < reps.size(); ++t) {
+    const auto &b = reps[t];
+    const std::string why = std::to_string(t + 1) + " threads";
+    for (auto v : {&at::run_report::o, &at::run_report::lse, &at::run_report::o_exact, &at::run_report::dq,
+                   &at::run_report::dk, &at::run_report::dv})
+      EXPECT_EQ(a.*v, b.*v) << why;
+    EXPECT_EQ(counters(a.led), counters(b.led)) << why;
+  }
+  EXPECT_GT(a.led.sites[int(at::site::pv)].all.count, 0u); // the ledger saw the run
 }

@@ -332,6 +332,116 @@ TEST(BiasDeterminism, StatsSerializeRoundTrip) {
   EXPECT_NE(back.parse("trials=1"), "");
 }
 
+// Progress goes through the callback: once per unit of the shard, done strictly increasing to
+// the unit count (2 configurations x ceil(1000 / 300) = 4 chunks = 8 units; shard 1 of 3 runs
+// units 1, 4, 7).
+TEST(BiasDeterminism, ProgressCallbackCountsUnits) {
+  b::run_spec s;
+  s.configs = {scenario("paper"), scenario("symmetric")};
+  s.trials = 1000;
+  s.chunk = 300;
+  for (unsigned threads : {1u, 3u}) {
+    s.threads = threads;
+    s.shard = 1;
+    s.shards = 3;
+    std::vector<std::uint64_t> seen;
+    std::uint64_t last_total = 0;
+    s.progress = [&](std::uint64_t done, std::uint64_t total) {
+      seen.push_back(done);
+      last_total = total;
+    };
+    b::run(s);
+    EXPECT_EQ(seen, (std::vector<std::uint64_t>{1, 2, 3})) << threads;
+    EXPECT_EQ(last_total, 3u);
+  }
+}
+
+// Huge chunks and trials do not wrap the unit arithmetic: trials 2^40 - 1 in chunks of 2^40 is
+// one unit per configuration (shard 1 of 2 of two configurations: unit 1 only).
+TEST(BiasDeterminism, UnitCountsDoNotWrap) {
+  b::run_spec s;
+  s.configs = {scenario("paper"), scenario("paper")};
+  s.chunk = std::uint64_t{1} << 40;
+  s.trials = s.chunk - 1;
+  EXPECT_EQ(b::chunks_per_config(s), 1u);
+  s.shards = 2;
+  s.shard = 1;
+  EXPECT_EQ(b::shard_unit_count(s), 1u);
+  s.chunk = UINT64_MAX;
+  s.trials = 10;
+  EXPECT_EQ(b::chunks_per_config(s), 1u);
+}
+
+TEST(BiasDeterminism, StatsParseIsStrict) {
+  b::run_spec s;
+  s.configs = {scenario("paper")};
+  s.trials = 50;
+  const std::string line = b::run(s)[0].serialize();
+  b::stats back;
+  ASSERT_EQ(back.parse(line), "");
+  auto with = [&](const std::string &from, const std::string &to) {
+    std::string t = line;
+    const auto at = t.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return t.replace(at, from.size(), to);
+  };
+  EXPECT_EQ(back.parse(with("trials=50", "trials=-1")), "bad trials");
+  EXPECT_EQ(back.parse(with("trials=50", "trials=+50")), "bad trials");
+  EXPECT_EQ(back.parse(with("trials=50", "trials=99999999999999999999")), "bad trials");
+  EXPECT_EQ(back.parse(with("trials=50", "trials=50 trials=50")), "duplicate trials");
+  EXPECT_EQ(back.parse(with("worst_ulp=", "worst_ulp=x")).substr(0, 13), "bad worst_ulp");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bias maps: knob ranges checked as doubles (never a cast of an out-of-range value), the grid.
+
+TEST(BiasGrid, KnobRangesAreCheckedBeforeTheCast) {
+  b::config c;
+  const std::uint32_t n0 = c.k.n;
+  EXPECT_FALSE(b::set_knob(c, "n", 1e300));
+  EXPECT_FALSE(b::set_knob(c, "n", -1));
+  EXPECT_FALSE(b::set_knob(c, "n", std::nan("")));
+  EXPECT_FALSE(b::set_knob(c, "tc_L", 33));
+  EXPECT_FALSE(b::set_knob(c, "tc_F", -1e300));
+  EXPECT_FALSE(b::set_knob(c, "bogus", 1));
+  EXPECT_EQ(c.k.n, n0);
+  EXPECT_TRUE(b::set_knob(c, "n", 16777216));
+  EXPECT_EQ(c.k.n, 16777216u);
+  EXPECT_TRUE(b::set_knob(c, "tc_L", 8.9)); // truncated toward zero
+  EXPECT_EQ(c.acc.tc.L, 8);
+  EXPECT_THROW(b::make_axis("n", 1, 1e300, 3), std::invalid_argument);
+  EXPECT_THROW(b::make_axis("neg", std::nan(""), 1, 3), std::invalid_argument);
+  EXPECT_THROW(b::make_axis("neg", 0, 1, 0), std::invalid_argument);
+  EXPECT_THROW(b::make_axis("neg", 0, 1, 1001), std::invalid_argument);
+  EXPECT_THROW(b::make_axis("bogus", 0, 1, 2), std::invalid_argument);
+  EXPECT_EQ(b::make_axis("ones", 0, 1, 5).values, (std::vector<double>{0, 0.25, 0.5, 0.75, 1}));
+  EXPECT_EQ(b::make_axis("ones", 0.5, 1, 1).values, (std::vector<double>{0.5}));
+  c.k.neg = 1.5;
+  ASSERT_NE(b::bad_knob(c), nullptr);
+  EXPECT_STREQ(b::bad_knob(c)->name, "neg");
+}
+
+// Methods x rounding modes x y x x, x fastest.
+TEST(BiasGrid, ExpandsInOrder) {
+  const b::config base = scenario("paper");
+  const std::vector<b::method> ms{b::method::fp32_seq, b::method::kahan};
+  const std::vector<round_mode> rs{round_mode::nearest_even};
+  EXPECT_EQ(b::expand_grid(base, ms, rs).size(), 2u);
+  const b::axis x = b::make_axis("ones", 0, 1, 3), y = b::make_axis("n", 2, 4, 2);
+  EXPECT_EQ(b::grid_size(2, 1, x, y), 12u);
+  EXPECT_EQ(b::grid_size(2, 1, x, {}), 6u);
+  const auto g = b::expand_grid(base, ms, rs, x, y);
+  ASSERT_EQ(g.size(), 12u);
+  EXPECT_EQ(g[0].acc.m, b::method::fp32_seq);
+  EXPECT_EQ(g[6].acc.m, b::method::kahan);
+  EXPECT_EQ(g[1].k.ones, 0.5);
+  EXPECT_EQ(g[1].k.n, 2u);
+  EXPECT_EQ(g[3].k.ones, 0.0);
+  EXPECT_EQ(g[3].k.n, 4u);
+  b::axis big{"neg", std::vector<double>(1000, 0.5)};
+  EXPECT_EQ(b::grid_size(std::size_t{1} << 40, std::size_t{1} << 40, big, big), UINT64_MAX);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Adversarial search: reproducible, never above the a-priori bound, better than its start.
 

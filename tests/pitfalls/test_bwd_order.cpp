@@ -1,5 +1,6 @@
 // Backward accumulation orders (include/bf16emu/pitfalls/blockwise.hpp, bwd_order.hpp).
 // Expected numbers are derived by hand in the comments.
+#include <algorithm>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -93,6 +94,36 @@ TEST(Blockwise, ExactPolicyMatchesSinglePass) {
     EXPECT_LT(pit::compare(g.dq, one.dq, 52).rel_norm, 1e-13);
     EXPECT_LT(pit::compare(g.dk, one.dk, 52).rel_norm, 1e-13);
     EXPECT_LT(pit::compare(g.dv, one.dv, 52).rel_norm, 1e-13);
+  }
+}
+
+// The pair partials do not depend on the thread count (each pair writes its own slots), and
+// the completion order lists every allowed pair exactly once (a permutation of the tasks).
+TEST(Blockwise, PartialsSameBitsForAnyThreadCount) {
+  const at::attention_inputs in = at::scenario_random(1, 1, 64, 8, 3);
+  const at::head_view h{in.n, in.d, in.q.data(), in.k.data(), in.v.data()};
+  for (bool causal : {false, true}) {
+    at::forward_config cfg;
+    cfg.pol = at::fa2_twin();
+    cfg.causal = causal;
+    at::null_observer none;
+    const at::forward_result f = at::forward_head(cfg, h, none);
+    const pit::pair_partials one = pit::pair_backward(cfg, h, in.dout.data(), f.o, f.lse, 16, 1);
+    // 4 blocks: 16 pairs, 10 below or on the diagonal when causal; one thread finishes them in order.
+    std::vector<long> expect;
+    for (long i = 0; i < 4; ++i)
+      for (long j = 0; j < 4; ++j)
+        if (!causal || j <= i) expect.push_back(i * 4 + j);
+    EXPECT_EQ(one.completion, expect);
+    for (int threads : {2, 3, 8, 0}) {
+      const pit::pair_partials p = pit::pair_backward(cfg, h, in.dout.data(), f.o, f.lse, 16, threads);
+      EXPECT_EQ(p.dq, one.dq) << threads;
+      EXPECT_EQ(p.dk, one.dk) << threads;
+      EXPECT_EQ(p.dv, one.dv) << threads;
+      std::vector<long> sorted = p.completion;
+      std::sort(sorted.begin(), sorted.end());
+      EXPECT_EQ(sorted, expect) << threads;
+    }
   }
 }
 

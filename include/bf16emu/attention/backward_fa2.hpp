@@ -50,6 +50,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "bf16emu/attention/backward.hpp"
@@ -81,47 +82,69 @@ inline const char *to_string(block_order o) {
   return o == block_order::descending ? "descending" : "ascending";
 }
 
-template <class Obs>
-backward_result backward_fa2_head(const forward_config &cfg, const backward_config &bc, const head_view &h,
-                                  const double *dout_in, const forward_result &fwd, Obs &obs) {
-  using fwd_detail::log2e;
-  const kernel_policy &pol = cfg.pol;
-  const policy_kind kind = pol.kind;
-  const bool exact = kind == policy_kind::exact, tc = kind == policy_kind::fa2,
-             paper = kind == policy_kind::paper;
-  const long n = h.n, d = h.d;
-  const long br = std::max(1, bc.block_m), bcn = std::max(1, bc.block_n);
-  const f32_ops<Obs> o{&obs};
-  const tc_model model = tc_for(pol.arch);
-  const bool poly = pol.exp == exp_impl::poly_exp2;
+namespace bwd_detail {
 
-  // Inputs in the policy's format.
-  const bool bf16_in = tc || paper;
-  auto in = [&](double x) { return exact ? x : bf16_in ? o.to16(x, site::input) : o.to32(x, site::input); };
-  std::vector<double> q(n * d), k(n * d), v(n * d), dout(n * d);
-  for (long e = 0; e < n * d; ++e)
-    q[e] = in(h.q[e]), k[e] = in(h.k[e]), v[e] = in(h.v[e]), dout[e] = in(dout_in[e]);
+// One tile of the backward: KV block [j0, j0 + w) against query block [i0, i0 + rows).
+struct bwd_tile {
+  long j0 = 0, w = 0, i0 = 0, rows = 0;
+};
+
+template <class Obs> struct fa2_backward {
+  const forward_config &cfg;
+  const kernel_policy &pol;
+  const backward_config &bc;
+  const head_view &h;
+  const forward_result &fwd;
+  Obs &obs;
+  const bool exact, tc, paper, poly;
+  const long n, d, br, bcn;
+  const f32_ops<Obs> o;
+  const tc_model model;
+  std::vector<double> q, k, v, dout; // inputs in the policy's format
   std::vector<bf16> qb, kb, vb, dob;
-  if (tc) {
-    qb.resize(n * d), kb.resize(n * d), vb.resize(n * d), dob.resize(n * d);
-    for (long e = 0; e < n * d; ++e)
-      qb[e] = as_bf16(q[e]), kb[e] = as_bf16(k[e]), vb[e] = as_bf16(v[e]), dob[e] = as_bf16(dout[e]);
-  }
-  const double scale = softmax_scale(pol, d);
-  const double c = exact ? scale * log2e : double(float(scale * log2e));
-
+  double scale = 0, c = 0;
   backward_result r;
-  r.out_frac_bits = exact ? 52 : (tc || paper) ? 7 : 23;
-  r.delta.assign(n, 0.0), r.dq.assign(n * d, 0.0), r.dk.assign(n * d, 0.0), r.dv.assign(n * d, 0.0);
+  std::vector<char> dq_started;    // dQ row has had its first (exact) addition
+  std::vector<double> dv, dk;      // FP32 accumulators of the KV block, across query blocks
+  std::vector<double> P, dS, part; // the tile's P, dS and dQ_ij
+  std::vector<char> live;          // the tile's unmasked entries
+  std::vector<bf16> Pbf, dSbf;
 
-  // 0. delta (the preprocessing kernel)
-  for (long row = 0; row < n; ++row) {
-    const double *orow = &fwd.o[row * d], *dorow = &dout[row * d];
-    r.delta[row] = bwd_detail::delta_row(o, exact, paper, pol.fma_contract, bc.delta, dorow, orow, d);
+  fa2_backward(const forward_config &cfg_, const backward_config &bc_, const head_view &h_,
+               const forward_result &fwd_, Obs &obs_)
+      : cfg(cfg_), pol(cfg_.pol), bc(bc_), h(h_), fwd(fwd_), obs(obs_), exact(pol.kind == policy_kind::exact),
+        tc(pol.kind == policy_kind::fa2), paper(pol.kind == policy_kind::paper),
+        poly(pol.exp == exp_impl::poly_exp2), n(h_.n), d(h_.d), br(std::max(1, bc_.block_m)),
+        bcn(std::max(1, bc_.block_n)), o{&obs_}, model(tc_for(pol.arch)) {}
+
+  // Inputs in the policy's format; the scales; the outputs sized.
+  void load_inputs(const double *dout_in) {
+    const bool bf16_in = tc || paper;
+    auto in = [&](double x) { return exact ? x : bf16_in ? o.to16(x, site::input) : o.to32(x, site::input); };
+    q.resize(n * d), k.resize(n * d), v.resize(n * d), dout.resize(n * d);
+    for (long e = 0; e < n * d; ++e)
+      q[e] = in(h.q[e]), k[e] = in(h.k[e]), v[e] = in(h.v[e]), dout[e] = in(dout_in[e]);
+    if (tc) {
+      qb.resize(n * d), kb.resize(n * d), vb.resize(n * d), dob.resize(n * d);
+      for (long e = 0; e < n * d; ++e)
+        qb[e] = as_bf16(q[e]), kb[e] = as_bf16(k[e]), vb[e] = as_bf16(v[e]), dob[e] = as_bf16(dout[e]);
+    }
+    scale = softmax_scale(pol, d);
+    c = exact ? scale * fwd_detail::log2e : double(float(scale * fwd_detail::log2e));
+    r.out_frac_bits = exact ? 52 : (tc || paper) ? 7 : 23;
+    r.delta.assign(n, 0.0), r.dq.assign(n * d, 0.0), r.dk.assign(n * d, 0.0), r.dv.assign(n * d, 0.0);
+    dq_started.assign(n, 0);
+  }
+
+  // 0. delta = rowsum(dO o O) (the preprocessing kernel).
+  void delta() {
+    for (long row = 0; row < n; ++row)
+      r.delta[row] =
+          delta_row(o, exact, paper, pol.fma_contract, bc.delta, &dout[row * d], &fwd.o[row * d], d);
   }
 
   // Dot product of rows a, b (length d) in the policy's arithmetic; tc: BF16 copies ab, bb.
-  auto dot_d = [&](const double *a, const double *b, const bf16 *ab, const bf16 *bb, site s) {
+  double dot_d(const double *a, const double *b, const bf16 *ab, const bf16 *bb, site s) {
     if (exact) {
       double t = 0;
       for (long x = 0; x < d; ++x)
@@ -133,132 +156,160 @@ backward_result backward_fa2_head(const forward_config &cfg, const backward_conf
     for (long x = 0; x < d; ++x)
       t = o.fma(a[x], b[x], t, s);
     return paper ? o.to16(t, s) : t;
-  };
+  }
 
-  const long nkv = (n + bcn - 1) / bcn, nq = (n + br - 1) / br;
-  std::vector<char> dq_started(n, 0);
-  std::vector<double> P, dS, dv, dk, part;
-  std::vector<char> live;
-  std::vector<bf16> Pbf, dSbf;
-  for (long jb = 0; jb < nkv; ++jb) {
-    const long jblk = bc.dq_order == block_order::ascending ? jb : nkv - 1 - jb;
+  // 1-2. Recompute P = exp2(S c - L log2 e) for one entry; Lc: the row's L*log2(e), formed
+  // once per (row, KV block) as scale_apply_exp2 does (lc_done).
+  double recompute_p(long row, long key, double L, double &Lc, bool &lc_done) {
+    const bf16 *qr = tc ? &qb[row * d] : nullptr, *kr = tc ? &kb[key * d] : nullptr;
+    const double s = dot_d(&q[row * d], &k[key * d], qr, kr, site::bwd_qk);
+    if (exact) return std::exp2(s * c - L * fwd_detail::log2e);
+    if (paper) {
+      const double ss = o.to16(o.mul(s, scale, site::bwd_exp_arg), site::bwd_exp_arg);
+      const double x = o.to16(o.sub(ss, L, site::bwd_exp_arg), site::bwd_exp_arg);
+      const double y32 = rn_f32(o, std::exp(x), site::bwd_exp);
+      return o.to16(y32, site::bwd_exp, y32 == 1.0);
+    }
+    if (!lc_done) Lc = o.mul(L, fwd_detail::log2e, site::bwd_exp_arg), lc_done = true;
+    return exp2_f32(o, o.fma(s, c, -Lc, site::bwd_exp_arg), poly, site::bwd_exp);
+  }
+
+  // 3. dP = dO_i V_j^T for one entry.
+  double dp_entry(long row, long key) {
+    const bf16 *dor = tc ? &dob[row * d] : nullptr, *vr = tc ? &vb[key * d] : nullptr;
+    return dot_d(&dout[row * d], &v[key * d], dor, vr, site::dp);
+  }
+
+  // 4. dS = P o (dP - delta) for one entry.
+  double ds_entry(double p, double dp, long row) {
+    if (exact) return p * (dp - r.delta[row]);
+    if (paper)
+      return o.to16(o.mul(p, o.to16(o.sub(dp, r.delta[row], site::ds), site::ds), site::ds), site::ds);
+    return o.mul(p, o.sub(dp, r.delta[row], site::ds), site::ds);
+  }
+
+  // 1-4 for the whole tile: P, dP, dS (BF16 copies of P and dS under tc); masked entries stay 0.
+  void p_and_ds_tile(const bwd_tile &t) {
+    P.assign(t.rows * t.w, 0.0), dS.assign(t.rows * t.w, 0.0), live.assign(t.rows * t.w, 0);
+    if (tc) Pbf.assign(t.rows * t.w, bf16{}), dSbf.assign(t.rows * t.w, bf16{});
+    for (long rr = 0; rr < t.rows; ++rr) {
+      const long row = t.i0 + rr;
+      const double L = fwd.lse[row];
+      double Lc = 0;
+      bool lc_done = false;
+      for (long jj = 0; jj < t.w; ++jj) {
+        const long key = t.j0 + jj;
+        if (cfg.causal && key > row) continue;
+        const long e = rr * t.w + jj;
+        live[e] = 1;
+        const double p = recompute_p(row, key, L, Lc, lc_done);
+        P[e] = p;
+        if (tc) Pbf[e] = as_bf16(o.to16(p, site::bwd_p_to_bf16));
+        const double ds = ds_entry(p, dp_entry(row, key), row);
+        dS[e] = ds;
+        if (tc) dSbf[e] = as_bf16(o.to16(ds, site::ds_to_bf16));
+      }
+    }
+  }
+
+  // 5-6. dV_j += P^T dO_i and dK_j += dS^T Q_i, element by element (dV first, as the ledger
+  // has always seen them).
+  void dv_dk_update(const bwd_tile &t) {
+    const long w = t.w, i0 = t.i0, rows = t.rows;
+    for (long jj = 0; jj < w; ++jj)
+      for (long x = 0; x < d; ++x) {
+        double &av = dv[jj * d + x], &ak = dk[jj * d + x];
+        if (tc) {
+          av = of(tc_dot(model, &Pbf[jj], w, &dob[i0 * d + x], d, int(rows), as_f32(av), obs, site::dv_acc,
+                         true));
+          ak = of(tc_dot(model, &dSbf[jj], w, &qb[i0 * d + x], d, int(rows), as_f32(ak), obs, site::dk_acc,
+                         false));
+        } else if (exact) {
+          for (long rr = 0; rr < rows; ++rr)
+            if (live[rr * w + jj]) {
+              av += P[rr * w + jj] * dout[(i0 + rr) * d + x];
+              ak += dS[rr * w + jj] * q[(i0 + rr) * d + x];
+            }
+        } else {
+          // fp32: one FMA chain across all query blocks; paper: the block's FP32 dot in BF16,
+          // then a BF16 update
+          double pv = paper ? 0.0 : av, pk = paper ? 0.0 : ak;
+          for (long rr = 0; rr < rows; ++rr) {
+            const long e = rr * w + jj;
+            if (!live[e]) continue;
+            pv = o.fma(P[e], dout[(i0 + rr) * d + x], pv, site::dv_acc, P[e] == 1.0);
+            pk = o.fma(dS[e], q[(i0 + rr) * d + x], pk, site::dk_acc);
+          }
+          if (paper) {
+            av = o.to16(o.add(av, o.to16(pv, site::dv_acc), site::dv_acc), site::dv_acc);
+            ak = o.to16(o.add(ak, o.to16(pk, site::dk_acc), site::dk_acc), site::dk_acc);
+          } else {
+            av = pv, ak = pk;
+          }
+        }
+      }
+  }
+
+  // 7. dQ_ij = dS K_j (a cleared accumulator per KV block).
+  void dq_block(const bwd_tile &t) {
+    const long w = t.w, j0 = t.j0;
+    part.assign(t.rows * d, 0.0);
+    for (long rr = 0; rr < t.rows; ++rr)
+      for (long x = 0; x < d; ++x) {
+        double s = 0;
+        if (tc) {
+          s = of(
+              tc_dot(model, &dSbf[rr * w], 1, &kb[j0 * d + x], d, int(w), f32{}, obs, site::dq_acc, false));
+        } else {
+          for (long jj = 0; jj < w; ++jj) {
+            const long e = rr * w + jj;
+            if (!live[e]) continue;
+            s = exact ? s + dS[e] * k[(j0 + jj) * d + x]
+                      : o.fma(dS[e], k[(j0 + jj) * d + x], s, site::dq_acc);
+          }
+          if (paper) s = o.to16(s, site::dq_acc);
+        }
+        part[rr * d + x] = s;
+      }
+  }
+
+  // 8. dQ_i += dQ_ij (the atomicAdd into the FP32 dQ buffer; the first addition is a copy).
+  void dq_add(const bwd_tile &t) {
+    for (long rr = 0; rr < t.rows; ++rr) {
+      const long row = t.i0 + rr;
+      for (long x = 0; x < d; ++x) {
+        double &a = r.dq[row * d + x];
+        const double s = part[rr * d + x];
+        if (!dq_started[row])
+          a = s;
+        else if (exact)
+          a += s;
+        else
+          a = paper ? o.to16(o.add(a, s, site::dq_add), site::dq_add) : o.add(a, s, site::dq_add);
+      }
+      dq_started[row] = 1;
+    }
+  }
+
+  // One KV block: clear dK_j, dV_j; every query block that sees it (q_order); write dK_j, dV_j.
+  void kv_block(long jblk) {
     const long j0 = jblk * bcn, w = std::min(n, j0 + bcn) - j0;
+    const long nq = (n + br - 1) / br;
     dv.assign(w * d, 0.0), dk.assign(w * d, 0.0);
     const long i_min = cfg.causal ? j0 / br : 0; // first query block with a row that sees key j0
     for (long ib = 0; ib < nq - i_min; ++ib) {
       const long iblk = bc.q_order == block_order::descending ? nq - 1 - ib : i_min + ib;
-      const long i0 = iblk * br, rows = std::min(n, i0 + br) - i0;
-      P.assign(rows * w, 0.0), dS.assign(rows * w, 0.0), live.assign(rows * w, 0);
-      if (tc) Pbf.assign(rows * w, bf16{}), dSbf.assign(rows * w, bf16{});
-      // 1-4. S, P, dP, dS
-      for (long rr = 0; rr < rows; ++rr) {
-        const long row = i0 + rr;
-        const double L = fwd.lse[row];
-        // the row's L*log2(e), once per (row, KV block) as scale_apply_exp2 forms it
-        double Lc = 0;
-        bool lc_done = false;
-        for (long jj = 0; jj < w; ++jj) {
-          const long key = j0 + jj;
-          if (cfg.causal && key > row) continue;
-          const long e = rr * w + jj;
-          live[e] = 1;
-          const bf16 *qr = tc ? &qb[row * d] : nullptr, *kr = tc ? &kb[key * d] : nullptr;
-          const double s = dot_d(&q[row * d], &k[key * d], qr, kr, site::bwd_qk);
-          double p;
-          if (exact) {
-            p = std::exp2(s * c - L * log2e);
-          } else if (paper) {
-            const double ss = o.to16(o.mul(s, scale, site::bwd_exp_arg), site::bwd_exp_arg);
-            const double x = o.to16(o.sub(ss, L, site::bwd_exp_arg), site::bwd_exp_arg);
-            const double y32 = rn_f32(o, std::exp(x), site::bwd_exp);
-            p = o.to16(y32, site::bwd_exp, y32 == 1.0);
-          } else {
-            if (!lc_done) Lc = o.mul(L, log2e, site::bwd_exp_arg), lc_done = true;
-            p = exp2_f32(o, o.fma(s, c, -Lc, site::bwd_exp_arg), poly, site::bwd_exp);
-          }
-          P[e] = p;
-          if (tc) Pbf[e] = as_bf16(o.to16(p, site::bwd_p_to_bf16));
-          const bf16 *dor = tc ? &dob[row * d] : nullptr, *vr = tc ? &vb[key * d] : nullptr;
-          const double dp = dot_d(&dout[row * d], &v[key * d], dor, vr, site::dp);
-          double ds;
-          if (exact)
-            ds = p * (dp - r.delta[row]);
-          else if (paper)
-            ds = o.to16(o.mul(p, o.to16(o.sub(dp, r.delta[row], site::ds), site::ds), site::ds), site::ds);
-          else
-            ds = o.mul(p, o.sub(dp, r.delta[row], site::ds), site::ds);
-          dS[e] = ds;
-          if (tc) dSbf[e] = as_bf16(o.to16(ds, site::ds_to_bf16));
-        }
-      }
-      // 5-7. dV_j += P^T dO_i, dK_j += dS^T Q_i, dQ_ij = dS K_j
-      for (long jj = 0; jj < w; ++jj)
-        for (long x = 0; x < d; ++x) {
-          double &av = dv[jj * d + x], &ak = dk[jj * d + x];
-          if (tc) {
-            av = of(tc_dot(model, &Pbf[jj], w, &dob[i0 * d + x], d, int(rows), as_f32(av), obs, site::dv_acc,
-                           true));
-            ak = of(tc_dot(model, &dSbf[jj], w, &qb[i0 * d + x], d, int(rows), as_f32(ak), obs, site::dk_acc,
-                           false));
-          } else if (exact) {
-            for (long rr = 0; rr < rows; ++rr)
-              if (live[rr * w + jj]) {
-                av += P[rr * w + jj] * dout[(i0 + rr) * d + x];
-                ak += dS[rr * w + jj] * q[(i0 + rr) * d + x];
-              }
-          } else {
-            // fp32: one FMA chain across all query blocks; paper: the block's FP32 dot in BF16,
-            // then a BF16 update
-            double pv = paper ? 0.0 : av, pk = paper ? 0.0 : ak;
-            for (long rr = 0; rr < rows; ++rr) {
-              const long e = rr * w + jj;
-              if (!live[e]) continue;
-              pv = o.fma(P[e], dout[(i0 + rr) * d + x], pv, site::dv_acc, P[e] == 1.0);
-              pk = o.fma(dS[e], q[(i0 + rr) * d + x], pk, site::dk_acc);
-            }
-            if (paper) {
-              av = o.to16(o.add(av, o.to16(pv, site::dv_acc), site::dv_acc), site::dv_acc);
-              ak = o.to16(o.add(ak, o.to16(pk, site::dk_acc), site::dk_acc), site::dk_acc);
-            } else {
-              av = pv, ak = pk;
-            }
-          }
-        }
-      part.assign(rows * d, 0.0);
-      for (long rr = 0; rr < rows; ++rr)
-        for (long x = 0; x < d; ++x) {
-          double t = 0;
-          if (tc) {
-            t = of(
-                tc_dot(model, &dSbf[rr * w], 1, &kb[j0 * d + x], d, int(w), f32{}, obs, site::dq_acc, false));
-          } else {
-            for (long jj = 0; jj < w; ++jj) {
-              const long e = rr * w + jj;
-              if (!live[e]) continue;
-              t = exact ? t + dS[e] * k[(j0 + jj) * d + x]
-                        : o.fma(dS[e], k[(j0 + jj) * d + x], t, site::dq_acc);
-            }
-            if (paper) t = o.to16(t, site::dq_acc);
-          }
-          part[rr * d + x] = t;
-        }
-      // 8. dQ_i += dQ_ij (the atomicAdd into the FP32 dQ buffer)
-      for (long rr = 0; rr < rows; ++rr) {
-        const long row = i0 + rr;
-        for (long x = 0; x < d; ++x) {
-          double &a = r.dq[row * d + x];
-          const double t = part[rr * d + x];
-          if (!dq_started[row])
-            a = t;
-          else if (exact)
-            a += t;
-          else
-            a = paper ? o.to16(o.add(a, t, site::dq_add), site::dq_add) : o.add(a, t, site::dq_add);
-        }
-        dq_started[row] = 1;
-      }
+      const bwd_tile t{j0, w, iblk * br, std::min(n, iblk * br + br) - iblk * br};
+      p_and_ds_tile(t);
+      dv_dk_update(t);
+      dq_block(t);
+      dq_add(t);
     }
-    // 9. dK_j, dV_j: scale, output format
+    write_dk_dv(j0, w);
+  }
+
+  // 9. dK_j, dV_j: scale, output format.
+  void write_dk_dv(long j0, long w) {
     for (long e = 0; e < w * d; ++e) {
       double gk = exact ? dk[e] * scale : o.mul(dk[e], scale, site::grad_scale);
       double gv = dv[e];
@@ -267,14 +318,31 @@ backward_result backward_fa2_head(const forward_config &cfg, const backward_conf
       r.dk[j0 * d + e] = gk, r.dv[j0 * d + e] = gv;
     }
   }
-  // 10. dQ: scale, output format (convert_dQ)
-  for (double &a : r.dq) {
-    double g = exact ? a * scale : o.mul(a, scale, site::grad_scale);
-    if (paper) g = o.to16(g, site::grad_scale);
-    if (tc) g = o.to16(g, site::grad_to_bf16);
-    a = g;
+
+  // 10. dQ: scale, output format (convert_dQ).
+  void write_dq() {
+    for (double &a : r.dq) {
+      double g = exact ? a * scale : o.mul(a, scale, site::grad_scale);
+      if (paper) g = o.to16(g, site::grad_scale);
+      if (tc) g = o.to16(g, site::grad_to_bf16);
+      a = g;
+    }
   }
-  return r;
+};
+
+} // namespace bwd_detail
+
+template <class Obs>
+backward_result backward_fa2_head(const forward_config &cfg, const backward_config &bc, const head_view &h,
+                                  const double *dout_in, const forward_result &fwd, Obs &obs) {
+  bwd_detail::fa2_backward<Obs> b(cfg, bc, h, fwd, obs);
+  b.load_inputs(dout_in);
+  b.delta();
+  const long nkv = (h.n + b.bcn - 1) / b.bcn;
+  for (long jb = 0; jb < nkv; ++jb)
+    b.kv_block(bc.dq_order == block_order::ascending ? jb : nkv - 1 - jb);
+  b.write_dq();
+  return std::move(b.r);
 }
 
 // The backward chosen by `bc.kind`.

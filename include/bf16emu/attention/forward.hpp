@@ -126,222 +126,286 @@ struct trace_state {
 
 // ---------------------------------------------------------------------------
 // exact / fp32 / fa2: the FlashAttention-2 form (unscaled scores, exp2 with c = scale*log2 e).
+// The steps read like FlashAttention-2's Algorithm 1: for each block of Br query rows, for each
+// block of Bc keys (in kv order), for each row: score tile, row max, rescale, exp, row sum,
+// P to BF16, O += P-bar V; then, per row, normalize and write O and L.
 
-template <class Obs>
-void forward_fa2_form(const forward_config &cfg, const head_view &h, forward_result &res, Obs &obs) {
-  using namespace fwd_detail;
-  const kernel_policy &pol = cfg.pol;
-  const policy_kind kind = pol.kind;
-  const bool exact = kind == policy_kind::exact, tc = kind == policy_kind::fa2;
-  const long n = h.n, d = h.d;
-  const f32_ops<Obs> o{&obs};
-  const tc_model model = tc_for(pol.arch);
-  const bool poly = pol.exp == exp_impl::poly_exp2;
-  const bool quad = pol.sum_order == reduce_order::quad_shuffle;
+namespace fwd_detail {
 
-  // Inputs in the policy's format.
-  std::vector<double> q(h.q, h.q + n * d), k(h.k, h.k + n * d), v(h.v, h.v + n * d);
+// The state of one block of query rows [i0, i0 + rows) across the KV blocks.
+struct row_block {
+  long i0 = 0, rows = 0, kv_end = 0;
+  std::vector<double> m, l, acc; // running max, lane sums (4 per row), unnormalized O
+  std::vector<char> had_one;     // the row had P-bar = 1 at least twice in a block
+  trace_state tr;
+};
+
+template <class Obs> struct fa2_forward {
+  const forward_config &cfg;
+  const kernel_policy &pol;
+  const head_view &h;
+  forward_result &res;
+  Obs &obs;
+  const bool exact, tc, poly, quad;
+  const long n, d;
+  const f32_ops<Obs> o;
+  const tc_model model;
+  std::vector<double> q, k, v; // inputs in the policy's format
   std::vector<bf16> qb, kb, vb;
-  if (!exact) {
-    for (auto *a : {&q, &k, &v})
-      for (double &x : *a)
-        x = tc ? o.to16(x, site::input) : o.to32(x, site::input);
-  }
-  if (tc) {
-    qb.resize(q.size()), kb.resize(k.size()), vb.resize(v.size());
-    for (std::size_t i = 0; i < q.size(); ++i)
-      qb[i] = as_bf16(q[i]), kb[i] = as_bf16(k[i]), vb[i] = as_bf16(v[i]);
-  }
-  const double scale = softmax_scale(pol, d);
-  const double c = exact ? scale * log2e : double(float(scale * log2e));
-  const double c_ex = softmax_scale(kernel_policy{policy_kind::exact}, d) * log2e;
+  double scale = 0, c = 0, c_ex = 0;
+  std::vector<double> S, P, Pb; // one row of the current tile: scores, P, P-bar
+  std::vector<bf16> Pbf;
 
-  res.o.assign(n * d, 0.0);
-  res.lse.assign(n, 0.0);
-  res.out_frac_bits = exact ? 52 : tc ? 7 : 23;
-  const tiles ts = tile_sizes(cfg, n);
+  fa2_forward(const forward_config &cfg_, const head_view &h_, forward_result &res_, Obs &obs_)
+      : cfg(cfg_), pol(cfg_.pol), h(h_), res(res_), obs(obs_), exact(pol.kind == policy_kind::exact),
+        tc(pol.kind == policy_kind::fa2), poly(pol.exp == exp_impl::poly_exp2),
+        quad(pol.sum_order == reduce_order::quad_shuffle), n(h_.n), d(h_.d), o{&obs_},
+        model(tc_for(pol.arch)) {}
 
-  // Binary64 dot product of rows (for the exact policy and the trace reference).
-  auto dot64 = [&](const double *a, const double *b) {
+  // Inputs in the policy's format; the scales; the outputs sized.
+  void load_inputs() {
+    q.assign(h.q, h.q + n * d), k.assign(h.k, h.k + n * d), v.assign(h.v, h.v + n * d);
+    if (!exact) {
+      for (auto *a : {&q, &k, &v})
+        for (double &x : *a)
+          x = tc ? o.to16(x, site::input) : o.to32(x, site::input);
+    }
+    if (tc) {
+      qb.resize(q.size()), kb.resize(k.size()), vb.resize(v.size());
+      for (std::size_t i = 0; i < q.size(); ++i)
+        qb[i] = as_bf16(q[i]), kb[i] = as_bf16(k[i]), vb[i] = as_bf16(v[i]);
+    }
+    scale = softmax_scale(pol, d);
+    c = exact ? scale * log2e : double(float(scale * log2e));
+    c_ex = softmax_scale(kernel_policy{policy_kind::exact}, d) * log2e;
+    res.o.assign(n * d, 0.0);
+    res.lse.assign(n, 0.0);
+    res.out_frac_bits = exact ? 52 : tc ? 7 : 23;
+  }
+
+  row_block begin_row_block(long i0, long br) {
+    row_block rb;
+    const long i1 = std::min(n, i0 + br);
+    rb.i0 = i0, rb.rows = i1 - i0;
+    rb.kv_end = cfg.causal ? std::min(n, i1) : n;
+    rb.m.assign(rb.rows, ninf), rb.l.assign(rb.rows * 4, 0.0), rb.acc.assign(rb.rows * d, 0.0);
+    rb.had_one.assign(rb.rows, 0);
+    if (cfg.trace_row >= i0 && cfg.trace_row < i1) {
+      rb.tr.on = true, rb.tr.row = cfg.trace_row, rb.tr.col = cfg.trace_col, rb.tr.out = &res.trace;
+    }
+    return rb;
+  }
+
+  // Binary64 dot product of rows (for the exact policy).
+  double dot64(const double *a, const double *b) const {
     double s = 0;
     for (long i = 0; i < d; ++i)
       s += a[i] * b[i];
     return s;
-  };
+  }
 
-  std::vector<double> S, P, Pb;
-  std::vector<bf16> Pbf;
-  for (long i0 = 0; i0 < n; i0 += ts.br) {
-    const long i1 = std::min(n, i0 + ts.br);
-    const long rows = i1 - i0;
-    const long kv_end = cfg.causal ? std::min(n, i1) : n;
-    const long nblk = (kv_end + ts.bc - 1) / ts.bc;
-    std::vector<double> m(rows, ninf), l(rows * 4, 0.0), acc(rows * d, 0.0);
-    std::vector<char> had_one(rows, 0); // the row had P-bar = 1 at least twice in a block
-    trace_state tr;
-    if (cfg.trace_row >= i0 && cfg.trace_row < i1) {
-      tr.on = true, tr.row = cfg.trace_row, tr.col = cfg.trace_col, tr.out = &res.trace;
+  // 1-2. S = Q K^T for one row over keys [j0, j0 + w), masked entries -inf; returns the row max.
+  double score_tile(long row, long j0, long w) {
+    const double *qr = &q[row * d];
+    double mb = ninf;
+    for (long j = 0; j < w; ++j) {
+      if (masked(cfg.causal, row, j0 + j) || j0 + j >= n) {
+        S[j] = ninf;
+        continue;
+      }
+      if (exact)
+        S[j] = dot64(qr, &k[(j0 + j) * d]);
+      else if (tc)
+        S[j] = of(tc_dot(model, &qb[row * d], 1, &kb[(j0 + j) * d], 1, int(d), f32{}, obs, site::qk, false));
+      else {
+        double s = 0;
+        for (long t = 0; t < d; ++t)
+          s = o.fma(qr[t], k[(j0 + j) * d + t], s, site::qk);
+        S[j] = s;
+      }
+      mb = std::max(mb, S[j]);
     }
-    for (long bi = 0; bi < nblk; ++bi) {
-      const long b = pol.kv == kv_order::reverse ? nblk - 1 - bi : bi;
-      const long j0 = b * ts.bc, j1 = std::min(kv_end, j0 + ts.bc), w = j1 - j0;
-      S.assign(w, 0.0), P.assign(w, 0.0), Pb.assign(w, 0.0), Pbf.assign(w, bf16{});
-      for (long r = 0; r < rows; ++r) {
-        const long row = i0 + r;
-        const double *qr = &q[row * d];
-        // 1-2. scores and mask
-        double mb = ninf;
-        for (long j = 0; j < w; ++j) {
-          if (masked(cfg.causal, row, j0 + j) || j0 + j >= n) {
-            S[j] = ninf;
-            continue;
-          }
-          if (exact)
-            S[j] = dot64(qr, &k[(j0 + j) * d]);
-          else if (tc)
-            S[j] =
-                of(tc_dot(model, &qb[row * d], 1, &kb[(j0 + j) * d], 1, int(d), f32{}, obs, site::qk, false));
-          else {
-            double s = 0;
-            for (long t = 0; t < d; ++t)
-              s = o.fma(qr[t], k[(j0 + j) * d + t], s, site::qk);
-            S[j] = s;
-          }
-          mb = std::max(mb, S[j]);
+    return mb;
+  }
+
+  // 3. Row max of the tile; the stabilized variant (Algorithm 1) scales a repeated maximum.
+  double row_max(double mb, long w) {
+    if (!(cfg.var == variant::stabilized || pol.stabilized) || mb == ninf) return mb;
+    long rs = 0;
+    for (long j = 0; j < w; ++j)
+      rs += S[j] >= mb - pol.tie_tol;
+    if (rs > 1 && mb > 0) return exact ? pol.beta * mb : o.mul(pol.beta, mb, site::row_max);
+    if (rs > 1 && mb < 0) return 0;
+    return mb;
+  }
+
+  // 4. Rescale the row's O and lane sums by alpha = exp2((m_old - m_new) c).
+  void rescale(row_block &rb, long r, double m_old, double m_new) {
+    const double mc = m_new == ninf ? 0.0 : m_new;
+    double alpha;
+    if (exact)
+      alpha = std::exp2((m_old - mc) * c);
+    else {
+      const double x = o.mul(o.sub(m_old, mc, site::rescale), c, site::rescale);
+      alpha = exp2_f32(o, x, poly, site::rescale);
+    }
+    for (long i = 0; i < d; ++i)
+      rb.acc[r * d + i] = exact ? rb.acc[r * d + i] * alpha : o.mul(rb.acc[r * d + i], alpha, site::rescale);
+    for (int qd = 0; qd < 4; ++qd)
+      rb.l[r * 4 + qd] = exact ? rb.l[r * 4 + qd] * alpha : o.mul(rb.l[r * 4 + qd], alpha, site::rescale);
+  }
+
+  // 5. P = exp2(S c - m c); returns the number of unmasked entries.
+  std::uint64_t exp_tile(double m_new, long w) {
+    const double mc = m_new == ninf ? 0.0 : exact ? m_new * c : o.mul(m_new, c, site::row_max);
+    std::uint64_t live = 0;
+    for (long j = 0; j < w; ++j) {
+      if (S[j] == ninf) {
+        P[j] = 0;
+        continue;
+      }
+      ++live;
+      if (exact)
+        P[j] = std::exp2(S[j] * c - mc);
+      else {
+        const double x = pol.fma_contract ? o.fma(S[j], c, -mc, site::exp_arg)
+                                          : o.sub(o.mul(S[j], c, site::exp_arg), mc, site::exp_arg);
+        P[j] = exp2_f32(o, x, poly, site::exp);
+      }
+    }
+    return live;
+  }
+
+  // 6. Row sum (lane sums for quad_shuffle; lane 0 only for sequential).
+  void row_sum(row_block &rb, long r, long w) {
+    for (long j = 0; j < w; ++j) {
+      if (S[j] == ninf) continue;
+      const int lane = quad ? int((j % 8) / 2) : 0;
+      double &ls = rb.l[r * 4 + lane];
+      ls = exact ? ls + P[j] : o.add(ls, P[j], site::row_sum, P[j] == 1.0);
+    }
+  }
+
+  // 7. P -> BF16 (P-bar); returns how many entries are exactly 1.
+  std::uint64_t p_to_bf16(long w) {
+    std::uint64_t ones = 0;
+    for (long j = 0; j < w; ++j) {
+      Pb[j] = (tc && S[j] != ninf) ? o.to16(P[j], site::p_to_bf16) : P[j];
+      if (Pb[j] == 1.0) ++ones;
+      if (tc) Pbf[j] = as_bf16(Pb[j]);
+    }
+    return ones;
+  }
+
+  // 8. O += P-bar V for one row (and the traced element, step by step).
+  void pv_update(row_block &rb, long r, long j0, long w, bool traced) {
+    const long row = rb.i0 + r;
+    trace_state &tr = rb.tr;
+    for (long i = 0; i < d; ++i) {
+      double &a = rb.acc[r * d + i];
+      const bool ti = traced && i == tr.col;
+      if (tc) {
+        if (ti) {
+          double base = a, partial = 0;
+          long next = 0;
+          auto step = [&](int kend, f32 val) {
+            for (; next < kend && next < w; ++next) {
+              const long t = j0 + next;
+              if (S[next] != ninf) tr.add_exact(&q[row * d], &k[t * d], v[t * d + i], d, c_ex);
+              partial += Pb[next] * v[t * d + i];
+              const bool last = next + 1 == kend || next + 1 == w;
+              tr.emit(t, Pb[next], last ? of(val) : base + partial, last);
+            }
+            base = of(val), partial = 0;
+          };
+          a = of(tc_dot(model, Pbf.data(), 1, &vb[j0 * d + i], d, int(w), as_f32(a), obs, site::pv, true,
+                        block_step<decltype(step)>{step}));
+        } else {
+          a = of(tc_dot(model, Pbf.data(), 1, &vb[j0 * d + i], d, int(w), as_f32(a), obs, site::pv, true));
         }
-        // 3. row max (stabilized: Algorithm 1 on this block)
-        if (cfg.var == variant::stabilized || pol.stabilized) {
-          if (mb != ninf) {
-            long rs = 0;
-            for (long j = 0; j < w; ++j)
-              rs += S[j] >= mb - pol.tie_tol;
-            if (rs > 1 && mb > 0)
-              mb = exact ? pol.beta * mb : o.mul(pol.beta, mb, site::row_max);
-            else if (rs > 1 && mb < 0)
-              mb = 0;
-          }
-        }
-        const double m_old = m[r];
-        const double m_new = std::max(m_old, mb);
-        // 4. rescale (not on the first block)
-        double alpha = 1;
-        if (bi > 0) {
-          const double mc = m_new == ninf ? 0.0 : m_new;
-          if (exact)
-            alpha = std::exp2((m_old - mc) * c);
-          else {
-            const double x = o.mul(o.sub(m_old, mc, site::rescale), c, site::rescale);
-            alpha = exp2_f32(o, x, poly, site::rescale);
-          }
-          for (long i = 0; i < d; ++i)
-            acc[r * d + i] = exact ? acc[r * d + i] * alpha : o.mul(acc[r * d + i], alpha, site::rescale);
-          for (int qd = 0; qd < 4; ++qd)
-            l[r * 4 + qd] = exact ? l[r * 4 + qd] * alpha : o.mul(l[r * 4 + qd], alpha, site::rescale);
-        }
-        m[r] = m_new;
-        // 5. exp
-        const double mc = m_new == ninf ? 0.0 : exact ? m_new * c : o.mul(m_new, c, site::row_max);
-        std::uint64_t live = 0, ones = 0;
-        for (long j = 0; j < w; ++j) {
-          if (S[j] == ninf) {
-            P[j] = 0;
-            continue;
-          }
-          ++live;
-          if (exact)
-            P[j] = std::exp2(S[j] * c - mc);
-          else {
-            const double x = pol.fma_contract ? o.fma(S[j], c, -mc, site::exp_arg)
-                                              : o.sub(o.mul(S[j], c, site::exp_arg), mc, site::exp_arg);
-            P[j] = exp2_f32(o, x, poly, site::exp);
-          }
-        }
-        // 6. row sum (lane sums for quad_shuffle; lane 0 only for sequential)
+      } else {
         for (long j = 0; j < w; ++j) {
           if (S[j] == ninf) continue;
-          const int lane = quad ? int((j % 8) / 2) : 0;
-          double &ls = l[r * 4 + lane];
-          ls = exact ? ls + P[j] : o.add(ls, P[j], site::row_sum, P[j] == 1.0);
-        }
-        // 7. P -> BF16
-        for (long j = 0; j < w; ++j) {
-          Pb[j] = (tc && S[j] != ninf) ? o.to16(P[j], site::p_to_bf16) : P[j];
-          if (Pb[j] == 1.0) ++ones;
-          if (tc) Pbf[j] = as_bf16(Pb[j]);
-        }
-        obs.count_p(live, ones);
-        if (ones >= 2) had_one[r] = 1; // a repeated maximum
-        // 8. O += P-bar V
-        const bool traced = tr.on && row == tr.row;
-        if (traced) tr.rebase(bi > 0, m_new, c_ex);
-        for (long i = 0; i < d; ++i) {
-          double &a = acc[r * d + i];
-          const bool ti = traced && i == tr.col;
-          if (tc) {
-            if (ti) {
-              double base = a, partial = 0;
-              long next = 0;
-              auto step = [&](int kend, f32 val) {
-                for (; next < kend && next < w; ++next) {
-                  const long t = j0 + next;
-                  if (S[next] != ninf) tr.add_exact(&q[row * d], &k[t * d], v[t * d + i], d, c_ex);
-                  partial += Pb[next] * v[t * d + i];
-                  const bool last = next + 1 == kend || next + 1 == w;
-                  tr.emit(t, Pb[next], last ? of(val) : base + partial, last);
-                }
-                base = of(val), partial = 0;
-              };
-              a = of(tc_dot(model, Pbf.data(), 1, &vb[j0 * d + i], d, int(w), as_f32(a), obs, site::pv, true,
-                            block_step<decltype(step)>{step}));
-            } else {
-              a = of(
-                  tc_dot(model, Pbf.data(), 1, &vb[j0 * d + i], d, int(w), as_f32(a), obs, site::pv, true));
-            }
-          } else {
-            for (long j = 0; j < w; ++j) {
-              if (S[j] == ninf) continue;
-              a = exact ? a + Pb[j] * v[(j0 + j) * d + i]
-                        : o.fma(Pb[j], v[(j0 + j) * d + i], a, site::pv, Pb[j] == 1.0);
-              if (ti) {
-                tr.add_exact(&q[row * d], &k[(j0 + j) * d], v[(j0 + j) * d + i], d, c_ex);
-                tr.emit(j0 + j, Pb[j], a, true);
-              }
-            }
+          a = exact ? a + Pb[j] * v[(j0 + j) * d + i]
+                    : o.fma(Pb[j], v[(j0 + j) * d + i], a, site::pv, Pb[j] == 1.0);
+          if (ti) {
+            tr.add_exact(&q[row * d], &k[(j0 + j) * d], v[(j0 + j) * d + i], d, c_ex);
+            tr.emit(j0 + j, Pb[j], a, true);
           }
         }
       }
     }
-    // 9-12. final reduction, normalisation, output rounding, LSE
-    for (long r = 0; r < rows; ++r) {
-      const long row = i0 + r;
+  }
+
+  // One KV block (block index b, bi-th in processing order) for every row of the row block.
+  void kv_block(row_block &rb, long bi, long b, long bc) {
+    const long j0 = b * bc, j1 = std::min(rb.kv_end, j0 + bc), w = j1 - j0;
+    S.assign(w, 0.0), P.assign(w, 0.0), Pb.assign(w, 0.0), Pbf.assign(w, bf16{});
+    for (long r = 0; r < rb.rows; ++r) {
+      const double mb = row_max(score_tile(rb.i0 + r, j0, w), w);
+      const double m_old = rb.m[r];
+      const double m_new = std::max(m_old, mb);
+      if (bi > 0) rescale(rb, r, m_old, m_new); // not on the first block
+      rb.m[r] = m_new;
+      const std::uint64_t live = exp_tile(m_new, w);
+      row_sum(rb, r, w);
+      const std::uint64_t ones = p_to_bf16(w);
+      obs.count_p(live, ones);
+      if (ones >= 2) rb.had_one[r] = 1; // a repeated maximum
+      const bool traced = rb.tr.on && rb.i0 + r == rb.tr.row;
+      if (traced) rb.tr.rebase(bi > 0, m_new, c_ex);
+      pv_update(rb, r, j0, w, traced);
+    }
+  }
+
+  // 9-12. Final lane reduction, normalisation, output rounding and L for every row; write.
+  void normalize_and_write(const row_block &rb) {
+    for (long r = 0; r < rb.rows; ++r) {
+      const long row = rb.i0 + r;
+      const double *l = &rb.l[r * 4];
       double lt;
       if (exact)
-        lt = l[r * 4] + l[r * 4 + 1] + l[r * 4 + 2] + l[r * 4 + 3];
+        lt = l[0] + l[1] + l[2] + l[3];
       else if (quad)
-        lt = o.add(o.add(l[r * 4], l[r * 4 + 2], site::row_sum),
-                   o.add(l[r * 4 + 1], l[r * 4 + 3], site::row_sum), site::row_sum);
+        lt = o.add(o.add(l[0], l[2], site::row_sum), o.add(l[1], l[3], site::row_sum), site::row_sum);
       else
-        lt = l[r * 4];
+        lt = l[0];
       const bool bad = lt == 0 || std::isnan(lt);
       const double inv = exact                                         ? 1.0 / lt
                          : bad                                         ? 1.0
                          : pol.normalize == normalize_mode::reciprocal ? o.div(1.0, lt, site::normalize)
                                                                        : 0.0;
       for (long i = 0; i < d; ++i) {
-        const double a = acc[r * d + i];
+        const double a = rb.acc[r * d + i];
         double y;
         if (exact)
           y = a / lt;
         else if (bad || pol.normalize == normalize_mode::reciprocal)
-          y = o.mul(a, inv, site::normalize, had_one[r]);
+          y = o.mul(a, inv, site::normalize, rb.had_one[r]);
         else
-          y = o.div(a, lt, site::normalize, had_one[r]);
-        if (tc) y = o.to16(y, site::o_to_bf16, had_one[r]);
+          y = o.div(a, lt, site::normalize, rb.had_one[r]);
+        if (tc) y = o.to16(y, site::o_to_bf16, rb.had_one[r]);
         res.o[row * d + i] = y;
       }
-      const double lse = bad ? std::numeric_limits<double>::infinity() : m[r] * scale + std::log(lt);
+      const double lse = bad ? std::numeric_limits<double>::infinity() : rb.m[r] * scale + std::log(lt);
       res.lse[row] = exact ? lse : double(float(lse));
     }
+  }
+};
+
+} // namespace fwd_detail
+
+template <class Obs>
+void forward_fa2_form(const forward_config &cfg, const head_view &h, forward_result &res, Obs &obs) {
+  fwd_detail::fa2_forward<Obs> f(cfg, h, res, obs);
+  f.load_inputs();
+  const fwd_detail::tiles ts = fwd_detail::tile_sizes(cfg, h.n);
+  for (long i0 = 0; i0 < h.n; i0 += ts.br) {
+    fwd_detail::row_block rb = f.begin_row_block(i0, ts.br);
+    const long nblk = (rb.kv_end + ts.bc - 1) / ts.bc;
+    for (long bi = 0; bi < nblk; ++bi)
+      f.kv_block(rb, bi, cfg.pol.kv == kv_order::reverse ? nblk - 1 - bi : bi, ts.bc);
+    f.normalize_and_write(rb);
   }
 }
 

@@ -4,8 +4,11 @@
 #pragma once
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
+#include <stdexcept>
 #include <string_view>
 #include <vector>
 
@@ -38,6 +41,17 @@ struct attention_inputs {
   long head_size() const { return n * d; }
 };
 
+// batch * heads * n * d (any number of factors) in checked arithmetic: std::length_error when
+// a factor is negative or the product does not fit a long, before anything is allocated. (The
+// CLI's size guard, src/io/attention.hpp, stops such sizes earlier with a message.)
+inline std::size_t checked_elements(std::initializer_list<long> factors) {
+  long p = 1;
+  for (long f : factors)
+    if (f < 0 || __builtin_mul_overflow(p, f, &p))
+      throw std::length_error("attention: tensor size overflows (batch x heads x n x d)");
+  return static_cast<std::size_t>(p);
+}
+
 struct sink_params {
   double tie_share = 0.5; // share of query rows aimed at the repeated key (their max repeats)
   int multiplicity = 4;   // identical copies of that key (positions drawn at random)
@@ -51,9 +65,10 @@ struct sink_params {
 inline attention_inputs scenario_random(long batch, long heads, long n, long d, std::uint64_t seed) {
   attention_inputs in;
   in.batch = batch, in.heads = heads, in.n = n, in.d = d;
+  const std::size_t size = checked_elements({batch, heads, n, d});
   rng g(seed);
   for (auto *a : {&in.q, &in.k, &in.v, &in.dout}) {
-    a->resize(std::size_t(batch * heads * n * d));
+    a->resize(size);
     for (double &x : *a)
       x = round_bf16(g.normal());
   }

@@ -10,12 +10,12 @@
 
 #include <cmath>
 #include <cstdint>
-#include <thread>
 #include <vector>
 
 #include "bf16emu/bias/accumulate.hpp"
 #include "bf16emu/bias/generate.hpp"
 #include "bf16emu/bias/rng.hpp"
+#include "bf16emu/parallel.hpp"
 
 namespace bf16emu::bias {
 
@@ -114,15 +114,9 @@ inline search_result climb(const search_spec &s, unsigned restart) {
 
 inline search_result search(const search_spec &s) {
   std::vector<search_result> res(s.restarts);
-  std::vector<std::thread> pool;
-  const unsigned nt = s.threads < 1 ? 1 : s.threads;
-  for (unsigned t = 0; t < nt; ++t)
-    pool.emplace_back([&, t] {
-      for (unsigned r = t; r < s.restarts; r += nt)
-        res[r] = detail_search::climb(s, r);
-    });
-  for (auto &t : pool)
-    t.join();
+  parallel_for(s.restarts, s.threads < 1 ? 1 : s.threads, [&](std::uint64_t r, unsigned) {
+    res[r] = detail_search::climb(s, static_cast<unsigned>(r));
+  });
   search_result best = res.empty() ? search_result{} : res[0];
   for (const auto &r : res)
     if (r.ratio > best.ratio) best = r;

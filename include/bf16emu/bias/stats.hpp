@@ -6,6 +6,7 @@
 // chunks or shards. Means, standard errors and confidence intervals are derived at the end.
 #pragma once
 
+#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -13,6 +14,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 
 #include "bf16emu/bias/accumulate.hpp"
 #include "bf16emu/bias/wide.hpp"
@@ -112,14 +114,15 @@ struct stats {
     while (in >> tok) {
       const auto eq = tok.find('=');
       if (eq == std::string::npos) return "token without '=': " + tok;
-      kv[tok.substr(0, eq)] = tok.substr(eq + 1);
+      if (!kv.emplace(tok.substr(0, eq), tok.substr(eq + 1)).second) return "duplicate " + tok.substr(0, eq);
     }
     try {
-      auto u = [&](const char *k, std::uint64_t &v) {
+      auto u = [&](const char *k, std::uint64_t &v) { // decimal digits only: no sign, no wrap
         if (!kv.count(k)) throw std::invalid_argument(std::string("missing ") + k);
-        std::size_t used = 0;
-        v = std::stoull(kv[k], &used, 10);
-        if (used != kv[k].size()) throw std::invalid_argument(std::string("bad ") + k);
+        const std::string &t = kv[k];
+        const auto r = std::from_chars(t.data(), t.data() + t.size(), v, 10);
+        if (t.empty() || r.ec != std::errc{} || r.ptr != t.data() + t.size())
+          throw std::invalid_argument(std::string("bad ") + k);
       };
       auto s = [&](const char *k, superacc &v) {
         if (!kv.count(k) || !v.from_string(kv[k])) throw std::invalid_argument(std::string("bad ") + k);
@@ -127,8 +130,12 @@ struct stats {
       auto d = [&](const char *k, double &v) {
         if (!kv.count(k)) throw std::invalid_argument(std::string("missing ") + k);
         std::size_t used = 0;
-        v = std::stod(kv[k], &used);
-        if (used != kv[k].size()) throw std::invalid_argument(std::string("bad ") + k);
+        try {
+          v = std::stod(kv[k], &used);
+        } catch (const std::exception &) {
+          used = 0;
+        }
+        if (used == 0 || used != kv[k].size()) throw std::invalid_argument(std::string("bad ") + k);
       };
       std::uint64_t hw = 0;
       u("trials", trials);

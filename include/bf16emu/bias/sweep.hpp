@@ -8,23 +8,29 @@
 #pragma once
 
 #include <algorithm>
-#include <atomic>
 #include <charconv>
+#include <cmath>
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <mutex>
 #include <sstream>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "bf16emu/bias/accumulate.hpp"
 #include "bf16emu/bias/generate.hpp"
 #include "bf16emu/bias/stats.hpp"
+#include "bf16emu/parallel.hpp"
 
 namespace bf16emu::bias {
+
+// The shortest decimal that reads back as d.
+inline std::string shortest(double d) {
+  char b[64];
+  const auto r = std::to_chars(b, b + sizeof b, d);
+  return std::string(b, r.ptr);
+}
 
 struct config {
   accumulation acc{};
@@ -34,11 +40,7 @@ struct config {
   // "key=value" tokens: the identity of the configuration in state files and reports.
   std::string serialize() const {
     std::ostringstream o;
-    auto hf = [](double d) { // shortest decimal that reads back as d
-      char b[64];
-      const auto r = std::to_chars(b, b + sizeof b, d);
-      return std::string(b, r.ptr);
-    };
+    const auto hf = shortest;
     o << "scenario=" << scenario << " method=" << to_string(acc.m) << " round=" << to_string(acc.mode)
       << " out=" << to_string(acc.out) << " tc_L=" << acc.tc.L << " tc_F=" << acc.tc.F
       << " tc_k=" << acc.tc.instr_k << " n=" << k.n << " neg=" << hf(k.neg) << " spread=" << hf(k.spread)
@@ -76,11 +78,30 @@ inline bool apply_scenario(config &c, const std::string &name) {
   return true;
 }
 
-// The numeric knobs a bias map can sweep.
-inline const char *const map_knobs[] = {"n", "neg", "spread", "ones", "residual", "tc_L", "tc_F"};
+// The numeric knobs a bias map can sweep, and the range of values each accepts (the same
+// bounds the bias command checks for its options).
+struct knob_range {
+  const char *name;
+  double lo, hi;
+};
+inline constexpr knob_range map_knobs[] = {
+    {"n", 1, 16777216},         {"neg", 0, 1},   {"spread", 0, 60}, {"ones", 0, 1}, {"residual", 0, 1},
+    {"tc_L", 1, tc::max_block}, {"tc_F", 1, 48},
+};
 
-// Sets a numeric knob by name; false for an unknown name.
+// The range of a map knob; nullptr for an unknown name.
+inline const knob_range *find_knob(const std::string &name) {
+  for (const knob_range &k : map_knobs)
+    if (name == k.name) return &k;
+  return nullptr;
+}
+
+// Sets a numeric knob by name; false for an unknown name or a value outside the knob's range
+// (checked as a double, before any conversion to an integer; NaN is outside every range).
+// Integer knobs take the value truncated toward zero.
 inline bool set_knob(config &c, const std::string &name, double v) {
+  const knob_range *r = find_knob(name);
+  if (!r || !(v >= r->lo && v <= r->hi)) return false;
   if (name == "n")
     c.k.n = static_cast<std::uint32_t>(v);
   else if (name == "neg")
@@ -94,11 +115,104 @@ inline bool set_knob(config &c, const std::string &name, double v) {
   else if (name == "tc_L") {
     c.acc.tc.L = static_cast<int>(v);
     if (c.acc.tc.instr_k < c.acc.tc.L) c.acc.tc.instr_k = c.acc.tc.L;
-  } else if (name == "tc_F")
+  } else
     c.acc.tc.F = static_cast<int>(v);
-  else
-    return false;
   return true;
+}
+
+// "neg must be in [0, 1], got 1.5"
+inline std::string out_of_range(const knob_range &r, double v) {
+  return std::string(r.name) + " must be in [" + shortest(r.lo) + ", " + shortest(r.hi) + "], got " +
+         shortest(v);
+}
+
+// The value of map knob r in c.
+inline double knob_value(const config &c, const knob_range &r) {
+  const std::string name = r.name;
+  return name == "n"          ? double(c.k.n)
+         : name == "neg"      ? c.k.neg
+         : name == "spread"   ? c.k.spread
+         : name == "ones"     ? c.k.ones
+         : name == "residual" ? c.k.residual
+         : name == "tc_L"     ? double(c.acc.tc.L)
+                              : double(c.acc.tc.F);
+}
+
+// The first knob of c outside its range (NaN included); nullptr when every knob is inside.
+inline const knob_range *bad_knob(const config &c) {
+  for (const knob_range &r : map_knobs) {
+    const double v = knob_value(c, r);
+    if (!(v >= r.lo && v <= r.hi)) return &r;
+  }
+  return nullptr;
+}
+
+// A bias map axis: a knob and the values it takes.
+struct axis {
+  std::string knob; // empty: no axis (one value, nothing set)
+  std::vector<double> values;
+};
+
+inline constexpr std::uint64_t max_axis_steps = 1000;
+
+// steps values evenly spaced from lo to hi (lo alone when steps == 1). Throws
+// std::invalid_argument for an unknown knob, steps outside 1..max_axis_steps, or an end point
+// outside the knob's range (every value between the end points is then inside it too).
+inline axis make_axis(const std::string &knob, double lo, double hi, std::uint64_t steps) {
+  const knob_range *r = find_knob(knob);
+  if (!r)
+    throw std::invalid_argument("unknown knob '" + knob + "' (n, neg, spread, ones, residual, tc_L, tc_F)");
+  if (steps < 1 || steps > max_axis_steps) throw std::invalid_argument("STEPS must be 1..1000");
+  for (double v : {lo, hi})
+    if (!(v >= r->lo && v <= r->hi)) throw std::invalid_argument(out_of_range(*r, v));
+  axis a{knob, {}};
+  a.values.reserve(steps);
+  for (std::uint64_t i = 0; i < steps; ++i) {
+    const double v = steps == 1 ? lo : lo + (hi - lo) * double(i) / double(steps - 1);
+    a.values.push_back(std::fmin(std::fmax(v, r->lo), r->hi)); // rounding never leaves the range
+  }
+  return a;
+}
+
+// Number of configurations expand_grid makes (saturates at UINT64_MAX).
+inline std::uint64_t grid_size(std::size_t methods, std::size_t rounds, const axis &x, const axis &y) {
+  std::uint64_t n = 1;
+  for (std::uint64_t f : {std::uint64_t(methods), std::uint64_t(rounds), std::uint64_t(x.values.size()),
+                          std::uint64_t(y.knob.empty() ? 1 : y.values.size())}) {
+    if (f != 0 && n > UINT64_MAX / f) return UINT64_MAX;
+    n *= f;
+  }
+  return n;
+}
+
+// The configurations of a run: for every method and rounding mode (in that nesting), the
+// base configuration, or with a map the grid, x varying fastest. An axis with an empty knob
+// is absent; without x there is no map.
+inline std::vector<config> expand_grid(const config &base, const std::vector<method> &ms,
+                                       const std::vector<round_mode> &rs, const axis &x = {},
+                                       const axis &y = {}) {
+  std::vector<config> out;
+  const bool map = !x.knob.empty();
+  out.reserve(map ? grid_size(ms.size(), rs.size(), x, y) : ms.size() * rs.size());
+  const std::vector<double> none{0};
+  for (method m : ms)
+    for (round_mode r : rs) {
+      config c = base;
+      c.acc.m = m;
+      c.acc.mode = r;
+      if (!map) {
+        out.push_back(c);
+        continue;
+      }
+      for (double yv : y.knob.empty() ? none : y.values)
+        for (double xv : x.values) {
+          config cc = c;
+          set_knob(cc, x.knob, xv);
+          if (!y.knob.empty()) set_knob(cc, y.knob, yv);
+          out.push_back(cc);
+        }
+    }
+  return out;
 }
 
 struct run_spec {
@@ -108,20 +222,20 @@ struct run_spec {
   std::uint64_t chunk = 1000;
   unsigned threads = 1;
   std::uint64_t shard = 0, shards = 1;
-  // Called now and then with (units done, units of this shard), from one thread at a time;
-  // it should rate-limit its own output.
-  std::function<void(std::uint64_t, std::uint64_t)> progress;
+  // Called after every finished unit with (units done, units of this shard), from one thread
+  // at a time (parallel_for); it should rate-limit its own output.
+  progress_fn progress;
 };
 
-inline std::uint64_t chunks_per_config(const run_spec &s) { return (s.trials + s.chunk - 1) / s.chunk; }
+inline std::uint64_t chunks_per_config(const run_spec &s) {
+  return s.trials / s.chunk + (s.trials % s.chunk != 0);
+}
 
-// The units of this shard, in increasing order.
-inline std::vector<std::uint64_t> shard_units(const run_spec &s) {
-  std::vector<std::uint64_t> u;
+// Shard K of N runs units K, K + N, K + 2N, ... below chunks_per_config * configs: this many.
+// Precondition: that product fits 64 bits (run() checks it).
+inline std::uint64_t shard_unit_count(const run_spec &s) {
   const std::uint64_t total = chunks_per_config(s) * s.configs.size();
-  for (std::uint64_t i = s.shard; i < total; i += s.shards)
-    u.push_back(i);
-  return u;
+  return total > s.shard ? (total - s.shard - 1) / s.shards + 1 : 0;
 }
 
 // Runs the trials of one unit into `st`.
@@ -129,7 +243,7 @@ inline void run_unit(const run_spec &s, std::uint64_t unit, stats &st, trial_inp
   const std::uint64_t cpc = chunks_per_config(s);
   const config &c = s.configs[unit / cpc];
   const std::uint64_t first = (unit % cpc) * s.chunk;
-  const std::uint64_t last = std::min(first + s.chunk, s.trials);
+  const std::uint64_t last = first + std::min(s.chunk, s.trials - first);
   for (std::uint64_t t = first; t < last; ++t) {
     generate(c.k, s.seed, t, buf);
     st.add(accumulate(c.acc, buf, s.seed, t), t);
@@ -142,46 +256,26 @@ inline std::vector<stats> run(const run_spec &s) {
   if (s.shards == 0 || s.shard >= s.shards) throw std::invalid_argument("shard index out of range");
   if (s.chunk == 0) throw std::invalid_argument("chunk must be positive");
   for (const config &c : s.configs)
-    if (c.acc.tc.L < 1 || c.acc.tc.L > tc::max_block || c.acc.tc.F < 1 || c.acc.tc.F > 48)
-      throw std::invalid_argument("tensor-core block parameters out of range (1 <= L <= 32, 1 <= F <= 48)");
-  std::vector<stats> out(s.configs.size());
-  const std::vector<std::uint64_t> units = shard_units(s);
+    if (const knob_range *r = bad_knob(c)) throw std::invalid_argument(out_of_range(*r, knob_value(c, *r)));
   const std::uint64_t cpc = chunks_per_config(s);
-  std::atomic<std::uint64_t> next{0}, done{0};
+  if (cpc != 0 && s.configs.size() > UINT64_MAX / cpc) throw std::invalid_argument("too many work units");
+  std::vector<stats> out(s.configs.size());
+  const std::uint64_t units = shard_unit_count(s);
+  // One trial buffer per worker; each unit's statistics are merged into its configuration
+  // under a lock, and the merge is exact and order-free (stats.hpp).
+  std::vector<trial_input> bufs(resolve_threads(s.threads, units));
   std::mutex mu;
-  const unsigned nt = std::max(1u, std::min<unsigned>(s.threads, static_cast<unsigned>(units.size())));
-  const bool single = nt == 1;
-  auto worker = [&] {
-    trial_input buf;
-    for (;;) {
-      const std::uint64_t i = next.fetch_add(1);
-      if (i >= units.size()) break;
-      stats local;
-      run_unit(s, units[i], local, buf);
-      std::lock_guard<std::mutex> lock(mu);
-      out[units[i] / cpc].merge(local);
-      done.fetch_add(1);
-      if (s.progress && single) s.progress(done.load(), units.size());
-    }
-  };
-  std::vector<std::thread> pool;
-  for (unsigned t = 1; t < nt; ++t)
-    pool.emplace_back(worker);
-  if (s.progress && nt > 1) {
-    // The calling thread reports progress while the pool works.
-    std::thread last(worker);
-    while (done.load() < units.size()) {
-      s.progress(done.load(), units.size());
-      for (int i = 0; i < 20 && done.load() < units.size(); ++i)
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    last.join();
-  } else {
-    worker();
-  }
-  for (auto &t : pool)
-    t.join();
-  if (s.progress) s.progress(units.size(), units.size());
+  parallel_for(
+      units, s.threads,
+      [&](std::uint64_t i, unsigned worker) {
+        const std::uint64_t unit = s.shard + i * s.shards;
+        stats local;
+        run_unit(s, unit, local, bufs[worker]);
+        std::lock_guard<std::mutex> lock(mu);
+        out[unit / cpc].merge(local);
+      },
+      s.progress);
+  if (units == 0 && s.progress) s.progress(0, 0);
   return out;
 }
 

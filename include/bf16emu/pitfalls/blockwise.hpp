@@ -18,18 +18,17 @@
 // thread count.
 #pragma once
 
-#include <algorithm>
-#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <string>
-#include <thread>
+#include <utility>
 #include <vector>
 
 #include "bf16emu/attention/backward.hpp"
 #include "bf16emu/attention/forward.hpp"
 #include "bf16emu/attention/ledger.hpp"
 #include "bf16emu/attention/scenario.hpp"
+#include "bf16emu/parallel.hpp"
 
 namespace bf16emu::pitfalls {
 
@@ -48,33 +47,9 @@ inline at::forward_config pair_config(const at::forward_config &cfg, long i, lon
 }
 inline bool pair_allowed(bool causal, long i, long j) { return !causal || j <= i; }
 
-// Runs fn(t) for t in [0, count) on `threads` threads (<= 0: hardware concurrency). When
-// `completion` is given, the task ids are appended in the order the tasks finished.
-template <class Fn>
-void parallel_tasks(long count, int threads, Fn fn, std::vector<long> *completion = nullptr) {
-  int nt = threads > 0 ? threads : int(std::thread::hardware_concurrency());
-  if (nt < 1) nt = 1;
-  if (nt > count) nt = int(std::max<long>(1, count));
-  std::atomic<long> next{0};
-  std::mutex mu;
-  auto worker = [&] {
-    for (;;) {
-      const long t = next.fetch_add(1);
-      if (t >= count) return;
-      fn(t);
-      if (completion) {
-        std::lock_guard<std::mutex> lock(mu);
-        completion->push_back(t);
-      }
-    }
-  };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < nt; ++t)
-    pool.emplace_back(worker);
-  worker();
-  for (auto &t : pool)
-    t.join();
-}
+// The worker count for parallel_for from the pitfalls' signed thread option (<= 0: every
+// hardware thread).
+inline unsigned worker_threads(int threads) { return threads > 0 ? static_cast<unsigned>(threads) : 0u; }
 
 // Partial gradients of every allowed pair; slot i*nb + j (empty when the pair is masked).
 struct pair_partials {
@@ -96,20 +71,22 @@ inline pair_partials pair_backward(const at::forward_config &cfg, const at::head
   for (long i = 0; i < nb; ++i)
     for (long j = 0; j < nb; ++j)
       if (pair_allowed(cfg.causal, i, j)) tasks.push_back(i * nb + j);
+  // Each pair writes its own slots; the completion order is recorded on purpose (the
+  // `arrival` schedule below shows what summing in that order does).
   std::vector<long> done;
-  parallel_tasks(
-      long(tasks.size()), threads,
-      [&](long t) {
-        const long slot = tasks[t], i = slot / nb, j = slot % nb;
-        at::forward_result f;
-        f.o.assign(o.begin() + i * b * d, o.begin() + (i + 1) * b * d);
-        f.lse.assign(lse.begin() + i * b, lse.begin() + (i + 1) * b);
-        at::null_observer none;
-        at::backward_result r =
-            at::backward_head(pair_config(cfg, i, j), pair_view(h, b, i, j), dout + i * b * d, f, none);
-        p.dq[slot] = std::move(r.dq), p.dk[slot] = std::move(r.dk), p.dv[slot] = std::move(r.dv);
-      },
-      &done);
+  std::mutex done_mu;
+  parallel_for(tasks.size(), worker_threads(threads), [&](std::uint64_t t, unsigned) {
+    const long slot = tasks[t], i = slot / nb, j = slot % nb;
+    at::forward_result f;
+    f.o.assign(o.begin() + i * b * d, o.begin() + (i + 1) * b * d);
+    f.lse.assign(lse.begin() + i * b, lse.begin() + (i + 1) * b);
+    at::null_observer none;
+    at::backward_result r =
+        at::backward_head(pair_config(cfg, i, j), pair_view(h, b, i, j), dout + i * b * d, f, none);
+    p.dq[slot] = std::move(r.dq), p.dk[slot] = std::move(r.dk), p.dv[slot] = std::move(r.dv);
+    std::lock_guard<std::mutex> lock(done_mu);
+    done.push_back(long(t));
+  });
   for (long t : done)
     p.completion.push_back(tasks[t]);
   return p;

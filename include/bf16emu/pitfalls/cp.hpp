@@ -26,6 +26,7 @@
 //                 weighted against the stale L).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -126,7 +127,7 @@ inline attention_result cp_attention(const cp_options &opt, const at::head_view 
   for (long i = 0; i < C; ++i)
     for (long j = 0; j < C; ++j)
       if (pair_allowed(causal, i, j)) tasks.push_back(i * C + j);
-  parallel_tasks(long(tasks.size()), opt.threads, [&](long t) {
+  parallel_for(tasks.size(), worker_threads(opt.threads), [&](std::uint64_t t, unsigned) {
     const long slot = tasks[t], i = slot / C, j = slot % C;
     at::null_observer none;
     part[slot] = at::forward_head(pair_config(opt.cfg, i, j), pair_view(h, b, i, j), none);

@@ -1,0 +1,536 @@
+"""bf16emu: bit-exact BF16/FP16/FP8/FP32 soft-float, tensor-core model and attention ledger.
+
+Arrays in and out (docs/python.md):
+  NumPy   float32 -> fp32, float64 -> fp64 (conversion source only), float16 -> fp16,
+          uint16 -> bf16 or fp16 bit patterns (format= says which), uint8 -> e4m3 or e5m2.
+  PyTorch torch.bfloat16, torch.float16, torch.float32 (CPU), read through .view() without
+          a copy; results come back as tensors of the same kind.
+Any shape. Non-contiguous inputs are copied into contiguous ones (the result is contiguous).
+
+Every element-wise function returns (result, flags): flags is a Flags value (IEEE flags raised
+by any element).
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import numbers
+
+import numpy as np
+
+from . import _core
+
+__all__ = [
+    "Flags", "convert", "add", "sub", "mul", "div", "fma", "sqrt", "trace", "to_bits", "from_bits",
+    "compare", "Comparison", "mma", "gemm", "attention", "attention_backward",
+]
+
+ROUNDING_DEFAULT = "nearest_even"
+
+
+class Flags(enum.IntFlag):
+    """IEEE exception flags (the core's bit values)."""
+    NONE = 0
+    INVALID = 1
+    DIVBYZERO = 2
+    OVERFLOW = 4
+    UNDERFLOW = 8
+    INEXACT = 16
+
+
+_NUMPY_FORMATS = {np.dtype(np.float32): "fp32", np.dtype(np.float64): "fp64", np.dtype(np.float16): "fp16"}
+_BITS_DTYPE = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
+_WIDTH = {"fp64": 64, "fp32": 32, "tf32": 32, "bf16": 16, "fp16": 16, "e4m3": 8, "e5m2": 8}
+_ALIASES = {
+    "float64": "fp64", "binary64": "fp64", "double": "fp64",
+    "float32": "fp32", "binary32": "fp32", "float": "fp32",
+    "bfloat16": "bf16", "float16": "fp16", "half": "fp16", "binary16": "fp16",
+    "float8_e4m3fn": "e4m3", "fp8_e4m3": "e4m3", "float8_e5m2": "e5m2", "fp8_e5m2": "e5m2",
+}
+
+
+def _torch():
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - torch is optional
+        return None
+    return torch
+
+
+def _is_tensor(x) -> bool:
+    t = _torch()
+    return t is not None and isinstance(x, t.Tensor)
+
+
+def _format_name(fmt, arg: str) -> str:
+    if not isinstance(fmt, str):
+        raise TypeError(f"argument '{arg}' must be a format name (str), got {type(fmt).__name__}")
+    key = fmt.strip().lower()
+    key = _ALIASES.get(key, key)
+    if key not in _WIDTH:
+        raise ValueError(f"argument '{arg}': unknown format '{fmt[:80]}' "
+                         f"(fp64, fp32, bf16, fp16, tf32, e4m3, e5m2)")
+    return key
+
+
+class _Kind:
+    """How a result is handed back: a NumPy array (of bits or of a native dtype) or a tensor."""
+
+    def __init__(self, torch_tensor: bool, native: bool):
+        self.torch = torch_tensor
+        self.native = native  # NumPy input had a native float dtype (float16/32/64)
+
+
+def _contiguous(a: np.ndarray) -> np.ndarray:
+    """a itself when C-contiguous, else a C-contiguous copy (0-d arrays stay 0-d)."""
+    return a if a.flags.c_contiguous else a.copy(order="C")
+
+
+def _tensor_bits(x, arg: str, fmt):
+    torch = _torch()
+    table = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32", torch.float64: "fp64"}
+    if x.dtype not in table:
+        raise TypeError(f"argument '{arg}': tensor dtype {x.dtype} is not supported "
+                        f"(torch.bfloat16, torch.float16, torch.float32, torch.float64)")
+    have = table[x.dtype]
+    if fmt is not None and _format_name(fmt, "format") != have:
+        raise TypeError(f"argument '{arg}': a {x.dtype} tensor holds {have}, not format '{fmt}'")
+    if x.device.type != "cpu":
+        x = x.cpu()
+    x = x.detach().contiguous()
+    as_int = {16: torch.int16, 32: torch.int32, 64: torch.int64}[_WIDTH[have]]
+    bits = x.view(as_int).numpy().view(_BITS_DTYPE[_WIDTH[have]])
+    return bits, have
+
+
+def _numpy_bits(x, arg: str, fmt):
+    a = np.asarray(x)
+    dt = a.dtype
+    if dt in _NUMPY_FORMATS:
+        have = _NUMPY_FORMATS[dt]
+        if fmt is not None and _format_name(fmt, "format") != have:
+            raise TypeError(f"argument '{arg}': a {dt} array holds {have}, not format '{fmt}' "
+                            f"(pass bit patterns as uint{_WIDTH[_format_name(fmt, 'format')]})")
+        a = _contiguous(a)
+        return a.view(_BITS_DTYPE[_WIDTH[have]]), have, True
+    if dt.kind == "u" and dt.itemsize in (1, 2):
+        if fmt is None:
+            raise TypeError(f"argument '{arg}': a {dt} array holds bit patterns; say which format "
+                            f"with format= ({'bf16 or fp16' if dt.itemsize == 2 else 'e4m3 or e5m2'})")
+        name = _format_name(fmt, "format")
+        if _WIDTH[name] != dt.itemsize * 8:
+            raise TypeError(f"argument '{arg}': {dt} elements do not hold format {name} "
+                            f"({_WIDTH[name]}-bit storage)")
+        return _contiguous(a), name, False
+    raise TypeError(f"argument '{arg}': dtype {dt} is not supported (float32, float16, float64, "
+                    f"uint16 bit patterns of bf16/fp16, uint8 bit patterns of e4m3/e5m2)")
+
+
+def to_bits(x, format=None, arg: str = "x"):
+    """(bits, format, kind): the contiguous bit patterns of an array or tensor, its format name
+    and how to hand a result of that kind back (used by every function of the package)."""
+    if _is_tensor(x):
+        bits, name = _tensor_bits(x, arg, format)
+        return bits, name, _Kind(True, False)
+    if isinstance(x, (str, bytes)) or x is None:
+        raise TypeError(f"argument '{arg}' must be an array or tensor, got {type(x).__name__}")
+    bits, name, native = _numpy_bits(x, arg, format)
+    return bits, name, _Kind(False, native)
+
+
+def from_bits(bits: np.ndarray, format: str, kind: _Kind | None = None):
+    """Wrap bit patterns of `format` as the caller's kind of array: torch tensors of the
+    matching dtype, NumPy float32/float16/float64 for native inputs, otherwise the bits."""
+    name = _format_name(format, "format")
+    if kind is not None and kind.torch:
+        torch = _torch()
+        table = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32, "fp64": torch.float64}
+        ints = {16: np.int16, 32: np.int32, 64: np.int64}
+        if name in table:
+            return torch.from_numpy(bits.view(ints[_WIDTH[name]])).view(table[name])
+        return torch.from_numpy(bits)
+    native = {"fp32": np.float32, "fp64": np.float64}
+    if name in native:
+        return bits.view(native[name])
+    if name == "fp16" and kind is not None and kind.native:
+        return bits.view(np.float16)
+    return bits
+
+
+def _seed(seed) -> int:
+    if seed is None:
+        return 0
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+        if isinstance(seed, numbers.Real) and math.isnan(float(seed)):
+            raise ValueError("argument 'seed' is NaN (an integer in [0, 2^64) is needed)")
+        if isinstance(seed, numbers.Real) and float(seed).is_integer():
+            seed = int(seed)
+        else:
+            raise TypeError(f"argument 'seed' must be an integer, got {seed!r:.80}")
+    seed = int(seed)
+    if seed < 0 or seed >= 1 << 64:
+        raise ValueError(f"argument 'seed' = {seed} is outside [0, 2^64)")
+    return seed
+
+
+def _options(rounding, tininess, nan, ftz, daz, saturate, seed, threads) -> dict:
+    for name, v in (("rounding", rounding), ("tininess", tininess), ("nan", nan)):
+        if not isinstance(v, str):
+            raise TypeError(f"argument '{name}' must be a name (str), got {type(v).__name__}")
+    for name, v in (("ftz", ftz), ("daz", daz), ("saturate", saturate)):
+        if not isinstance(v, (bool, np.bool_)):
+            raise TypeError(f"argument '{name}' must be a bool, got {type(v).__name__}")
+    if isinstance(threads, bool) or not isinstance(threads, numbers.Integral) or threads < 0:
+        raise ValueError(f"argument 'threads' must be a count >= 0 (0: every core), got {threads!r:.80}")
+    return {"rounding": rounding, "tininess": tininess, "nan": nan, "ftz": bool(ftz), "daz": bool(daz),
+            "saturate": bool(saturate), "seed": _seed(seed), "threads": int(threads)}
+
+
+def convert(x, to: str, *, format: str | None = None, rounding: str = ROUNDING_DEFAULT, tininess: str = "after",
+            nan: str = "ieee", ftz: bool = False, daz: bool = False, saturate: bool = False, seed=None,
+            threads: int = 0):
+    """Round every element of x (format from its dtype, or format= for uint bit patterns) into
+    format `to`. Returns (result, flags). Stochastic rounding draws element i's random bits
+    from (seed, i): the same seed gives the same bits on any thread count."""
+    bits, src, kind = to_bits(x, format, "x")
+    dst = _format_name(to, "to")
+    opts = _options(rounding, tininess, nan, ftz, daz, saturate, seed, threads)
+    out, flags = _core.convert(bits, src, dst, opts)
+    return from_bits(out, dst, kind), Flags(flags)
+
+
+def _arith(op, operands, format, rounding, tininess, nan, ftz, daz, saturate, seed, threads):
+    names = "abc"
+    bits, fmts, kinds = [], [], []
+    for i, x in enumerate(operands):
+        b, f, k = to_bits(x, format, names[i])
+        bits.append(b)
+        fmts.append(f)
+        kinds.append(k)
+    for i in range(1, len(fmts)):
+        if fmts[i] != fmts[0]:
+            raise TypeError(f"argument '{names[i]}' holds {fmts[i]} but argument 'a' holds {fmts[0]}")
+        if bits[i].shape != bits[0].shape:
+            raise ValueError(f"argument '{names[i]}': shape {tuple(bits[i].shape)} does not match "
+                             f"argument 'a' {tuple(bits[0].shape)}")
+    opts = _options(rounding, tininess, nan, ftz, daz, saturate, seed, threads)
+    out, flags = _core.arith(op, bits, fmts[0], opts)
+    return from_bits(out, fmts[0], kinds[0]), Flags(flags)
+
+
+def _binary(op: str, what: str):
+    """add/sub/mul/div: the same signature, one operation name apart."""
+
+    def fn(a, b, *, format=None, rounding=ROUNDING_DEFAULT, tininess="after", nan="ieee", ftz=False, daz=False,
+           saturate=False, seed=None, threads=0):
+        return _arith(op, (a, b), format, rounding, tininess, nan, ftz, daz, saturate, seed, threads)
+
+    fn.__name__ = fn.__qualname__ = op
+    fn.__doc__ = (f"{what}, correctly rounded in the operands' format (bf16/fp16 uint16 bits need "
+                  f"format=). Returns (result, flags).")
+    return fn
+
+
+add = _binary("add", "a + b")
+sub = _binary("sub", "a - b")
+mul = _binary("mul", "a * b")
+div = _binary("div", "a / b")
+
+
+def fma(a, b, c, *, format=None, rounding=ROUNDING_DEFAULT, tininess="after", nan="ieee", ftz=False, daz=False,
+        saturate=False, seed=None, threads=0):
+    """a * b + c with one rounding, in the operands' format. Returns (result, flags)."""
+    return _arith("fma", (a, b, c), format, rounding, tininess, nan, ftz, daz, saturate, seed, threads)
+
+
+def sqrt(a, *, format=None, rounding=ROUNDING_DEFAULT, tininess="after", nan="ieee", ftz=False, daz=False,
+         saturate=False, seed=None, threads=0):
+    """sqrt(a), correctly rounded in the operand's format. Returns (result, flags)."""
+    return _arith("sqrt", (a,), format, rounding, tininess, nan, ftz, daz, saturate, seed, threads)
+
+_ARITY = {"add": 2, "sub": 2, "mul": 2, "div": 2, "fma": 3, "sqrt": 1, "convert": 1}
+
+
+def _scalar_bits(x, fmt, arg):
+    """One operand of trace(): a Python int is a bit pattern of fmt; a float is rounded once,
+    to nearest even, into fmt; an array/tensor of one element is read as its bits."""
+    if isinstance(x, bool):
+        raise TypeError(f"argument '{arg}' must be a number, bit pattern or one-element array, got bool")
+    if isinstance(x, numbers.Integral) and not isinstance(x, np.generic):
+        if fmt is None:
+            raise TypeError(f"argument '{arg}' is a bit pattern; say its format with format=")
+        return int(x), fmt
+    if isinstance(x, float):
+        f = fmt or "fp32"
+        b, _ = _core.convert(np.array([x]).view(np.uint64), "fp64", f, {})
+        return int(b[0]), f
+    bits, name, _ = to_bits(x, fmt, arg)
+    if bits.size != 1:
+        raise ValueError(f"argument '{arg}': trace takes one element, got shape {tuple(bits.shape)}")
+    return int(bits.reshape(-1)[0]), name
+
+
+def trace(op: str, *operands, format: str | None = None, to: str | None = None, rounding=ROUNDING_DEFAULT,
+          tininess="after", nan="ieee", ftz=False, daz=False, saturate=False, seed=None, index: int = 0):
+    """One element's rounding as a dict: guard, round, sticky, decision, error (the exact error
+    result - exact value as a decimal string), error_value (as a float), result_bits, result,
+    flags, and 'steps' with every rounding event (a second step when to= rounds the result
+    again). For convert, `to` is the destination. With rounding='stochastic', element `index`
+    of a call with the same seed is traced."""
+    if not isinstance(op, str) or op not in _ARITY:
+        raise ValueError(f"argument 'op': unknown operation {str(op)[:80]!r} (add, sub, mul, fma, div, sqrt, convert)")
+    if len(operands) != _ARITY[op]:
+        raise ValueError(f"{op} takes {_ARITY[op]} operand(s), got {len(operands)}")
+    fmt = _format_name(format, "format") if format is not None else None
+    got = [_scalar_bits(x, fmt, "abc"[i]) for i, x in enumerate(operands)]
+    formats = {f for _, f in got}
+    if len(formats) != 1:
+        raise TypeError(f"operands of trace hold different formats: {sorted(formats)}")
+    fmt = formats.pop()
+    if op == "convert" and to is None:
+        raise ValueError("argument 'to': convert needs the destination format")
+    dst = _format_name(to, "to") if to is not None else ""
+    opts = _options(rounding, tininess, nan, ftz, daz, saturate, seed, 0)
+    if isinstance(index, bool) or not isinstance(index, numbers.Integral) or index < 0:
+        raise ValueError(f"argument 'index' must be an element index >= 0, got {index!r:.80}")
+    opts["index"] = int(index)
+    d = _core.trace(op, [b for b, _ in got], fmt, dst, opts)
+    d["flags"] = Flags(d["flags"])
+    return d
+
+
+# ---------------------------------------------------------------------------
+# Cross-check: compare(actual, expected) and explain(index).
+
+_NAN_ABOVE = {"fp64": 0x7FF0000000000000, "fp32": 0x7F800000, "tf32": 0x7F800000, "bf16": 0x7F80,
+              "fp16": 0x7C00, "e5m2": 0x7C, "e4m3": 0x7E}
+
+
+def _ordered(bits: np.ndarray, fmt: str):
+    """Bit patterns -> (ordered integers, NaN mask): consecutive representable values are
+    consecutive integers (+0 and -0 both map to 0), so |a - b| is the distance in ulps."""
+    width = 19 if fmt == "tf32" else _WIDTH[fmt]  # tf32: a 19-bit pattern in 32-bit storage
+    u = bits.astype(np.uint64)
+    sign_bit = np.uint64(1) << np.uint64(width - 1)
+    mag = (u & (sign_bit - np.uint64(1))).astype(np.int64)
+    neg = (u & sign_bit) != 0
+    return np.where(neg, -mag, mag), mag > _NAN_ABOVE[fmt]
+
+
+class Comparison:
+    """Result of compare(): count, mismatches (bitwise), ulp_histogram {bucket: count} (buckets
+    0, 1, 2, 4, 8, ...: key k counts distances in (k/2, k]; 'nan' counts elements where exactly
+    one side is NaN), worst (the element farthest apart),
+    first_mismatches (index tuples, in C order), and explain(index)."""
+
+    def __init__(self, fmt, shape, a_bits, e_bits, first, op, inputs, opts):
+        self.format = fmt
+        self.shape = tuple(shape)
+        self._a, self._e = a_bits, e_bits
+        self._op, self._inputs, self._opts = op, inputs, opts
+        oa, na = _ordered(a_bits.reshape(-1), fmt)
+        oe, ne = _ordered(e_bits.reshape(-1), fmt)
+        differ = a_bits.reshape(-1) != e_bits.reshape(-1)
+        one_nan = na != ne
+        dist = np.where(na | ne, 0, np.abs(oa - oe))
+        self.count = int(a_bits.size)
+        self.mismatches = int(np.count_nonzero(differ))
+        self.nan_mismatches = int(np.count_nonzero(one_nan))
+        # Buckets: 0, 1, 2, then powers of two: key k counts distances in (k/2, k].
+        d = dist[~one_nan]
+        bucket = np.where(d <= 1, d, np.left_shift(1, np.ceil(np.log2(np.maximum(d, 1))).astype(np.int64)))
+        keys, counts = np.unique(bucket, return_counts=True)
+        self.ulp_histogram = {int(k): int(c) for k, c in zip(keys, counts)}
+        if self.nan_mismatches:
+            self.ulp_histogram["nan"] = self.nan_mismatches
+        idx = np.flatnonzero(differ)[:first]
+        self.first_mismatches = [self._index(int(i)) for i in idx]
+        if self.mismatches == 0:
+            self.worst = None
+        else:
+            score = np.where(one_nan, np.iinfo(np.int64).max, dist).astype(np.int64)
+            score[~differ] = -1
+            w = int(np.argmax(score))
+            self.worst = self._element(w)
+
+    def _index(self, flat: int):
+        return tuple(int(v) for v in np.unravel_index(flat, self.shape)) if self.shape else ()
+
+    def _element(self, flat: int) -> dict:
+        a = int(self._a.reshape(-1)[flat])
+        e = int(self._e.reshape(-1)[flat])
+        oa, na = _ordered(np.array([a], np.uint64), self.format)
+        oe, ne = _ordered(np.array([e], np.uint64), self.format)
+        ulps = None if bool(na[0]) != bool(ne[0]) else (0 if na[0] else int(abs(int(oa[0]) - int(oe[0]))))
+        return {"index": self._index(flat), "actual_bits": a, "expected_bits": e,
+                "actual": _core.value(self.format, a), "expected": _core.value(self.format, e), "ulps": ulps}
+
+    def explain(self, index) -> dict:
+        """The element at `index` (a tuple, or a flat int): both values and their ulp distance;
+        when compare() was given op= and inputs=, also bf16emu.trace() of that element's
+        operation (the 'trace' key): guard, round, sticky, decision and exact error."""
+        if isinstance(index, numbers.Integral) and not isinstance(index, bool):
+            flat = int(index)
+            if not 0 <= flat < self.count:
+                raise ValueError(f"argument 'index' = {flat} is outside [0, {self.count})")
+        else:
+            try:
+                flat = int(np.ravel_multi_index(tuple(int(i) for i in index), self.shape))
+            except (TypeError, ValueError) as err:
+                raise ValueError(f"argument 'index' = {str(index)[:80]} does not index shape {self.shape}") from err
+        d = self._element(flat)
+        if self._op is not None:
+            ops = [np.asarray(x).reshape(-1)[flat] for x in self._inputs]
+            d["trace"] = trace(self._op, *[int(v) for v in ops], format=self._inputs_format, **self._opts)
+        return d
+
+    def as_dict(self) -> dict:
+        return {"format": self.format, "count": self.count, "mismatches": self.mismatches,
+                "nan_mismatches": self.nan_mismatches, "ulp_histogram": dict(self.ulp_histogram),
+                "worst": self.worst, "first_mismatches": list(self.first_mismatches)}
+
+    def __repr__(self) -> str:
+        return (f"Comparison({self.format}, count={self.count}, mismatches={self.mismatches}, "
+                f"ulp_histogram={self.ulp_histogram}, worst={self.worst})")
+
+
+def compare(actual, expected, *, format: str | None = None, first: int = 10, op: str | None = None,
+            inputs=(), input_format: str | None = None, rounding=ROUNDING_DEFAULT, tininess="after", nan="ieee",
+            ftz=False, daz=False, saturate=False):
+    """Compare two arrays/tensors of one format element by element (bit patterns). With op=
+    and inputs= (the operands that produced `expected` through that bf16emu operation),
+    explain(index) adds the trace of the element's rounding."""
+    a_bits, fa, _ = to_bits(actual, format, "actual")
+    e_bits, fe, _ = to_bits(expected, format, "expected")
+    if fa != fe:
+        raise TypeError(f"argument 'expected' holds {fe} but argument 'actual' holds {fa}")
+    if a_bits.shape != e_bits.shape:
+        raise ValueError(f"argument 'expected': shape {tuple(e_bits.shape)} does not match argument 'actual' "
+                         f"{tuple(a_bits.shape)}")
+    if isinstance(first, bool) or not isinstance(first, numbers.Integral) or first < 0:
+        raise ValueError(f"argument 'first' must be a count >= 0, got {first!r:.80}")
+    ins, in_fmt = [], None
+    if op is not None:
+        if not isinstance(op, str) or op not in _ARITY or op == "convert":
+            raise ValueError(f"argument 'op': unknown operation {str(op)[:80]!r} (add, sub, mul, fma, div, sqrt)")
+        if len(inputs) != _ARITY[op]:
+            raise ValueError(f"argument 'inputs': {op} takes {_ARITY[op]} operand(s), got {len(inputs)}")
+        for i, x in enumerate(inputs):
+            b, f, _ = to_bits(x, input_format or format, f"inputs[{i}]")
+            if b.shape != a_bits.shape:
+                raise ValueError(f"argument 'inputs[{i}]': shape {tuple(b.shape)} does not match {tuple(a_bits.shape)}")
+            ins.append(b)
+            in_fmt = f
+    opts = {"rounding": rounding, "tininess": tininess, "nan": nan, "ftz": ftz, "daz": daz, "saturate": saturate}
+    _options(rounding, tininess, nan, ftz, daz, saturate, None, 0)
+    c = Comparison(fa, a_bits.shape, a_bits, e_bits, int(first), op, ins, opts)
+    c._inputs_format = in_fmt
+    if op is not None and in_fmt != fa:
+        c._opts = dict(opts, to=fa)
+    return c
+
+
+# ---------------------------------------------------------------------------
+# Tensor cores.
+
+
+def gemm(a, b, c=None, *, arch: str = "sm80", kind: str | None = None, a_format: str | None = None,
+         c_format: str | None = None, trace=None, threads: int = 0, _single: bool = False):
+    """D = A B + C on the tensor-core model of `arch` (tc presets, docs/tensor-cores.md): K is
+    cut into the instruction's k chunks, each a chain of hardware blocks. a (M x K) and b
+    (K x N) in the input format (bf16/fp16/tf32/e4m3/e5m2: from the dtype, or a_format= for
+    uint bits), c (M x N) in the accumulator format (fp32 or fp16; None: zeros in fp32, or in
+    c_format). kind: mma, wgmma or tcgen05 (default: the architecture's own). Returns D in
+    c's kind; with trace=(i, j), returns (D, trace) where trace lists the blocks of D[i, j]."""
+    a_bits, fin, kind_a = to_bits(a, a_format, "a")
+    b_bits, fb, _ = to_bits(b, a_format or fin, "b")
+    if fb != fin:
+        raise TypeError(f"argument 'b' holds {fb} but argument 'a' holds {fin}")
+    if c is None:
+        fout = _format_name(c_format, "c_format") if c_format is not None else "fp32"
+        if a_bits.ndim != 2 or b_bits.ndim != 2:
+            raise ValueError("arguments 'a' and 'b' must be 2-d (M x K, K x N)")
+        c_bits = np.zeros((a_bits.shape[0], b_bits.shape[1]), dtype=_BITS_DTYPE[_WIDTH[fout]])
+        kind_c = _Kind(kind_a.torch, True)
+    else:
+        c_bits, fout, kind_c = to_bits(c, c_format, "c")
+    if kind is not None and not isinstance(kind, str):
+        raise TypeError(f"argument 'kind' must be a name (str), got {type(kind).__name__}")
+    if not isinstance(arch, str):
+        raise TypeError(f"argument 'arch' must be a name (str), got {type(arch).__name__}")
+    ti = tj = -1
+    if trace is not None:
+        try:
+            ti, tj = (int(v) for v in trace)
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"argument 'trace' must be an (i, j) pair, got {str(trace)[:80]}") from err
+        if ti < 0 or tj < 0:
+            raise ValueError(f"argument 'trace' = ({ti}, {tj}) has a negative index")
+    _options(ROUNDING_DEFAULT, "after", "ieee", False, False, False, None, threads)
+    d_bits, blocks, info = _core.gemm(a_bits, b_bits, c_bits, fin, fout, arch, kind or "", _single, ti, tj,
+                                      int(threads))
+    d = from_bits(d_bits, fout, kind_c)
+    if trace is None:
+        return d
+    info["element"] = (ti, tj)
+    info["blocks"] = blocks
+    return d, info
+
+
+def mma(a, b, c=None, *, arch: str = "sm80", kind: str | None = None, a_format: str | None = None,
+        c_format: str | None = None, trace=None):
+    """One tensor-core instruction D = A B + C on the preset's exact m x n x k tile (e.g.
+    16x8x16 for sm80 mma.sync bf16): the shapes must match the instruction. See gemm()."""
+    return gemm(a, b, c, arch=arch, kind=kind, a_format=a_format, c_format=c_format, trace=trace, threads=1,
+                _single=True)
+
+
+# ---------------------------------------------------------------------------
+# Attention.
+
+
+def _as_float64(x, arg: str, fmt):
+    bits, name, _ = to_bits(x, fmt, arg)
+    if name == "fp64":
+        return bits.view(np.float64)
+    out, _ = _core.convert(bits, name, "fp64", {})  # exact widening
+    return out.view(np.float64)
+
+
+def attention(q, k, v, *, policy: str = "fa2:sm80", variant: str = "fa2", beta: float = 2.0, causal: bool = False,
+              ledger: bool = True, reference: bool = True, block_m: int = 0, block_n: int = 0,
+              format: str | None = None, threads: int = 0, _do=None, _backward: str = ""):
+    """Attention forward under a rounding policy (exact, fp32, paper, fa2:sm80/sm89/sm90/sm100,
+    fa2_twin) and variant (standard, fa2, stabilized with beta). q, k, v: (batch, heads, seq,
+    dim), PyTorch's layout, any float dtype (values are taken exactly). Returns a dict: 'o'
+    (batch, heads, seq, dim) and 'lse' (batch, heads, seq) as float64 arrays holding the
+    policy's output values, 'o_exact' and 'output_error' (with reference=True), 'ledger'
+    (sites -> error counts and sums; with ledger=True), and the policy settings."""
+    for name, val in (("policy", policy), ("variant", variant)):
+        if not isinstance(val, str):
+            raise TypeError(f"argument '{name}' must be a name (str), got {type(val).__name__}")
+    for name, val in (("causal", causal), ("ledger", ledger), ("reference", reference)):
+        if not isinstance(val, (bool, np.bool_)):
+            raise TypeError(f"argument '{name}' must be a bool, got {type(val).__name__}")
+    if not isinstance(beta, numbers.Real) or isinstance(beta, bool) or not math.isfinite(float(beta)):
+        raise ValueError(f"argument 'beta' must be a positive finite number, got {beta!r:.80}")
+    arrays = [_as_float64(x, n, format) for x, n in ((q, "q"), (k, "k"), (v, "v"))]
+    for x, n in zip(arrays, "qkv"):
+        if x.ndim != 4:
+            raise ValueError(f"argument '{n}' must be 4-d (batch, heads, seq, dim), got shape {tuple(x.shape)}")
+    dout = _as_float64(_do, "do", format) if _backward else None
+    for name, val in (("block_m", block_m), ("block_n", block_n), ("threads", threads)):
+        if isinstance(val, bool) or not isinstance(val, numbers.Integral) or val < 0:
+            raise ValueError(f"argument '{name}' must be an integer >= 0, got {val!r:.80}")
+    return _core.attention(arrays[0], arrays[1], arrays[2], dout, policy, variant, float(beta), bool(causal),
+                           int(block_m), int(block_n), bool(ledger), bool(reference), _backward, int(threads))
+
+
+def attention_backward(q, k, v, do, *, backward: str = "reference", **kwargs):
+    """Forward and backward (dq, dk, dv, delta, and their errors against the exact policy's
+    reference backward) under the policy; backward='reference' or 'tiled' (the FlashAttention-2
+    tiled backward). Same arguments and dict as attention(), plus these keys."""
+    if not isinstance(backward, str) or not backward:
+        raise ValueError(f"argument 'backward' must be 'reference' or 'tiled', got {str(backward)[:80]!r}")
+    return attention(q, k, v, _do=do, _backward=backward, **kwargs)

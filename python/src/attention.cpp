@@ -1,0 +1,200 @@
+// bf16emu Python module: attention forward/backward through attention::run_attention
+// (run_options in, run_report out), with O, LSE, the gradients, the error summaries and the
+// ledger as NumPy arrays and plain dicts. The policy is parsed at the string level
+// (attention::parse_policy), as the CLI does.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include <bf16emu/attention/run.hpp>
+
+#include "module.hpp"
+
+namespace bf16emu::py {
+
+namespace {
+
+namespace at = attention;
+
+pybind11::dict counts_dict(const at::sign_counts &c) {
+  pybind11::dict d;
+  d["count"] = c.count;
+  d["positive"] = c.pos;
+  d["negative"] = c.neg;
+  d["zero"] = c.zero;
+  d["ties"] = c.ties;
+  d["away_from_zero"] = c.away;
+  d["toward_zero"] = c.toward;
+  d["sum"] = c.sum.value();
+  d["mean"] = c.mean();
+  d["sum_abs"] = c.sum_abs.value();
+  d["sum_rel"] = c.sum_rel.value();
+  return d;
+}
+
+pybind11::dict summary_dict(const at::error_summary &e) {
+  pybind11::dict d;
+  d["n"] = e.n;
+  d["nonfinite"] = e.nonfinite;
+  d["first_nonfinite"] = e.first_nonfinite;
+  d["mean_signed"] = e.mean_signed;
+  d["stderr_signed"] = e.stderr_signed;
+  d["z"] = e.z();
+  d["stderr_rows"] = e.stderr_rows;
+  d["z_rows"] = e.z_rows();
+  d["stderr_heads"] = e.stderr_heads;
+  d["z_heads"] = e.z_heads();
+  d["mean_abs"] = e.mean_abs;
+  d["max_abs"] = e.max_abs;
+  d["rel_fro"] = e.rel_fro;
+  d["positive"] = e.positive;
+  d["negative"] = e.negative;
+  d["zero"] = e.zero;
+  pybind11::dict h;
+  for (const auto &[k, v] : e.ulp_hist)
+    h[pybind11::int_(k)] = v;
+  d["ulp_hist"] = h;
+  return d;
+}
+
+pybind11::dict ledger_dict(const at::ledger &led) {
+  pybind11::dict sites;
+  for (int i = 0; i < at::site_count; ++i) {
+    const at::site_stats &st = led.sites[i];
+    if (st.all.count == 0) continue;
+    pybind11::dict s = counts_dict(st.all);
+    s["p_equals_one"] = counts_dict(st.p_one);
+    sites[to_string(at::site(i))] = s;
+  }
+  pybind11::dict p;
+  p["entries"] = led.p_entries;
+  p["ones"] = led.p_one_entries;
+  p["row_blocks_with_one"] = led.rows_with_p_one;
+  p["row_blocks_tied"] = led.rows_tied;
+  pybind11::dict d;
+  d["sites"] = sites;
+  d["p_equals_one"] = p;
+  return d;
+}
+
+pybind11::array_t<double> shaped(const std::vector<double> &x, std::vector<pybind11::ssize_t> shape) {
+  pybind11::array_t<double> a(shape);
+  std::copy(x.begin(), x.end(), a.mutable_data());
+  return a;
+}
+
+std::vector<double> values(const pybind11::array_t<double> &a, const char *name) {
+  std::vector<double> x(a.data(), a.data() + a.size());
+  for (std::size_t i = 0; i < x.size(); ++i)
+    if (!std::isfinite(x[i]))
+      throw pybind11::value_error(std::string("argument '") + name + "': non-finite value at element " +
+                                  std::to_string(i));
+  return x;
+}
+
+pybind11::dict run(const pybind11::array_t<double> &q, const pybind11::array_t<double> &k,
+                   const pybind11::array_t<double> &v, const pybind11::object &dout,
+                   const std::string &policy, const std::string &variant, double beta, bool causal,
+                   int block_m, int block_n, bool ledger, bool reference, const std::string &backward,
+                   unsigned threads) {
+  at::run_options opt;
+  if (!at::parse_policy(policy, opt.cfg.pol))
+    throw pybind11::value_error("argument 'policy': unknown policy '" + policy.substr(0, 80) +
+                                "' (exact, fp32, paper, fa2:sm80, fa2:sm89, fa2:sm90, fa2:sm100, fa2_twin)");
+  if (variant == "standard")
+    opt.cfg.var = at::variant::standard;
+  else if (variant == "fa2")
+    opt.cfg.var = at::variant::fa2;
+  else if (variant == "stabilized")
+    opt.cfg.var = at::variant::stabilized;
+  else
+    throw pybind11::value_error("argument 'variant': unknown variant '" + variant.substr(0, 80) +
+                                "' (standard, fa2, stabilized)");
+  if (!(beta > 0)) throw pybind11::value_error("argument 'beta' must be positive");
+  opt.cfg.pol.beta = beta;
+  opt.cfg.causal = causal;
+  if (block_m < 0 || block_n < 0)
+    throw pybind11::value_error("arguments 'block_m', 'block_n' must be positive");
+  if (block_m) opt.cfg.pol.block_m = block_m;
+  if (block_n) opt.cfg.pol.block_n = block_n;
+  if (opt.cfg.pol.kind == at::policy_kind::fa2 && opt.cfg.var != at::variant::standard &&
+      opt.cfg.pol.block_n % 16)
+    throw pybind11::value_error("argument 'block_n' must be a multiple of 16 under fa2 policies");
+  opt.with_ledger = ledger;
+  opt.with_reference = reference;
+  opt.threads = int(threads);
+  if (!backward.empty()) {
+    opt.backward = true;
+    if (backward == "tiled")
+      opt.bwd.kind = at::backward_kind::tiled;
+    else if (backward != "reference")
+      throw pybind11::value_error("argument 'backward': unknown kind '" + backward.substr(0, 80) +
+                                  "' (reference, tiled)");
+  }
+  if (q.ndim() != 4) throw pybind11::value_error("argument 'q' must be 4-d (batch, heads, seq, dim)");
+  for (const auto *x : {&k, &v})
+    if (x->ndim() != 4 || !std::equal(q.shape(), q.shape() + 4, x->shape()))
+      throw pybind11::value_error(std::string("argument '") + (x == &k ? "k" : "v") + "': shape " +
+                                  shape_text(*x) + " does not match argument 'q' " + shape_text(q));
+  at::attention_inputs in;
+  in.batch = long(q.shape(0)), in.heads = long(q.shape(1)), in.n = long(q.shape(2)), in.d = long(q.shape(3));
+  if (in.batch < 1 || in.heads < 1 || in.n < 1 || in.d < 1)
+    throw pybind11::value_error("argument 'q' is empty");
+  in.q = values(q, "q"), in.k = values(k, "k"), in.v = values(v, "v");
+  if (opt.backward) {
+    const auto g = dout.cast<pybind11::array_t<double>>();
+    if (g.ndim() != 4 || !std::equal(q.shape(), q.shape() + 4, g.shape()))
+      throw pybind11::value_error("argument 'do': shape " + shape_text(g) + " does not match argument 'q' " +
+                                  shape_text(q));
+    in.dout = values(g, "do");
+  }
+  at::run_report r;
+  {
+    pybind11::gil_scoped_release release;
+    r = at::run_attention(in, opt);
+  }
+  const std::vector<pybind11::ssize_t> full{in.batch, in.heads, in.n, in.d}, rows{in.batch, in.heads, in.n};
+  pybind11::dict d;
+  d["policy"] = at::policy_name(opt.cfg.pol);
+  d["variant"] = at::to_string(opt.cfg.var);
+  d["causal"] = causal;
+  d["block_m"] = opt.cfg.pol.block_m;
+  d["block_n"] = opt.cfg.pol.block_n;
+  d["o"] = shaped(r.o, full);
+  d["lse"] = shaped(r.lse, rows);
+  d["out_frac_bits"] = r.out_frac_bits;
+  d["seconds"] = r.seconds;
+  if (reference) {
+    d["o_exact"] = shaped(r.o_exact, full);
+    d["output_error"] = summary_dict(r.o_err);
+  }
+  if (ledger) d["ledger"] = ledger_dict(r.led);
+  if (opt.backward) {
+    d["backward"] = at::to_string(opt.bwd.kind);
+    d["dq"] = shaped(r.dq, full);
+    d["dk"] = shaped(r.dk, full);
+    d["dv"] = shaped(r.dv, full);
+    d["delta"] = shaped(r.delta, rows);
+    d["grad_frac_bits"] = r.grad_frac_bits;
+    if (reference) {
+      d["dq_exact"] = shaped(r.dq_exact, full);
+      d["dk_exact"] = shaped(r.dk_exact, full);
+      d["dv_exact"] = shaped(r.dv_exact, full);
+      d["delta_error"] = summary_dict(r.delta_err);
+      pybind11::dict g;
+      g["dq"] = summary_dict(r.dq_err);
+      g["dk"] = summary_dict(r.dk_err);
+      g["dv"] = summary_dict(r.dv_err);
+      d["grad_error"] = g;
+    }
+  }
+  return d;
+}
+
+} // namespace
+
+void bind_attention(pybind11::module_ &m) {
+  m.def("attention", &run, "Attention forward (and backward) under a policy; returns a dict");
+}
+
+} // namespace bf16emu::py

@@ -1,0 +1,300 @@
+// bf16emu Python module: element-wise operations and the rounding trace.
+//
+// Arrays arrive as C-contiguous bit patterns (the Python layer views bfloat16/float16 tensors
+// and float32/float64 arrays as unsigned integers of the format's width). The work is cut into
+// chunks run by bf16emu::parallel_for with the GIL released; each chunk uses the bulk paths of
+// core/bulk.hpp where the format and mode have one, the scalar routines otherwise. Flags are
+// ORed per chunk slot, so the result is the same for any thread count.
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <bf16emu/bias/rng.hpp>
+#include <bf16emu/core.hpp>
+#include <bf16emu/core/bulk.hpp>
+#include <bf16emu/parallel.hpp>
+
+#include "io/arith_report.hpp"
+#include "io/error.hpp"
+#include "io/names.hpp"
+#include "io/print.hpp"
+#include "module.hpp"
+
+namespace bf16emu::py {
+
+namespace {
+
+constexpr std::size_t chunk = std::size_t{1} << 16;
+
+// The random bits of element i under stochastic rounding: a counter-based draw keyed by the
+// seed, so the result does not depend on the chunking or the thread count.
+std::uint32_t random_bits(std::uint64_t key, std::size_t i) {
+  bias::counter_rng r{key, i};
+  return std::uint32_t(r.next() >> 32);
+}
+
+template <class F> const fp<F> *as_fp(const pybind11::array &a) {
+  return reinterpret_cast<const fp<F> *>(a.data());
+}
+template <class F> fp<F> *as_fp(pybind11::array &a) { return reinterpret_cast<fp<F> *>(a.mutable_data()); }
+
+// Calls fn(begin, end, env) for every chunk of n elements in parallel; env carries the
+// per-call rounding settings. Returns the OR of fn's flags.
+template <class Fn> std::uint8_t run_chunks(std::size_t n, const call_env &ce, Fn &&fn) {
+  const std::size_t chunks = (n + chunk - 1) / chunk;
+  std::vector<std::uint8_t> flags(chunks, 0);
+  {
+    pybind11::gil_scoped_release release;
+    parallel_for(chunks, ce.threads, [&](std::uint64_t c, unsigned) {
+      const std::size_t b = std::size_t(c) * chunk, e = b + chunk < n ? b + chunk : n;
+      flags[c] = fn(b, e);
+    });
+  }
+  std::uint8_t all = 0;
+  for (std::uint8_t f : flags)
+    all |= f;
+  return all;
+}
+
+// Element-wise scalar loop over [b, e): res(i, env) returns a result<Out>.
+template <class Out, class Res>
+std::uint8_t scalar_loop(fp<Out> *out, std::size_t b, std::size_t e, const call_env &ce, Res &&res) {
+  std::uint8_t f = 0;
+  env en = ce.e;
+  const bool sr = en.mode == round_mode::stochastic;
+  for (std::size_t i = b; i < e; ++i) {
+    if (sr) en.random = random_bits(ce.key, i);
+    const result<Out> r = res(i, en);
+    out[i] = r.value;
+    f |= r.flags;
+  }
+  return f;
+}
+
+void check_bits(const pybind11::array &a, format_id f, const char *name) {
+  const io::format_desc d = io::describe(f);
+  const auto want = pybind11::ssize_t(d.width <= 8 ? 1 : d.width <= 16 ? 2 : d.width <= 32 ? 4 : 8);
+  if (a.itemsize() != want)
+    throw pybind11::type_error(std::string("argument '") + name + "': " + std::to_string(a.itemsize() * 8) +
+                               "-bit elements do not hold format " + d.name + " (" +
+                               std::to_string(want * 8) + "-bit storage)");
+  if (!(a.flags() & pybind11::array::c_style))
+    throw pybind11::value_error(std::string("argument '") + name + "' is not C-contiguous");
+}
+
+pybind11::array new_bits(format_id f, const pybind11::array &like) {
+  const io::format_desc d = io::describe(f);
+  std::vector<pybind11::ssize_t> shape(like.shape(), like.shape() + like.ndim());
+  if (d.width <= 8) return pybind11::array_t<std::uint8_t>(shape);
+  if (d.width <= 16) return pybind11::array_t<std::uint16_t>(shape);
+  if (d.width <= 32) return pybind11::array_t<std::uint32_t>(shape);
+  return pybind11::array_t<std::uint64_t>(shape);
+}
+
+pybind11::tuple convert_array(const pybind11::array &x, const std::string &from, const std::string &to,
+                              const call_env &ce) {
+  const format_id src = io::parse_format(from), dst = io::parse_format(to);
+  check_bits(x, src, "x");
+  pybind11::array out = new_bits(dst, x);
+  const auto n = std::size_t(x.size());
+  const std::uint8_t flags = visit_format(src, [&](auto fi) {
+    using In = decltype(fi);
+    return visit_format(dst, [&](auto fo) -> std::uint8_t {
+      using Out = decltype(fo);
+      const fp<In> *a = as_fp<In>(x);
+      fp<Out> *o = as_fp<Out>(out);
+      return run_chunks(n, ce, [&](std::size_t b, std::size_t e) -> std::uint8_t {
+        // The bulk conversion for 16/32-bit outputs (fp32 -> bf16, tf32; fp32 -> fp16 has another
+        // exponent range). fp16 -> e5m2 stays scalar: GCC 12 reports a false -Wstringop-overflow
+        // on the bulk loop's 8-bit stores.
+        if constexpr (detail::same_range_narrowing<Out, In> && Out::width >= 16)
+          if (ce.e.mode != round_mode::stochastic) return convert_n<Out, In>(a + b, o + b, e - b, ce.e);
+        return scalar_loop<Out>(o, b, e, ce,
+                                [&](std::size_t i, const env &en) { return convert<Out>(a[i], en); });
+      });
+    });
+  });
+  return pybind11::make_tuple(out, int(flags));
+}
+
+format_id arith_format(const std::string &name) {
+  const format_id f = io::parse_format(name);
+  if (io::describe(f).precision > 24)
+    throw pybind11::value_error(
+        "argument 'format': arithmetic in '" + name +
+        "' is not supported (up to 24 significant bits; fp64 is a conversion source only)");
+  return f;
+}
+
+pybind11::tuple arith_array(const std::string &opname, const std::vector<pybind11::array> &ops,
+                            const std::string &format, const call_env &ce) {
+  const op_kind op = parse_op(opname);
+  const format_id f = arith_format(format);
+  const int n_ops = io::arity(op);
+  if (int(ops.size()) != n_ops)
+    throw pybind11::value_error(opname + " takes " + std::to_string(n_ops) + " operands, got " +
+                                std::to_string(ops.size()));
+  static const char *names[] = {"a", "b", "c"};
+  for (int k = 0; k < n_ops; ++k) {
+    check_bits(ops[k], f, names[k]);
+    if (k > 0 && (ops[k].ndim() != ops[0].ndim() ||
+                  !std::equal(ops[0].shape(), ops[0].shape() + ops[0].ndim(), ops[k].shape())))
+      throw pybind11::value_error(std::string("argument '") + names[k] + "': shape " + shape_text(ops[k]) +
+                                  " does not match argument 'a' " + shape_text(ops[0]));
+  }
+  pybind11::array out = new_bits(f, ops[0]);
+  const auto n = std::size_t(ops[0].size());
+  const std::uint8_t flags = visit_format(f, [&](auto fi) -> std::uint8_t {
+    using F = decltype(fi);
+    if constexpr (F::precision > 24) {
+      return 0; // rejected by arith_format
+    } else {
+      const fp<F> *a = as_fp<F>(ops[0]);
+      const fp<F> *b = n_ops > 1 ? as_fp<F>(ops[1]) : nullptr;
+      const fp<F> *c = n_ops > 2 ? as_fp<F>(ops[2]) : nullptr;
+      fp<F> *o = as_fp<F>(out);
+      return run_chunks(n, ce, [&](std::size_t lo, std::size_t hi) -> std::uint8_t {
+        const bool sr = ce.e.mode == round_mode::stochastic;
+        if constexpr (detail::bulk_add_format<F>) {
+          if (op == op_kind::add && !sr) return add_n<F>(a + lo, b + lo, o + lo, hi - lo, ce.e);
+          if (op == op_kind::sub && !sr) return sub_n<F>(a + lo, b + lo, o + lo, hi - lo, ce.e);
+        }
+        return scalar_loop<F>(o, lo, hi, ce, [&](std::size_t i, const env &en) -> result<F> {
+          switch (op) {
+          case op_kind::add: return add(a[i], b[i], en);
+          case op_kind::sub: return sub(a[i], b[i], en);
+          case op_kind::mul: return mul(a[i], b[i], en);
+          case op_kind::div: return div(a[i], b[i], en);
+          case op_kind::fma: return fma(a[i], b[i], c[i], en);
+          default: return sqrt(a[i], en);
+          }
+        });
+      });
+    }
+  });
+  return pybind11::make_tuple(out, int(flags));
+}
+
+pybind11::dict event_dict(const io::arith_step &s) {
+  pybind11::list events;
+  for (const rounding_event &ev : s.events) {
+    pybind11::dict d;
+    d["op"] = to_string(ev.op);
+    d["mode"] = to_string(ev.mode);
+    d["sign"] = ev.sign;
+    d["exponent"] = int(ev.exponent);
+    d["lsb_exponent"] = int(ev.lsb_exp);
+    d["kept"] = ev.kept;
+    d["guard"] = int(ev.guard);
+    d["round"] = int(ev.round);
+    d["sticky"] = int(ev.sticky);
+    d["tiny"] = ev.tiny;
+    d["decision"] = to_string(ev.dec);
+    d["explanation"] = io::explain(ev.dec);
+    d["result_bits"] = ev.result_bits;
+    d["error"] = io::exact_error_text(ev);
+    d["error_hi"] = ev.err_hi;
+    d["error_lo"] = ev.err_lo;
+    d["error_exact"] = ev.err_exact;
+    events.append(d);
+  }
+  pybind11::dict step;
+  step["op"] = to_string(s.op);
+  step["from"] = io::name(s.from);
+  step["to"] = io::name(s.to);
+  step["bits"] = s.bits;
+  step["flags"] = int(s.flags);
+  step["events"] = events;
+  return step;
+}
+
+pybind11::dict trace_one(const std::string &opname, const std::vector<std::uint64_t> &bits,
+                         const std::string &format, const std::string &to, const call_env &ce) {
+  io::arith_request rq;
+  rq.op = parse_op(opname);
+  rq.format = io::parse_format(format);
+  if (!to.empty()) rq.to = io::parse_format(to);
+  rq.e = ce.e;
+  if (rq.e.mode == round_mode::stochastic) rq.e.random = random_bits(ce.key, ce.index);
+  const std::uint64_t mask = io::describe(rq.format).width_mask;
+  for (std::size_t k = 0; k < bits.size(); ++k) {
+    if (bits[k] & ~mask)
+      throw pybind11::value_error("operand " + std::to_string(k) + " (0x" + hex(bits[k]) +
+                                  ") does not fit format " + format);
+    io::operand o;
+    o.format = rq.format;
+    o.bits = bits[k];
+    o.text = io::hex_bits(rq.format, bits[k]);
+    rq.operands.push_back(o);
+  }
+  const io::arith_report r = io::run_arith(rq);
+  pybind11::dict d;
+  d["op"] = opname;
+  d["format"] = io::name(rq.format);
+  pybind11::list operands;
+  for (std::uint64_t b : bits)
+    operands.append(b);
+  d["operands"] = operands;
+  d["result_format"] = io::name(r.result_format);
+  d["result_bits"] = r.result_bits;
+  d["result"] = io::value_double(r.result_format, r.result_bits);
+  d["flags"] = int(r.flags);
+  pybind11::list steps;
+  for (const auto &s : r.steps)
+    steps.append(event_dict(s));
+  d["steps"] = steps;
+  // The last rounding (the one that produced the result), flattened for the common case.
+  const rounding_event *last = nullptr;
+  for (const auto &s : r.steps)
+    if (!s.events.empty()) last = &s.events.back();
+  for (const char *k : {"guard", "round", "sticky", "decision", "error", "exponent", "kept", "tiny"})
+    d[k] = pybind11::none();
+  if (last) {
+    d["guard"] = int(last->guard);
+    d["round"] = int(last->round);
+    d["sticky"] = int(last->sticky);
+    d["decision"] = to_string(last->dec);
+    d["error"] = io::exact_error_text(*last);
+    d["error_value"] = last->err_hi + last->err_lo;
+    d["error_exact"] = last->err_exact;
+    d["exponent"] = int(last->exponent);
+    d["kept"] = last->kept;
+    d["tiny"] = last->tiny;
+  } else {
+    d["decision"] = "exact";
+    d["error"] = "0";
+    d["error_value"] = 0.0;
+    d["error_exact"] = true;
+    d["guard"] = 0;
+    d["round"] = 0;
+    d["sticky"] = 0;
+  }
+  return d;
+}
+
+} // namespace
+
+void bind_elementwise(pybind11::module_ &m) {
+  m.def(
+      "convert",
+      [](const pybind11::array &x, const std::string &from, const std::string &to,
+         const pybind11::dict &opts) { return convert_array(x, from, to, make_env(opts)); },
+      "Convert bit patterns of format `from` into format `to`; returns (bits, flags).");
+  m.def(
+      "arith",
+      [](const std::string &op, const std::vector<pybind11::array> &ops, const std::string &format,
+         const pybind11::dict &opts) { return arith_array(op, ops, format, make_env(opts)); },
+      "Element-wise add/sub/mul/div/fma/sqrt on bit patterns of one format; returns (bits, flags).");
+  m.def(
+      "trace",
+      [](const std::string &op, const std::vector<std::uint64_t> &bits, const std::string &format,
+         const std::string &to,
+         const pybind11::dict &opts) { return trace_one(op, bits, format, to, make_env(opts)); },
+      "One operation on one element with its full rounding trace, as a dict.");
+  m.def("value", [](const std::string &format, std::uint64_t bits) {
+    return io::value_double(io::parse_format(format), bits);
+  });
+}
+
+} // namespace bf16emu::py

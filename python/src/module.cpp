@@ -1,0 +1,85 @@
+// bf16emu Python module `bf16emu._core`: the compiled half of the package. The Python half
+// (python/bf16emu/__init__.py) turns NumPy arrays and torch tensors into contiguous bit
+// patterns, checks dtypes and wraps the results; everything numeric happens here.
+#include <cstdio>
+
+#include <bf16emu/bias/rng.hpp>
+
+#include "io/error.hpp"
+#include "io/names.hpp"
+#include "module.hpp"
+
+namespace bf16emu::py {
+
+namespace {
+
+template <class T> T get(const pybind11::dict &opts, const char *key, T fallback) {
+  return opts.contains(key) ? opts[key].cast<T>() : fallback;
+}
+
+template <class Parse>
+auto parse_named(const pybind11::dict &opts, const char *key, const char *fallback, Parse p) {
+  const std::string v = get<std::string>(opts, key, fallback);
+  try {
+    return p(v);
+  } catch (const io::input_error &e) {
+    throw pybind11::value_error(std::string("argument '") + key + "': " + e.what());
+  }
+}
+
+} // namespace
+
+call_env make_env(const pybind11::dict &opts) {
+  call_env ce;
+  ce.e.mode =
+      parse_named(opts, "rounding", "nearest_even", [](const std::string &s) { return io::parse_mode(s); });
+  ce.e.tiny =
+      parse_named(opts, "tininess", "after", [](const std::string &s) { return io::parse_tininess(s); });
+  ce.e.nan = parse_named(opts, "nan", "ieee", [](const std::string &s) { return io::parse_nan_policy(s); });
+  const bool ftz = get<bool>(opts, "ftz", false), daz = get<bool>(opts, "daz", false);
+  ce.e.subnormal = subnormals((ftz ? unsigned(subnormals::flush_outputs) : 0u) |
+                              (daz ? unsigned(subnormals::inputs_as_zero) : 0u));
+  ce.e.saturate = get<bool>(opts, "saturate", false);
+  const auto seed = get<std::uint64_t>(opts, "seed", 0);
+  ce.key = bias::key(seed, bias::stream::rounding, 0);
+  ce.index = get<std::size_t>(opts, "index", 0);
+  ce.threads = get<unsigned>(opts, "threads", 0);
+  return ce;
+}
+
+op_kind parse_op(const std::string &name) {
+  for (op_kind k : {op_kind::add, op_kind::sub, op_kind::mul, op_kind::fma, op_kind::div, op_kind::sqrt,
+                    op_kind::convert})
+    if (name == to_string(k)) return k;
+  throw pybind11::value_error("argument 'op': unknown operation '" + name.substr(0, 80) +
+                              "' (add, sub, mul, fma, div, sqrt, convert)");
+}
+
+std::string shape_text(const pybind11::array &a) {
+  std::string s = "(";
+  for (pybind11::ssize_t i = 0; i < a.ndim(); ++i)
+    s += (i ? ", " : "") + std::to_string(a.shape(i));
+  return s + (a.ndim() == 1 ? ",)" : ")");
+}
+
+std::string hex(std::uint64_t v) {
+  char b[20];
+  std::snprintf(b, sizeof b, "%llX", static_cast<unsigned long long>(v));
+  return b;
+}
+
+} // namespace bf16emu::py
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "bf16emu: bit-exact soft-float, tensor-core model and attention ledger (compiled core)";
+  pybind11::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const bf16emu::io::input_error &e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    }
+  });
+  bf16emu::py::bind_elementwise(m);
+  bf16emu::py::bind_tc(m);
+  bf16emu::py::bind_attention(m);
+}

@@ -1,0 +1,41 @@
+// bf16emu Python module: shared pieces of the bindings (the per-call environment read from the
+// Python keyword arguments, small helpers) and the binders of each area.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <bf16emu/core/env.hpp>
+
+namespace bf16emu::py {
+
+// The rounding settings of one call: env plus the stochastic-rounding key (from the seed),
+// the element index whose random bits a single-element trace uses, and the thread count.
+struct call_env {
+  env e{};
+  std::uint64_t key = 0;
+  std::size_t index = 0;
+  unsigned threads = 0;
+};
+
+// Reads rounding, tininess, nan (names, parsed by io::parse_mode / parse_tininess /
+// parse_nan_policy), ftz, daz, saturate (bools), seed, index, threads (ints) from opts.
+// An unknown name is a ValueError naming the argument.
+call_env make_env(const pybind11::dict &opts);
+
+// "add", "sub", "mul", "div", "fma", "sqrt", "convert" -> op_kind (ValueError otherwise).
+op_kind parse_op(const std::string &name);
+
+std::string shape_text(const pybind11::array &a); // "(2, 3)"
+std::string hex(std::uint64_t v);                 // upper-case hex digits, no prefix
+
+void bind_elementwise(pybind11::module_ &m);
+void bind_tc(pybind11::module_ &m);
+void bind_attention(pybind11::module_ &m);
+
+} // namespace bf16emu::py

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The sanitizer run (CI runs it after the default tier): clang 14 with AddressSanitizer and
+# UndefinedBehaviorSanitizer (float-cast-overflow included, every finding fatal) and -Werror,
+# then the default tier less the tests labelled `slow` (too slow under ASan; they run in the
+# Release tier). Uses the asan-ubsan preset of CMakePresets.json, build directory build-asan.
+#   bash scripts/sanitize.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+cmake --preset asan-ubsan >/dev/null
+cmake --build --preset asan-ubsan -j2
+ctest --preset asan-ubsan

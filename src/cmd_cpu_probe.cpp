@@ -1,0 +1,483 @@
+// bf16emu CLI: cpu-probe, the bit-for-bit cross-check of the CPU BF16 models
+// (include/bf16emu/cpu) against the real instructions of this CPU (src/cpu_probe).
+// Runs the discriminating probe lanes and --count random lanes per instruction; prints counts
+// and, for the first mismatch, the inputs, both results and the model's rounding trace.
+// Exit: 0 all equal, 1 a mismatch, 77 this CPU lacks AVX512_BF16 (CTest: skipped), 2 bad input.
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "bf16emu/cpu.hpp"
+#include "bf16emu/parallel.hpp"
+#include "command.hpp"
+#include "cpu_probe/x86.hpp"
+#include "io/json.hpp"
+#include "io/print.hpp"
+#include "options.hpp"
+
+namespace bf16emu::cli {
+
+namespace {
+
+using u16 = std::uint16_t;
+using u32 = std::uint32_t;
+using u64 = std::uint64_t;
+
+struct probe_cli {
+  u64 count = 1000000;
+  u64 seed = 1;
+  unsigned threads = 0;
+  bool json = false, list = false;
+};
+
+// The first mismatch of one instruction: its lane, inputs, both results and the model's trace.
+struct mismatch {
+  u64 lane = ~u64{0}; // ~0: none
+  std::string inputs;
+  u32 cpu = 0, model = 0;
+  int width = 32; // result bits
+  std::vector<std::string> trace;
+};
+
+struct instr_report {
+  std::string name, isa;
+  bool ran = false;
+  std::string skipped; // the reason, when not run
+  u64 probes = 0, lanes = 0, mismatches = 0;
+  mismatch first;
+};
+
+// Bit patterns of FP32 (8 digits) and BF16 (4 digits) through io::hex_bits; other numbers plain.
+std::string hex(u64 v, int digits) {
+  if (digits == 8) return io::hex_bits(format_id::fp32, v);
+  if (digits == 4) return io::hex_bits(format_id::bf16, v);
+  std::ostringstream s;
+  s << "0x" << std::uppercase << std::hex << v;
+  return s.str();
+}
+
+std::vector<std::string> trace_lines(const cpu::step_log &log) {
+  std::vector<std::string> out;
+  for (int i = 0; i < std::min(log.count, cpu::step_log::capacity); ++i) {
+    const rounding_event &e = log.steps[i];
+    std::ostringstream s;
+    s << "step " << i + 1 << ": " << to_string(e.op) << " into " << (e.dst_frac_bits == 23 ? "fp32" : "bf16")
+      << " (" << to_string(e.mode) << "), kept " << hex(e.kept, 1) << " * 2^" << e.lsb_exp << ", G R S "
+      << int(e.guard) << ' ' << int(e.round) << ' ' << int(e.sticky) << (e.tiny ? ", tiny" : "") << ", "
+      << to_string(e.dec) << " -> " << hex(e.result_bits, e.dst_frac_bits == 23 ? 8 : 4);
+    out.push_back(s.str());
+  }
+  if (log.count == 0) out.emplace_back("no rounding step (special operands or an exact zero)");
+  return out;
+}
+
+// Counts and the first mismatch of a batch of lanes, merged in lane order.
+struct tally {
+  u64 mismatches = 0;
+  mismatch first;
+  void add(const tally &t) {
+    mismatches += t.mismatches;
+    if (t.first.lane < first.lane) first = t.first;
+  }
+};
+
+// Runs `count` random lanes in chunks of `chunk` on the worker threads; run_chunk(begin, end, t).
+template <class Fn> tally over_chunks(u64 count, u64 chunk, unsigned threads, Fn run_chunk) {
+  const u64 chunks = (count + chunk - 1) / chunk;
+  std::vector<tally> parts(chunks);
+  parallel_for(chunks, threads,
+               [&](u64 i, unsigned) { run_chunk(i * chunk, std::min(count, (i + 1) * chunk), parts[i]); });
+  tally all;
+  for (const tally &t : parts)
+    all.add(t);
+  return all;
+}
+
+constexpr u64 probe_lane_base = u64{1} << 62; // lane numbers of the probes, after the random ones
+
+std::string dot_inputs(const u16 *a, const u16 *b, int k, u32 c) {
+  std::string s = "a";
+  for (int i = 0; i < k; ++i)
+    s += ' ' + hex(a[i], 4);
+  s += ", b";
+  for (int i = 0; i < k; ++i)
+    s += ' ' + hex(b[i], 4);
+  return s + ", c " + hex(c, 8);
+}
+
+// ---- VDPBF16PS ----------------------------------------------------------------------------------
+// Lanes [begin, end) of the stream (lane i: kind i % 4), or the probe lanes, through zmm batches.
+void vdpbf16ps_batch(const std::vector<cpu::lane_inputs> &in, u64 first_lane, tally &t) {
+  const std::size_t n = (in.size() + 15) / 16 * 16;
+  std::vector<u16> a(2 * n), b(2 * n);
+  std::vector<u32> acc(n);
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    a[2 * i] = in[i].a[0];
+    a[2 * i + 1] = in[i].a[1];
+    b[2 * i] = in[i].b[0];
+    b[2 * i + 1] = in[i].b[1];
+    acc[i] = in[i].c;
+  }
+  cpu_probe::run_vdpbf16ps(a.data(), b.data(), acc.data(), n);
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    const cpu::lane_inputs &l = in[i];
+    const u32 model = cpu::vdpbf16ps(l.c, l.a[0], l.a[1], l.b[0], l.b[1]);
+    if (model == acc[i]) continue;
+    if (t.mismatches++ == 0) {
+      cpu::step_log log;
+      cpu::vdpbf16ps(l.c, l.a[0], l.a[1], l.b[0], l.b[1], log);
+      t.first = {first_lane + i, dot_inputs(l.a, l.b, 2, l.c), acc[i], model, 32, trace_lines(log)};
+    }
+  }
+}
+
+std::vector<cpu::lane_inputs> probe_lanes() {
+  std::vector<cpu::lane_inputs> v;
+  for (const cpu::probe_lane &p : cpu::dot_probes) {
+    cpu::lane_inputs l;
+    l.a[0] = p.a0;
+    l.a[1] = p.a1;
+    l.b[0] = p.b0;
+    l.b[1] = p.b1;
+    l.c = p.c;
+    v.push_back(l);
+  }
+  return v;
+}
+
+std::vector<cpu::lane_inputs> stream(u64 begin, u64 end, int k, u64 seed) {
+  std::vector<cpu::lane_inputs> v;
+  v.reserve(end - begin);
+  for (u64 i = begin; i < end; ++i)
+    v.push_back(cpu::make_lane(int(i % cpu::vector_kinds), k, seed, i));
+  return v;
+}
+
+// ---- conversions --------------------------------------------------------------------------------
+// FP32 inputs: the accumulator patterns of the stream; every third lane gets a rounding-boundary
+// low half (0x7FFF, 0x8000, 0x8001) so ties are frequent.
+u32 convert_input(u64 i, u64 seed) {
+  u32 x = cpu::make_lane(int(i % cpu::vector_kinds), 0, seed, i).c;
+  if (i % 3 == 0) x = (x & 0xFFFF0000u) | (0x7FFFu + u32((i / 3) % 3));
+  return x;
+}
+
+void convert_check(const std::vector<u32> &x, const std::vector<u16> &cpu_out, u64 first_lane, tally &t) {
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const u16 model = cpu::cvtneps2bf16(x[i]);
+    if (model == cpu_out[i]) continue;
+    if (t.mismatches++ == 0) {
+      cpu::step_log log;
+      cpu::cvtneps2bf16(x[i], log);
+      t.first = {first_lane + i, "x " + hex(x[i], 8), cpu_out[i], model, 16, trace_lines(log)};
+    }
+  }
+}
+
+std::vector<u32> convert_probes() {
+  return {0x3F808000u, 0x3F818000u, 0x3F808001u, 0x3F807FFFu, 0x7F7FFFFFu, 0x7F7F7FFFu, 0x00800000u,
+          0x007FFFFFu, 0x807FFFFFu, 0x00000001u, 0x80000000u, 0x7F800000u, 0xFF800000u, 0x7F800001u,
+          0x7FC00000u, 0xFF812345u, 0x7FBFFFFFu, 0xFFFFFFFFu, 0x00808000u, 0x80818000u};
+}
+
+void vcvtneps2bf16_batch(const std::vector<u32> &x, u64 first_lane, tally &t) {
+  std::vector<u32> in(x);
+  in.resize((x.size() + 15) / 16 * 16);
+  std::vector<u16> out(in.size());
+  cpu_probe::run_vcvtneps2bf16(in.data(), out.data(), in.size());
+  convert_check(x, out, first_lane, t);
+}
+
+// VCVTNE2PS2BF16: 32 values per instruction; word w < 16 converts src2[w], w >= 16 src1[w - 16].
+void vcvtne2ps2bf16_batch(const std::vector<u32> &x, u64 first_lane, tally &t) {
+  std::vector<u32> in(x);
+  in.resize((x.size() + 31) / 32 * 32);
+  std::vector<u32> src1(16), src2(16), ordered(in.size());
+  std::vector<u16> out(in.size());
+  for (std::size_t base = 0; base < in.size(); base += 32) {
+    for (int w = 0; w < 32; ++w) {
+      const cpu::ne2_source s = cpu::vcvtne2ps2bf16_source(w, 32);
+      (s.from_src1 ? src1 : src2)[std::size_t(s.lane)] = in[base + std::size_t(w)];
+    }
+    cpu_probe::run_vcvtne2ps2bf16(src1.data(), src2.data(), out.data() + base);
+  }
+  convert_check(x, std::vector<u16>(out.begin(), out.begin() + std::ptrdiff_t(x.size())), first_lane, t);
+}
+
+// ---- TDPBF16PS ----------------------------------------------------------------------------------
+// One 16 x 16 tile with 4 BF16 pairs: lane j of the tile is element (j / 16, j % 16). Row m of A
+// comes from lane base + m, column n of B from lane base + 16 + n, C(m, n) from lane base + j.
+constexpr int amx_pairs = 4;
+
+void tdpbf16ps_tile(const u16 (&a)[16][2 * amx_pairs], const u16 (&b)[amx_pairs][32], u32 (&c)[16][16],
+                    u64 first_lane, int used, tally &t) {
+  u32 real[16][16];
+  std::copy(&c[0][0], &c[0][0] + 256, &real[0][0]);
+  cpu_probe::run_tdpbf16ps(&a[0][0], &b[0][0], &real[0][0]);
+  for (int j = 0; j < used; ++j) {
+    const int m = j / 16, n = j % 16;
+    u16 col[2 * amx_pairs];
+    for (int k = 0; k < amx_pairs; ++k) {
+      col[2 * k] = b[k][2 * n];
+      col[2 * k + 1] = b[k][2 * n + 1];
+    }
+    const u32 model = cpu::tdpbf16ps(c[m][n], a[m], col, amx_pairs);
+    if (model == real[m][n]) continue;
+    if (t.mismatches++ == 0) {
+      cpu::step_log log;
+      cpu::tdpbf16ps(c[m][n], a[m], col, amx_pairs, log);
+      t.first = {first_lane + u64(j), dot_inputs(a[m], col, 2 * amx_pairs, c[m][n]), real[m][n], model, 32,
+                 trace_lines(log)};
+    }
+  }
+}
+
+void tdpbf16ps_stream(u64 begin, u64 end, u64 seed, tally &t) {
+  for (u64 base = begin; base < end; base += 256) {
+    u16 a[16][2 * amx_pairs], b[amx_pairs][32];
+    u32 c[16][16];
+    for (int m = 0; m < 16; ++m) {
+      const cpu::lane_inputs l =
+          cpu::make_lane(int((base / 256 + u64(m)) % 4), 2 * amx_pairs, seed, base + u64(m));
+      std::copy(l.a, l.a + 2 * amx_pairs, a[m]);
+    }
+    for (int n = 0; n < 16; ++n) {
+      const cpu::lane_inputs l =
+          cpu::make_lane(int((base / 256 + u64(n)) % 4), 2 * amx_pairs, seed, base + 16 + u64(n));
+      for (int k = 0; k < amx_pairs; ++k) {
+        b[k][2 * n] = l.b[2 * k];
+        b[k][2 * n + 1] = l.b[2 * k + 1];
+      }
+    }
+    for (int j = 0; j < 256; ++j)
+      c[j / 16][j % 16] = cpu::make_lane(int((base + u64(j)) % 4), 0, seed ^ 0xA3, base + u64(j)).c;
+    tdpbf16ps_tile(a, b, c, base, int(std::min<u64>(256, end - base)), t);
+  }
+}
+
+// A probe lane in element (0, 0) of an otherwise zero tile: pair 0 holds it.
+void tdpbf16ps_probes(u64 first_lane, tally &t) {
+  for (int p = 0; p < cpu::dot_probe_count; ++p) {
+    const cpu::probe_lane &q = cpu::dot_probes[p];
+    u16 a[16][2 * amx_pairs] = {}, b[amx_pairs][32] = {};
+    u32 c[16][16] = {};
+    a[0][0] = q.a0;
+    a[0][1] = q.a1;
+    b[0][0] = q.b0;
+    b[0][1] = q.b1;
+    c[0][0] = q.c;
+    tdpbf16ps_tile(a, b, c, first_lane + u64(p), 1, t);
+  }
+}
+
+// ---- driver -------------------------------------------------------------------------------------
+instr_report finish(std::string name, std::string isa, u64 probes, u64 lanes, const tally &t) {
+  instr_report r;
+  r.name = std::move(name);
+  r.isa = std::move(isa);
+  r.ran = true;
+  r.probes = probes;
+  r.lanes = lanes;
+  r.mismatches = t.mismatches;
+  r.first = t.first;
+  return r;
+}
+
+instr_report skipped(std::string name, std::string isa, std::string why) {
+  instr_report r;
+  r.name = std::move(name);
+  r.isa = std::move(isa);
+  r.skipped = std::move(why);
+  return r;
+}
+
+std::vector<instr_report> run_all(const cpu_probe::cpu_info &info, const probe_cli &o) {
+  std::vector<instr_report> out;
+  const u64 chunk = 1 << 14;
+  const bool avx512 = info.avx512_bf16 && info.avx512f && info.os_zmm;
+  if (avx512) {
+    tally t;
+    vdpbf16ps_batch(probe_lanes(), probe_lane_base, t);
+    t.add(over_chunks(o.count, chunk, o.threads,
+                      [&](u64 b, u64 e, tally &p) { vdpbf16ps_batch(stream(b, e, 2, o.seed), b, p); }));
+    out.push_back(finish("VDPBF16PS", "AVX512_BF16", u64(cpu::dot_probe_count), o.count, t));
+    const std::vector<u32> cp = convert_probes();
+    auto conv_stream = [&](u64 b, u64 e) {
+      std::vector<u32> x;
+      for (u64 i = b; i < e; ++i)
+        x.push_back(convert_input(i, o.seed));
+      return x;
+    };
+    tally c1, c2;
+    vcvtneps2bf16_batch(cp, probe_lane_base, c1);
+    c1.add(over_chunks(o.count, chunk, o.threads,
+                       [&](u64 b, u64 e, tally &p) { vcvtneps2bf16_batch(conv_stream(b, e), b, p); }));
+    out.push_back(finish("VCVTNEPS2BF16", "AVX512_BF16", cp.size(), o.count, c1));
+    vcvtne2ps2bf16_batch(cp, probe_lane_base, c2);
+    c2.add(over_chunks(o.count, chunk, o.threads,
+                       [&](u64 b, u64 e, tally &p) { vcvtne2ps2bf16_batch(conv_stream(b, e), b, p); }));
+    out.push_back(finish("VCVTNE2PS2BF16", "AVX512_BF16", cp.size(), o.count, c2));
+  } else {
+    for (const char *n : {"VDPBF16PS", "VCVTNEPS2BF16", "VCVTNE2PS2BF16"})
+      out.push_back(
+          skipped(n, "AVX512_BF16",
+                  info.avx512_bf16 ? "the OS has not enabled the AVX-512 state (XCR0)" : "not on this CPU"));
+  }
+  if (info.amx_bf16 && info.amx_tile && info.os_amx && cpu_probe::request_amx()) {
+    tally t;
+    tdpbf16ps_probes(probe_lane_base, t);
+    t.add(over_chunks(o.count, 256 * 64, o.threads,
+                      [&](u64 b, u64 e, tally &p) { tdpbf16ps_stream(b, e, o.seed, p); }));
+    out.push_back(finish("TDPBF16PS", "AMX-BF16", u64(cpu::dot_probe_count), o.count, t));
+  } else {
+    out.push_back(skipped("TDPBF16PS", "AMX-BF16",
+                          info.amx_bf16 ? "the OS refused the AMX tile state" : "not on this CPU"));
+  }
+  out.push_back(
+      skipped("VCVTNEPS2BF16 (VEX), VBCSTNEBF162PS, VCVTNE[EO]BF162PS, VCVTNE[EO]PH2PS", "AVX-NE-CONVERT",
+              info.avx_ne_convert ? "no probe yet (models only; docs/cpu-bf16.md)" : "not on this CPU"));
+  return out;
+}
+
+std::string cpu_line(const cpu_probe::cpu_info &c) {
+  std::ostringstream s;
+  s << c.vendor << " family " << hex(c.family, 2) << " model " << hex(c.model, 2) << " stepping "
+    << c.stepping;
+  if (!c.brand.empty()) s << " (" << c.brand << ')';
+  return s.str();
+}
+
+void print_text(const cpu_probe::cpu_info &c, const std::vector<instr_report> &rs, const probe_cli &o) {
+  std::cout << "cpu: " << cpu_line(c) << '\n'
+            << "cpuid: avx512f " << c.avx512f << ", avx512vl " << c.avx512vl << ", avx512_bf16 "
+            << c.avx512_bf16 << ", amx_tile " << c.amx_tile << ", amx_bf16 " << c.amx_bf16
+            << ", avx_ne_convert " << c.avx_ne_convert << "; os state: zmm " << c.os_zmm << ", amx "
+            << c.os_amx << '\n'
+            << "lanes per instruction: " << o.count << " random (seed " << o.seed << ") + the probes\n";
+  for (const instr_report &r : rs) {
+    if (!r.ran) {
+      std::cout << r.name << " [" << r.isa << "]: skipped, " << r.skipped << '\n';
+      continue;
+    }
+    std::cout << r.name << " [" << r.isa << "]: " << r.probes << " probes + " << r.lanes << " lanes, "
+              << r.mismatches << " mismatches\n";
+    if (r.mismatches == 0) continue;
+    const mismatch &m = r.first;
+    std::cout << "  first mismatch: "
+              << (m.lane >= probe_lane_base ? "probe " + std::to_string(m.lane - probe_lane_base)
+                                            : "lane " + std::to_string(m.lane))
+              << ": " << m.inputs << "\n  cpu   " << hex(m.cpu, m.width / 4) << "\n  model "
+              << hex(m.model, m.width / 4) << '\n';
+    for (const std::string &l : m.trace)
+      std::cout << "    " << l << '\n';
+  }
+}
+
+void print_json(const cpu_probe::cpu_info &c, const std::vector<instr_report> &rs, const probe_cli &o,
+                const char *verdict) {
+  io::json_writer w(std::cout);
+  w.begin_object();
+  w.key("cpu").begin_object();
+  w.kv("vendor", c.vendor)
+      .kv("brand", c.brand)
+      .kv("family", c.family)
+      .kv("model", c.model)
+      .kv("stepping", c.stepping);
+  w.end_object();
+  w.key("cpuid").begin_object();
+  w.kv("avx512f", c.avx512f)
+      .kv("avx512vl", c.avx512vl)
+      .kv("avx512_bf16", c.avx512_bf16)
+      .kv("amx_tile", c.amx_tile);
+  w.kv("amx_bf16", c.amx_bf16)
+      .kv("avx_ne_convert", c.avx_ne_convert)
+      .kv("os_zmm", c.os_zmm)
+      .kv("os_amx", c.os_amx);
+  w.end_object();
+  w.kv("count", o.count).kv("seed", o.seed);
+  w.key("instructions").begin_array();
+  for (const instr_report &r : rs) {
+    w.begin_object().kv("name", r.name).kv("isa", r.isa).kv("ran", r.ran);
+    if (!r.ran) {
+      w.kv("skipped", r.skipped).end_object();
+      continue;
+    }
+    w.kv("probes", r.probes).kv("lanes", r.lanes).kv("mismatches", r.mismatches);
+    if (r.mismatches != 0) {
+      const mismatch &m = r.first;
+      w.key("first_mismatch").begin_object();
+      w.kv("probe", m.lane >= probe_lane_base)
+          .kv("index", m.lane >= probe_lane_base ? m.lane - probe_lane_base : m.lane);
+      w.kv("inputs", m.inputs).kv("cpu", hex(m.cpu, m.width / 4)).kv("model", hex(m.model, m.width / 4));
+      w.key("trace").begin_array();
+      for (const std::string &l : m.trace)
+        w.value(l);
+      w.end_array().end_object();
+    }
+    w.end_object();
+  }
+  w.end_array();
+  w.kv("result", verdict);
+  w.end_object();
+}
+
+void list_models() {
+  for (const cpu::model_info &m : cpu::models)
+    std::printf("%-16s k=%-4s %-16s %s\n", m.name, m.k == 0 ? "2n" : std::to_string(m.k).c_str(), m.isa,
+                m.description);
+}
+
+void run(const probe_cli &o) {
+  if (o.list) {
+    list_models();
+    return;
+  }
+  const cpu_probe::cpu_info info = cpu_probe::detect();
+  const std::vector<instr_report> rs = run_all(info, o);
+  u64 mismatches = 0;
+  for (const instr_report &r : rs)
+    mismatches += r.mismatches;
+  const bool absent = !(info.avx512_bf16 && info.avx512f && info.os_zmm);
+  const char *verdict = mismatches != 0 ? "mismatch" : absent ? "skipped" : "pass";
+  if (o.json)
+    print_json(info, rs, o, verdict);
+  else
+    print_text(info, rs, o);
+  std::cout.flush();
+  if (mismatches != 0) std::exit(1);
+  if (absent) {
+    std::fprintf(stderr,
+                 "bf16emu: this CPU lacks AVX512_BF16 (cpuid leaf 7 subleaf 1: EAX = %s, bit 5 = %d; %s%s)\n",
+                 hex(info.leaf7_1_eax, 0).c_str(), info.avx512_bf16 ? 1 : 0,
+                 info.x86_64 ? cpu_line(info).c_str() : "not an x86-64 CPU",
+                 info.avx512_bf16 ? "; the OS has not enabled the AVX-512 state" : "");
+    std::exit(77);
+  }
+}
+
+void register_cpu_probe(CLI::App &app) {
+  auto o = std::make_shared<probe_cli>();
+  CLI::App *sub = app.add_subcommand(
+      "cpu-probe", "check the CPU BF16 models bit for bit against this CPU's instructions (VDPBF16PS, ...)");
+  add_count(sub, "--count", o->count, "random lanes per instruction (default 1000000)", 1, u64{1} << 40);
+  add_count(sub, "--seed", o->seed, "seed of the random lanes (default 1)");
+  add_count(sub, "--threads", o->threads, "worker threads (default: all cores)");
+  sub->add_flag("--json", o->json, "machine-readable output");
+  sub->add_flag("--list", o->list, "list the CPU models (names for mma --arch) and exit");
+  sub->footer(
+      "Exit status: 0 all lanes equal, 1 a mismatch, 77 this CPU lacks AVX512_BF16 (skipped), 2 bad input.\n"
+      "Example:\n  bf16emu cpu-probe --count 1000000 --json");
+  sub->callback([o] { run(*o); });
+}
+
+} // namespace
+
+BF16EMU_COMMAND(35, register_cpu_probe);
+
+} // namespace bf16emu::cli
