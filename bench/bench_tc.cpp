@@ -36,7 +36,7 @@ const data &inputs() {
   return d;
 }
 
-void run_model(benchmark::State &state, const char *arch) {
+void run_model(benchmark::State &state, tc::arch arch) {
   const data &d = inputs();
   const tc::preset &P = *tc::find_preset(arch, tc::instr_kind::mma, format_id::bf16, format_id::fp32);
   for (auto _ : state) {
@@ -46,13 +46,14 @@ void run_model(benchmark::State &state, const char *arch) {
   state.SetItemsProcessed(state.iterations() * K);
 }
 
-void BM_tc_bf16_sm90_mma(benchmark::State &state) { run_model(state, "sm90"); }
-void BM_tc_bf16_sm80_mma(benchmark::State &state) { run_model(state, "sm80"); }
+void BM_tc_bf16_sm90_mma(benchmark::State &state) { run_model(state, tc::arch::sm90); }
+void BM_tc_bf16_sm80_mma(benchmark::State &state) { run_model(state, tc::arch::sm80); }
 
 // The same dot product with a block tracer on (the ledger's path).
 void BM_tc_bf16_sm90_mma_traced(benchmark::State &state) {
   const data &d = inputs();
-  const tc::preset &P = *tc::find_preset("sm90", tc::instr_kind::mma, format_id::bf16, format_id::fp32);
+  const tc::preset &P =
+      *tc::find_preset(tc::arch::sm90, tc::instr_kind::mma, format_id::bf16, format_id::fp32);
   double lost = 0;
   auto tr = tc::make_block_tracer([&](const tc::block_trace &t) { lost += t.trunc_err; });
   for (auto _ : state) {

@@ -5,36 +5,19 @@
 #include <cmath>
 #include <cstdio>
 #include <ostream>
-#include <thread>
 
 #include "bf16emu/attention/forward.hpp"
 #include "bf16emu/attention/policy.hpp"
 #include "bf16emu/core.hpp"
+#include "bf16emu/parallel.hpp"
 #include "bf16emu/tc.hpp"
+#include "io/names.hpp"
 
 namespace bf16emu::gpu {
 namespace {
 
-int thread_count(int threads) {
-  if (threads > 0) return threads;
-  const unsigned h = std::thread::hardware_concurrency();
-  return h ? int(h) : 1;
-}
-
-// Runs fn(begin, end) over [0, n) in `threads` contiguous slices.
-template <class Fn> void parallel_for(std::size_t n, int threads, Fn fn) {
-  const std::size_t t =
-      std::min<std::size_t>(std::size_t(thread_count(threads)), std::max<std::size_t>(n, 1));
-  if (t <= 1) {
-    fn(std::size_t(0), n);
-    return;
-  }
-  std::vector<std::thread> pool;
-  for (std::size_t i = 0; i < t; ++i)
-    pool.emplace_back(fn, n * i / t, n * (i + 1) / t);
-  for (auto &th : pool)
-    th.join();
-}
+// parallel_for's thread count: threads <= 0 means every hardware thread.
+unsigned thread_count(int threads) { return threads > 0 ? unsigned(threads) : 0u; }
 
 // Calls fn(In{}, Out{}) for the supported input/output format pairs.
 template <class Fn> bool with_formats(format_id in, format_id out, Fn &&fn) {
@@ -53,29 +36,23 @@ template <class Fn> bool with_formats(format_id in, format_id out, Fn &&fn) {
   }
 }
 
-const char *fmt_name(format_id f) {
-  return visit_format(f, [](auto fmt) { return format_name<decltype(fmt)>(); });
-}
-
 } // namespace
 
-std::string arch_of(int cc_major, int cc_minor) {
+std::optional<tc::arch> arch_of(int cc_major, int cc_minor) {
   const int cc = cc_major * 10 + cc_minor;
-  if (cc == 80) return "sm80";
-  if (cc == 86 || cc == 87) return "sm86";
-  if (cc == 89) return "sm89";
-  if (cc == 90) return "sm90";
-  if (cc == 100) return "sm100";
-  return "";
+  if (cc == 80) return tc::arch::sm80;
+  if (cc == 86 || cc == 87) return tc::arch::sm86;
+  if (cc == 89) return tc::arch::sm89;
+  if (cc == 90) return tc::arch::sm90;
+  if (cc == 100) return tc::arch::sm100;
+  return std::nullopt;
 }
 
-const tc::preset *model_preset(const std::string &arch, bool wgmma, format_id in, format_id out,
-                               std::string &why) {
-  const tc::preset *p =
-      tc::find_preset(arch.c_str(), wgmma ? tc::instr_kind::wgmma : tc::instr_kind::mma, in, out);
+const tc::preset *model_preset(tc::arch arch, bool wgmma, format_id in, format_id out, std::string &why) {
+  const tc::preset *p = tc::find_preset(arch, wgmma ? tc::instr_kind::wgmma : tc::instr_kind::mma, in, out);
   if (!p)
-    why = "the model has no preset for arch " + arch + ", " + (wgmma ? "wgmma" : "mma") + ", " +
-          fmt_name(in) + " -> " + fmt_name(out);
+    why = std::string("the model has no preset for arch ") + tc::to_string(arch) + ", " +
+          (wgmma ? "wgmma" : "mma") + ", " + io::name(in) + " -> " + io::name(out);
   return p;
 }
 
@@ -84,15 +61,16 @@ void model_lines(const vec_set &v, const tc::preset &p, std::vector<std::uint32_
   with_formats(v.in, v.out, [&](auto fi, auto fo) {
     using In = decltype(fi);
     using Out = decltype(fo);
-    parallel_for(v.lines(), threads, [&](std::size_t lo, std::size_t hi) {
-      const std::size_t K = std::size_t(v.k);
-      std::vector<fp<In>> a(K), b(K);
-      for (std::size_t n = lo; n < hi; ++n) {
-        for (std::size_t i = 0; i < K; ++i)
-          a[i] = fp<In>::from_bits(v.a[n * K + i]), b[i] = fp<In>::from_bits(v.b[n * K + i]);
-        d[n] = std::uint32_t(
-            tc::dot<In, Out>(p.block, p.k, a.data(), 1, b.data(), 1, v.k, fp<Out>::from_bits(v.c[n])).bits);
-      }
+    const std::size_t K = std::size_t(v.k);
+    const unsigned nt = thread_count(threads);
+    // Per-worker scratch rows of A and B.
+    std::vector<std::vector<fp<In>>> a(resolve_threads(nt, v.lines()), std::vector<fp<In>>(K)), b = a;
+    parallel_for(v.lines(), nt, [&](std::uint64_t n, unsigned w) {
+      for (std::size_t i = 0; i < K; ++i)
+        a[w][i] = fp<In>::from_bits(v.a[n * K + i]), b[w][i] = fp<In>::from_bits(v.b[n * K + i]);
+      d[n] = std::uint32_t(
+          tc::dot<In, Out>(p.block, p.k, a[w].data(), 1, b[w].data(), 1, v.k, fp<Out>::from_bits(v.c[n]))
+              .bits);
     });
   });
 }
@@ -124,8 +102,8 @@ void print_block(std::ostream &os, const tc::block_trace &t, format_id out) {
 } // namespace
 
 void trace_line(std::ostream &os, const vec_set &v, std::size_t line, const tc::preset &p) {
-  os << "# model " << p.arch << ' ' << tc::to_string(p.kind) << ' ' << p.ptx << " (L " << p.block.L << ", F "
-     << p.block.F << ", e_zero " << p.block.e_zero << ")\n";
+  os << "# model " << tc::to_string(p.arch) << ' ' << tc::to_string(p.kind) << ' ' << p.ptx << " (L "
+     << p.block.L << ", F " << p.block.F << ", e_zero " << p.block.e_zero << ")\n";
   with_formats(v.in, v.out, [&](auto fi, auto fo) {
     using In = decltype(fi);
     using Out = decltype(fo);
@@ -138,7 +116,7 @@ void trace_line(std::ostream &os, const vec_set &v, std::size_t line, const tc::
   });
 }
 
-bool model_gemm(const std::string &arch, int M, int N, int K, const std::uint16_t *A, const std::uint16_t *Bt,
+bool model_gemm(tc::arch arch, int M, int N, int K, const std::uint16_t *A, const std::uint16_t *Bt,
                 std::vector<std::uint32_t> &D, std::string &why, int threads) {
   const tc::preset *p = model_preset(arch, false, format_id::bf16, format_id::fp32, why);
   if (!p) return false;
@@ -150,7 +128,10 @@ bool model_gemm(const std::string &arch, int M, int N, int K, const std::uint16_
   const auto *a = reinterpret_cast<const bf16 *>(A);
   static_assert(sizeof(bf16) == 2);
   std::vector<f32> zero(std::size_t(M) * N, f32::from_bits(0)), out(std::size_t(M) * N);
-  parallel_for(std::size_t(M), threads, [&](std::size_t lo, std::size_t hi) {
+  // Row slabs of 16 (rows are independent: the slab size changes no bit).
+  constexpr std::size_t slab = 16;
+  parallel_for((std::size_t(M) + slab - 1) / slab, thread_count(threads), [&](std::uint64_t s, unsigned) {
+    const std::size_t lo = s * slab, hi = std::min(std::size_t(M), lo + slab);
     tc::gemm<bfloat16, binary32>(*p, int(hi - lo), N, K, a + lo * K, K, B.data(), N, zero.data() + lo * N, N,
                                  out.data() + lo * N, N);
   });
@@ -160,7 +141,7 @@ bool model_gemm(const std::string &arch, int M, int N, int K, const std::uint16_
   return true;
 }
 
-void trace_gemm(std::ostream &os, const std::string &arch, int K, const std::uint16_t *arow,
+void trace_gemm(std::ostream &os, tc::arch arch, int K, const std::uint16_t *arow,
                 const std::uint16_t *btrow) {
   std::string why;
   const tc::preset *p = model_preset(arch, false, format_id::bf16, format_id::fp32, why);
@@ -181,11 +162,14 @@ float contract_c(int d) {
 }
 
 namespace {
-attention::forward_config twin_config(const std::string &arch, const attention_case &c, bool &ok) {
+// fa2_twin (block sizes, orders, exp) on the tensor-core model of `arch`; ok = false when the
+// arch has no BF16 model.
+attention::forward_config twin_config(tc::arch arch, const attention_case &c, bool &ok) {
   attention::forward_config cfg;
   cfg.pol = attention::fa2_twin();
   // The kernel runs mma.sync on the device it is given: the tensor-core model is that device's.
-  ok = attention::parse_policy("fa2:" + arch, cfg.pol);
+  cfg.pol.arch = arch;
+  ok = attention::tc_for(arch).valid;
   cfg.pol.stabilized = c.stabilized;
   cfg.pol.beta = c.beta;
   cfg.var = c.stabilized ? attention::variant::stabilized : attention::variant::fa2;
@@ -202,32 +186,28 @@ std::vector<double> head_values(const std::uint16_t *p, int head, int n, int d) 
 }
 } // namespace
 
-bool model_attention(const std::string &arch, const attention_case &c, std::vector<std::uint16_t> &o,
-                     std::string &why, int threads) {
+bool model_attention(tc::arch arch, const attention_case &c, std::vector<std::uint16_t> &o, std::string &why,
+                     int threads) {
   bool ok = false;
   const attention::forward_config base = twin_config(arch, c, ok);
   if (!ok) {
-    why = "the attention policy has no tensor-core model 'fa2:" + arch + "'";
+    why = std::string("the attention policy has no tensor-core model 'fa2:") + tc::to_string(arch) + "'";
     return false;
   }
   o.assign(std::size_t(c.heads) * c.n * c.d, 0);
-  // parse_policy keeps fa2_twin's other fields (block sizes, orders, exp) and sets the arch.
-  parallel_for(std::size_t(c.heads), threads, [&](std::size_t lo, std::size_t hi) {
-    for (std::size_t h = lo; h < hi; ++h) {
-      const auto q = head_values(c.q, int(h), c.n, c.d), k = head_values(c.k, int(h), c.n, c.d),
-                 v = head_values(c.v, int(h), c.n, c.d);
-      attention::head_view hv{c.n, c.d, q.data(), k.data(), v.data()};
-      attention::null_observer obs;
-      const attention::forward_result r = attention::forward_head(base, hv, obs);
-      for (std::size_t i = 0; i < r.o.size(); ++i)
-        o[h * std::size_t(c.n) * c.d + i] = std::uint16_t(attention::as_bf16(r.o[i]).bits);
-    }
+  parallel_for(std::size_t(c.heads), thread_count(threads), [&](std::uint64_t h, unsigned) {
+    const auto q = head_values(c.q, int(h), c.n, c.d), k = head_values(c.k, int(h), c.n, c.d),
+               v = head_values(c.v, int(h), c.n, c.d);
+    attention::head_view hv{c.n, c.d, q.data(), k.data(), v.data()};
+    attention::null_observer obs;
+    const attention::forward_result r = attention::forward_head(base, hv, obs);
+    for (std::size_t i = 0; i < r.o.size(); ++i)
+      o[h * std::size_t(c.n) * c.d + i] = std::uint16_t(attention::as_bf16(r.o[i]).bits);
   });
   return true;
 }
 
-void trace_attention(std::ostream &os, const std::string &arch, const attention_case &c, int head, int row,
-                     int col) {
+void trace_attention(std::ostream &os, tc::arch arch, const attention_case &c, int head, int row, int col) {
   bool ok = false;
   attention::forward_config cfg = twin_config(arch, c, ok);
   if (!ok) return;
@@ -254,15 +234,13 @@ void trace_attention(std::ostream &os, const std::string &arch, const attention_
 void model_delta(int rows, int d, const std::uint16_t *o, const std::uint16_t *dout,
                  std::vector<std::uint32_t> &delta) {
   delta.assign(std::size_t(rows), 0);
-  parallel_for(std::size_t(rows), 0, [&](std::size_t lo, std::size_t hi) {
-    for (std::size_t r = lo; r < hi; ++r) {
-      f32 s = f32::from_bits(0);
-      for (int i = 0; i < d; ++i) {
-        const bf16 x = bf16::from_bits(dout[r * d + i]), y = bf16::from_bits(o[r * d + i]);
-        s = fma_to<binary32>(x, y, s).value;
-      }
-      delta[r] = s.bits;
+  parallel_for(std::size_t(rows), 0, [&](std::uint64_t r, unsigned) {
+    f32 s = f32::from_bits(0);
+    for (int i = 0; i < d; ++i) {
+      const bf16 x = bf16::from_bits(dout[r * d + i]), y = bf16::from_bits(o[r * d + i]);
+      s = fma_to<binary32>(x, y, s).value;
     }
+    delta[r] = s.bits;
   });
 }
 

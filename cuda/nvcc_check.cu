@@ -4,6 +4,7 @@
 // change to the core, the tensor-core model or the exp2 polynomial that nvcc cannot compile for
 // the device fails the build. Nothing here is run; the kernels only have to compile and link.
 #include <cstdint>
+#include <string_view>
 
 #include "bf16emu/core.hpp"
 #if __has_include("bf16emu/tc.hpp")
@@ -59,6 +60,18 @@ __global__ void tc_dot(const std::uint16_t *a, const std::uint16_t *b, std::uint
   const f32 d1 = tc::dot<bfloat16, binary32>(hopper, 16, pa, 1, pb, 1, K, f32::from_bits(0));
   const f32 d2 = tc::dot<bfloat16, binary32>(ampere, 16, pa, 1, pb, 1, K, d1);
   out[i] = d2.bits;
+}
+
+// The GPU-generation type on device: parse (a device-side name), to_string, default_kind,
+// and the instruction names.
+__global__ void tc_arch_names(const char *name, int len, std::uint32_t *out) {
+  tc::arch a = tc::arch::sm70;
+  tc::instr_kind k = tc::instr_kind::mma;
+  const bool ok = tc::parse_arch(std::string_view(name, std::size_t(len)), a) &&
+                  tc::parse_instr(std::string_view(name, std::size_t(len)), k);
+  out[0] = std::uint32_t(ok) | std::uint32_t(a) << 1 | std::uint32_t(tc::default_kind(a)) << 4 |
+           std::uint32_t(k) << 6 | std::uint32_t(tc::to_string(a)[2]) << 8 |
+           std::uint32_t(tc::generation_name(a) != nullptr) << 16;
 }
 #endif
 

@@ -25,6 +25,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -33,9 +34,11 @@
 #include "bf16emu/attention/scenario.hpp"
 #include "bf16emu/core.hpp"
 #include "host_model.hpp"
+#include "io/files.hpp"
+#include "io/names.hpp"
+#include "io/npy.hpp"
 #include "kernels.hpp"
 #include "lines.hpp"
-#include "io/npy.hpp"
 #include "vectors.hpp"
 
 namespace {
@@ -99,9 +102,8 @@ void ensure_dir(const std::string &dir) {
   if (ec) usage_error("cannot create directory " + dir + ": " + ec.message());
 }
 
-const char *fmt_name(format_id f) {
-  return visit_format(f, [](auto fmt) { return format_name<decltype(fmt)>(); });
-}
+// The model's arch as printed in RESULT lines and .vec headers; empty when there is none.
+const char *arch_name(const std::optional<tc::arch> &arch) { return arch ? tc::to_string(*arch) : ""; }
 
 in_type to_in(format_id f) {
   switch (f) {
@@ -125,7 +127,7 @@ std::vector<std::uint16_t> bf16_bits(const std::vector<double> &x) {
 
 struct probe_state {
   device_info dev;
-  std::string arch;
+  std::optional<tc::arch> arch;
   instr op = instr::mma_sync;
   bool compare = true, print = false;
   const tc::preset *preset = nullptr;
@@ -161,7 +163,7 @@ void run_probe_chunk(probe_state &st, const vec_set &v) {
   if (!supported(job, st.dev.cc_major, st.dev.cc_minor))
     usage_error(std::string("this device (sm_") + std::to_string(st.dev.cc_major * 10 + st.dev.cc_minor) +
                 ") or this build cannot run " + (st.op == instr::wgmma ? "wgmma" : "mma.sync") + " with " +
-                fmt_name(v.in) + " -> " + fmt_name(v.out) + ", k " + std::to_string(v.k));
+                io::name(v.in) + " -> " + io::name(v.out) + ", k " + std::to_string(v.k));
   if (const int err = run_probe(job)) cuda_fail("probe kernel", err);
   if (st.print)
     for (std::uint32_t x : d)
@@ -197,8 +199,8 @@ void save_probe(const probe_state &st, const std::string &dir, const std::string
   std::ofstream vec(base + ".vec"), out(base + ".out");
   vec << "# bf16emu-gpu probe on " << st.dev.name << " (sm_" << st.dev.cc_major << st.dev.cc_minor
       << ", driver " << st.dev.driver_version << ", runtime " << st.dev.runtime_version << ")\n";
-  vec << "#! arch=" << st.arch << " instr=" << (st.op == instr::wgmma ? "wgmma" : "mma")
-      << " in=" << fmt_name(proto.in) << " out=" << fmt_name(proto.out) << " k=" << proto.k << '\n';
+  vec << "#! arch=" << arch_name(st.arch) << " instr=" << (st.op == instr::wgmma ? "wgmma" : "mma")
+      << " in=" << io::name(proto.in) << " out=" << io::name(proto.out) << " k=" << proto.k << '\n';
   vec_set s = st.saved;
   s.in = proto.in, s.out = proto.out, s.k = proto.k;
   write_lines(vec, s, true);
@@ -208,7 +210,7 @@ void save_probe(const probe_state &st, const std::string &dir, const std::string
   if (!vec || !out) usage_error("cannot write " + base + ".vec/.out");
 }
 
-int cmd_probe(const options &o, const device_info &dev, const std::string &arch) {
+int cmd_probe(const options &o, const device_info &dev, const std::optional<tc::arch> &arch) {
   probe_state st;
   st.dev = dev, st.arch = arch;
   st.compare = !o.has("--no-compare");
@@ -234,12 +236,12 @@ int cmd_probe(const options &o, const device_info &dev, const std::string &arch)
         }
   } else {
     format_id in = format_id::bf16, out = format_id::fp32;
-    if (!parse_format(o.get("--format", "bf16"), in) || in == format_id::fp32) usage_error("bad --format");
-    if (!parse_format(o.get("--out", "fp32"), out) || (out != format_id::fp32 && out != format_id::fp16))
-      usage_error("bad --out");
-    const std::string ins = o.get("--instr", "mma");
-    if (ins != "mma" && ins != "wgmma") usage_error("--instr is mma or wgmma");
-    combos.push_back({ins == "wgmma" ? instr::wgmma : instr::mma_sync, in, out});
+    if (!parse_in_format(o.get("--format", "bf16"), in)) usage_error("bad --format");
+    if (!parse_out_format(o.get("--out", "fp32"), out)) usage_error("bad --out");
+    tc::instr_kind kind = tc::instr_kind::mma;
+    if (!tc::parse_instr(o.get("--instr", "mma"), kind) || kind == tc::instr_kind::tcgen05)
+      usage_error("--instr is mma or wgmma");
+    combos.push_back({kind == tc::instr_kind::wgmma ? instr::wgmma : instr::mma_sync, in, out});
   }
   int status = 0;
   for (const combo &cb : combos) {
@@ -249,10 +251,10 @@ int cmd_probe(const options &o, const device_info &dev, const std::string &arch)
     v.in = cb.in, v.out = cb.out;
     v.k = int(o.num("--k", instr_k(to_in(cb.in))));
     std::string why;
-    st.preset = model_preset(arch, cb.op == instr::wgmma, cb.in, cb.out, why);
+    st.preset = arch ? model_preset(*arch, cb.op == instr::wgmma, cb.in, cb.out, why) : nullptr;
     if (st.compare && !st.preset) usage_error(why + " (use --arch or --no-compare)");
     const std::string name = o.get("--name", std::string(cb.op == instr::wgmma ? "wgmma" : "mma") + "_" +
-                                                 fmt_name(cb.in) + "_" + fmt_name(cb.out));
+                                                 io::name(cb.in) + "_" + io::name(cb.out));
     if (o.has("--self-test")) {
       const gen_kind kinds[] = {gen_kind::probes, gen_kind::normal, gen_kind::bits, gen_kind::cancel};
       for (gen_kind g : kinds) {
@@ -288,8 +290,8 @@ int cmd_probe(const options &o, const device_info &dev, const std::string &arch)
     std::snprintf(
         buf, sizeof buf,
         "RESULT probe %s instr=%s in=%s out=%s k=%d arch=%s lines=%zu compared=%zu mismatches=%zu\n",
-        name.c_str(), cb.op == instr::wgmma ? "wgmma" : "mma", fmt_name(cb.in), fmt_name(cb.out), v.k,
-        arch.c_str(), st.total, st.compared, st.mismatches);
+        name.c_str(), cb.op == instr::wgmma ? "wgmma" : "mma", io::name(cb.in), io::name(cb.out), v.k,
+        arch_name(arch), st.total, st.compared, st.mismatches);
     *st.report << buf;
     if (st.mismatches) status = kExitMismatch;
   }
@@ -299,7 +301,7 @@ int cmd_probe(const options &o, const device_info &dev, const std::string &arch)
 // ------------------------------------------------------------------------------------------------
 // gemm
 
-int cmd_gemm(const options &o, const device_info &dev, const std::string &arch) {
+int cmd_gemm(const options &o, const device_info &dev, const std::optional<tc::arch> &arch) {
   const int M = int(o.num("--m", 256)), N = int(o.num("--n", 256)), K = int(o.num("--k", 1024));
   const std::uint64_t seed = std::uint64_t(o.num("--seed", 1));
   if (M <= 0 || N <= 0 || K <= 0 || M % 64 || N % 64 || K % 16)
@@ -316,7 +318,7 @@ int cmd_gemm(const options &o, const device_info &dev, const std::string &arch) 
   if (!o.has("--no-compare")) {
     std::vector<std::uint32_t> ref;
     std::string why;
-    if (!model_gemm(arch, M, N, K, A.data(), Bt.data(), ref, why)) usage_error(why);
+    if (!model_gemm(*arch, M, N, K, A.data(), Bt.data(), ref, why)) usage_error(why);
     for (std::size_t i = 0; i < ref.size(); ++i) {
       ++compared;
       std::uint32_t g;
@@ -335,7 +337,7 @@ int cmd_gemm(const options &o, const device_info &dev, const std::string &arch) 
                      Bt.begin() + std::ptrdiff_t(std::size_t(n + 1) * K));
         one.c.assign(1, 0);
         write_lines(std::cout, one, false);
-        trace_gemm(std::cout, arch, K, &A[std::size_t(m) * K], &Bt[std::size_t(n) * K]);
+        trace_gemm(std::cout, *arch, K, &A[std::size_t(m) * K], &Bt[std::size_t(n) * K]);
       }
     }
   }
@@ -352,7 +354,7 @@ int cmd_gemm(const options &o, const device_info &dev, const std::string &arch) 
       std::ofstream vec(dir + "/" + name + ".vec"), out(dir + "/" + name + ".out");
       vec << "# bf16emu-gpu gemm on " << dev.name << ": elements D[m][n] of an " << M << "x" << N << "x" << K
           << " product (row of A, column of B, c = +0)\n";
-      vec << "#! arch=" << arch << " instr=mma in=bf16 out=fp32 k=" << K << '\n';
+      vec << "#! arch=" << arch_name(arch) << " instr=mma in=bf16 out=fp32 k=" << K << '\n';
       out << "# GPU D\n";
       vec_set v;
       v.in = format_id::bf16, v.out = format_id::fp32, v.k = K;
@@ -368,7 +370,7 @@ int cmd_gemm(const options &o, const device_info &dev, const std::string &arch) 
       write_lines(vec, v, false);
     }
   }
-  std::printf("RESULT gemm %s arch=%s compared=%zu mismatches=%zu", name.c_str(), arch.c_str(), compared,
+  std::printf("RESULT gemm %s arch=%s compared=%zu mismatches=%zu", name.c_str(), arch_name(arch), compared,
               mismatches);
   if (job.repeats > 0)
     std::printf(" ms=%.4f tflops=%.2f", job.ms, 2.0 * M * N * double(K) / (job.ms * 1e-3) / 1e12);
@@ -385,7 +387,7 @@ long ulp_distance(std::uint16_t a, std::uint16_t b) {
   return std::labs(key(a) - key(b));
 }
 
-int cmd_attention(const options &o, const device_info &dev, const std::string &arch) {
+int cmd_attention(const options &o, const device_info &dev, const std::optional<tc::arch> &arch) {
   attention_case c;
   c.heads = int(o.num("--heads", 1)), c.n = int(o.num("--n", 128)), c.d = int(o.num("--d", 64));
   c.causal = o.has("--causal"), c.stabilized = o.has("--stabilized"), c.beta = o.real("--beta", 2.0);
@@ -439,7 +441,7 @@ int cmd_attention(const options &o, const device_info &dev, const std::string &a
   if (!o.has("--no-compare")) {
     std::vector<std::uint16_t> ref;
     std::string why;
-    if (!model_attention(arch, c, ref, why)) usage_error(why);
+    if (!model_attention(*arch, c, ref, why)) usage_error(why);
     for (std::size_t i = 0; i < total; ++i) {
       ++compared;
       if (og[i] == ref[i]) continue;
@@ -459,7 +461,7 @@ int cmd_attention(const options &o, const device_info &dev, const std::string &a
           std::printf(" %s", hex(format_id::bf16, q[rr * c.d + t]).c_str());
         std::printf("\n");
         std::ostringstream os;
-        trace_attention(os, arch, c, h, r, col);
+        trace_attention(os, *arch, c, h, r, col);
         std::fputs(os.str().c_str(), stdout);
       }
     }
@@ -476,7 +478,7 @@ int cmd_attention(const options &o, const device_info &dev, const std::string &a
     npy::write(base + ".m_gpu.npy", npy::dtype::f32, {std::size_t(c.heads), std::size_t(c.n)}, mg.data());
     npy::write(base + ".l_gpu.npy", npy::dtype::f32, {std::size_t(c.heads), std::size_t(c.n)}, lg.data());
   }
-  std::printf("RESULT attention %s arch=%s compared=%zu mismatches=%zu", name, arch.c_str(), compared,
+  std::printf("RESULT attention %s arch=%s compared=%zu mismatches=%zu", name, arch_name(arch), compared,
               mismatches);
   if (job.fast_exp)
     std::printf(" max_ulp=%ld within_1ulp=%zu (fast exp: not bit-exact by design)", max_ulp, within1);
@@ -548,22 +550,30 @@ int main(int argc, char **argv) {
   if (cmd != "probe" && cmd != "gemm" && cmd != "attention" && cmd != "delta" && cmd != "dense" &&
       cmd != "info")
     usage_error("unknown subcommand '" + cmd + "'");
+  std::optional<tc::arch> given_arch; // --arch: sm80, hopper, sm90a, ... (tc::parse_arch)
+  if (o.kv.count("--arch")) {
+    const std::string name = o.get("--arch");
+    tc::arch a{};
+    if (!tc::parse_arch(name, a)) usage_error("unknown --arch '" + io::shorten(name) + "'");
+    given_arch = a;
+  }
   device_info dev;
   if (!find_device(dev)) {
     std::fprintf(stderr, "bf16emu-gpu: no CUDA device found (no GPU or no driver); %s skipped\n",
                  cmd.c_str());
     return kExitSkip;
   }
-  std::string arch = o.get("--arch", arch_of(dev.cc_major, dev.cc_minor));
+  const std::optional<tc::arch> arch = given_arch ? given_arch : arch_of(dev.cc_major, dev.cc_minor);
   std::fprintf(stderr, "bf16emu-gpu: device %s (sm_%d%d, %d SMs, driver %d, runtime %d); model arch %s\n",
                dev.name, dev.cc_major, dev.cc_minor, dev.sms, dev.driver_version, dev.runtime_version,
-               arch.empty() ? "(none)" : arch.c_str());
-  if (arch.empty() && !o.has("--no-compare") && cmd != "info" && cmd != "dense")
+               arch ? arch_name(arch) : "(none)");
+  if (!arch && !o.has("--no-compare") && cmd != "info" && cmd != "dense")
     usage_error("the model has no preset for this device; give --arch");
   try {
     if (cmd == "info") {
       std::printf("RESULT info device=\"%s\" cc=%d.%d sms=%d driver=%d runtime=%d arch=%s\n", dev.name,
-                  dev.cc_major, dev.cc_minor, dev.sms, dev.driver_version, dev.runtime_version, arch.c_str());
+                  dev.cc_major, dev.cc_minor, dev.sms, dev.driver_version, dev.runtime_version,
+                  arch_name(arch));
       return 0;
     }
     if (cmd == "dense") {

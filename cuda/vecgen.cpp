@@ -45,9 +45,9 @@ int main(int argc, char **argv) {
     };
     bool ok = true;
     if (arg == "--format")
-      ok = gpu::parse_format(value(), v.in) && v.in != format_id::fp32;
+      ok = gpu::parse_in_format(value(), v.in);
     else if (arg == "--out")
-      ok = gpu::parse_format(value(), v.out) && (v.out == format_id::fp32 || v.out == format_id::fp16);
+      ok = gpu::parse_out_format(value(), v.out);
     else if (arg == "--kind")
       ok = gpu::parse_gen_kind(value(), kind);
     else if (arg == "--count")

@@ -7,6 +7,8 @@
 #include <ostream>
 
 #include "bf16emu/core.hpp"
+#include "io/error.hpp"
+#include "io/names.hpp"
 
 namespace bf16emu::gpu {
 namespace {
@@ -311,22 +313,26 @@ bool parse_gen_kind(const std::string &s, gen_kind &g) {
   return true;
 }
 
-bool parse_format(const std::string &s, format_id &f) {
-  if (s == "bf16")
-    f = format_id::bf16;
-  else if (s == "fp16")
-    f = format_id::fp16;
-  else if (s == "tf32")
-    f = format_id::tf32;
-  else if (s == "e4m3")
-    f = format_id::e4m3;
-  else if (s == "e5m2")
-    f = format_id::e5m2;
-  else if (s == "fp32")
-    f = format_id::fp32;
-  else
+namespace {
+template <class Ok> bool parse_format_if(const std::string &s, format_id &f, Ok ok) {
+  format_id g;
+  try {
+    g = io::parse_format(s);
+  } catch (const io::input_error &) {
     return false;
+  }
+  if (!ok(g)) return false;
+  f = g;
   return true;
+}
+} // namespace
+
+bool parse_in_format(const std::string &s, format_id &f) {
+  return parse_format_if(s, f, [](format_id g) { return g != format_id::fp32 && g != format_id::fp64; });
+}
+
+bool parse_out_format(const std::string &s, format_id &f) {
+  return parse_format_if(s, f, [](format_id g) { return g == format_id::fp32 || g == format_id::fp16; });
 }
 
 void generate(vec_set &v, gen_kind kind, std::size_t count, std::uint64_t seed) {

@@ -37,8 +37,10 @@ enum class gen_kind { probes, normal, bits, cancel };
 
 // Parses "probes", "normal", "bits", "cancel"; false when unknown.
 bool parse_gen_kind(const std::string &s, gen_kind &g);
-// Parses "bf16", "fp16", "tf32", "e4m3", "e5m2", "fp32"; false when unknown.
-bool parse_format(const std::string &s, format_id &f);
+// A format name of io::parse_format (aliases included) that tensor cores take as A and B
+// (bf16 fp16 tf32 e4m3 e5m2) / as C and D (fp32 fp16); false otherwise (f unchanged).
+bool parse_in_format(const std::string &s, format_id &f);
+bool parse_out_format(const std::string &s, format_id &f);
 
 // Appends `count` lines of the given kind (probes: the whole probe set, `count` ignored).
 void generate(vec_set &v, gen_kind kind, std::size_t count, std::uint64_t seed);

@@ -13,10 +13,12 @@
 
 #include "command.hpp"
 #include "io/error.hpp"
+#include "io/files.hpp"
 #include "io/json.hpp"
 #include "io/names.hpp"
 #include "io/number.hpp"
 #include "io/tokens.hpp"
+#include "options.hpp"
 
 namespace bf16emu::cli {
 
@@ -24,7 +26,7 @@ namespace {
 
 struct mma_cli {
   std::string arch, instr, a_format, out = "fp32", in_file;
-  int k = 0;
+  unsigned k = 0;
   bool list = false, trace = false, json = false;
 };
 
@@ -41,6 +43,27 @@ std::string hexfloat(double x) {
   return buf;
 }
 
+// "sm70 sm75 ... sm100" + sep + "volta turing ... blackwell": the names --arch takes.
+std::string arch_names(const char *sep) {
+  std::string canonical, generations;
+  for (const tc::arch a : tc::all_archs) {
+    canonical += std::string(canonical.empty() ? "" : " ") + tc::to_string(a);
+    if (const char *g = tc::generation_name(a))
+      generations += std::string(generations.empty() ? "" : " ") + g;
+  }
+  return canonical + sep + generations;
+}
+
+// "volta sm70, turing sm75, ..., blackwell sm100", a line break after the fourth.
+std::string alias_list() {
+  std::string r;
+  int n = 0;
+  for (const tc::arch a : tc::all_archs)
+    if (const char *g = tc::generation_name(a))
+      r += std::string(n == 0 ? "" : n == 4 ? ",\n" : ", ") + g + " " + tc::to_string(a), ++n;
+  return r;
+}
+
 const char *rounding_name(tc::out_round r) {
   return r == tc::out_round::truncate ? "truncate" : "nearest_even";
 }
@@ -51,7 +74,7 @@ void list_presets(bool json) {
     w.begin_array();
     for (const tc::preset &p : tc::presets) {
       w.begin_object();
-      w.kv("arch", p.arch).kv("gpu", p.gpu).kv("instr", tc::to_string(p.kind));
+      w.kv("arch", tc::to_string(p.arch)).kv("gpu", p.gpu).kv("instr", tc::to_string(p.kind));
       w.kv("a_format", io::name(p.in)).kv("out", io::name(p.out)).kv("ptx", p.ptx);
       w.kv("m", p.m).kv("n", p.n).kv("k", p.k);
       w.kv("L", p.block.L).kv("F", p.block.F).kv("e_zero", p.block.e_zero);
@@ -67,17 +90,18 @@ void list_presets(bool json) {
   for (const tc::preset &p : tc::presets) {
     char ez[16];
     std::snprintf(ez, sizeof ez, p.e_zero_matters ? "%d" : "(%d)", p.block.e_zero);
-    std::printf("%-6s %-8s %-5s %-5s %3d %3d %3d %7s %4d %-13s %s\n", p.arch, tc::to_string(p.kind),
-                io::name(p.in), io::name(p.out), p.k, p.block.L, p.block.F, ez, p.block.out_frac,
-                rounding_name(p.block.rounding), p.gpu);
+    std::printf("%-6s %-8s %-5s %-5s %3d %3d %3d %7s %4d %-13s %s\n", tc::to_string(p.arch),
+                tc::to_string(p.kind), io::name(p.in), io::name(p.out), p.k, p.block.L, p.block.F, ez,
+                p.block.out_frac, rounding_name(p.block.rounding), p.gpu);
     std::printf("%51s %s\n%51s %s\n", "", p.ptx, "", p.source);
   }
   std::printf(
       "\nk: instruction k (a multiple of L); L: products per block; F: fraction bits kept at alignment;\n"
       "e_zero: exponent of zero terms, in parentheses where it cannot change any result for these formats;\n"
-      "frac: fraction bits of the output. Aliases: volta sm70, turing sm75, ampere sm80, ada sm89,\n"
-      "hopper sm90, blackwell sm100. No preset where the sources leave a parameter open (B200 fp8).\n"
-      "Details and full references: docs/tensor-cores.md.\n");
+      "frac: fraction bits of the output. Aliases: %s. No preset where the sources leave a parameter open "
+      "(B200 fp8).\n"
+      "Details and full references: docs/tensor-cores.md.\n",
+      alias_list().c_str());
 }
 
 std::uint64_t parse_value(const std::string &tok, format_id f, int line, const char *what) {
@@ -89,13 +113,13 @@ std::uint64_t parse_value(const std::string &tok, format_id f, int line, const c
   }
   if (!op.exact)
     throw bad_input("line " + std::to_string(line) + ": " + what + " '" + tok +
-                    "' is not exactly representable in " + io::name(f) +
-                    " (nearest: " + hex_of(f, op.bits) + "); give its bit pattern");
+                    "' is not exactly representable in " + io::name(f) + " (nearest: " + hex_of(f, op.bits) +
+                    "); give its bit pattern");
   return op.bits;
 }
 
 template <class In, class Out> void run_lines(const mma_cli &o, const tc::preset &P, std::istream &is) {
-  const int K = o.k > 0 ? o.k : P.k;
+  const int K = o.k > 0 ? int(o.k) : P.k;
   std::vector<fp<In>> a(K), b(K);
   std::vector<tc::block_trace> blocks;
   auto tracer = tc::make_block_tracer([&](const tc::block_trace &t) { blocks.push_back(t); });
@@ -187,41 +211,27 @@ void run(const mma_cli &o) {
   }
   if (o.arch.empty()) throw bad_input("mma needs --arch (or --list-arch)");
   if (o.a_format.empty()) throw bad_input("mma needs --a-format");
-  const char *arch = tc::canonical_arch(o.arch.c_str());
-  if (!arch)
-    throw bad_input("unknown --arch '" + o.arch +
-                    "' (sm70 sm75 sm80 sm86 sm89 sm90 sm100, volta turing "
-                    "ampere ada hopper blackwell)");
+  tc::arch arch{};
+  if (!tc::parse_arch(o.arch, arch))
+    throw bad_input("unknown --arch '" + io::shorten(o.arch) + "' (" + arch_names(", ") + ")");
   const format_id in = io::rethrow_as<bad_input>([&] { return io::parse_format(o.a_format); });
   const format_id out = io::rethrow_as<bad_input>([&] { return io::parse_format(o.out); });
   tc::instr_kind kind = tc::default_kind(arch);
-  if (!o.instr.empty()) {
-    if (o.instr == "mma" || o.instr == "mma.sync")
-      kind = tc::instr_kind::mma;
-    else if (o.instr == "wgmma")
-      kind = tc::instr_kind::wgmma;
-    else if (o.instr == "tcgen05")
-      kind = tc::instr_kind::tcgen05;
-    else
-      throw bad_input("unknown --instr '" + o.instr + "' (mma, wgmma, tcgen05)");
-  }
+  if (!o.instr.empty() && !tc::parse_instr(o.instr, kind))
+    throw bad_input("unknown --instr '" + io::shorten(o.instr) + "' (mma, wgmma, tcgen05)");
   const tc::preset *P = tc::find_preset(arch, kind, in, out);
   if (!P) {
     std::string have;
     for (const tc::preset &p : tc::presets)
-      if (std::string(p.arch) == arch)
-        have += std::string(" ") + tc::to_string(p.kind) + ":" + io::name(p.in) + "->" +
-                io::name(p.out);
-    throw bad_input(std::string("no preset for ") + arch + " " + tc::to_string(kind) + " " +
+      if (p.arch == arch)
+        have += std::string(" ") + tc::to_string(p.kind) + ":" + io::name(p.in) + "->" + io::name(p.out);
+    throw bad_input(std::string("no preset for ") + tc::to_string(arch) + " " + tc::to_string(kind) + " " +
                     io::name(in) + " -> " + io::name(out) +
-                    " (the sources leave it open or the GPU lacks it); " + arch + " has:" + have);
+                    " (the sources leave it open or the GPU lacks it); " + tc::to_string(arch) +
+                    " has:" + have);
   }
-  if (o.k < 0 || o.k > (1 << 20)) throw bad_input("--k must be between 1 and 1048576");
   std::ifstream file;
-  if (!o.in_file.empty()) {
-    file.open(o.in_file);
-    if (!file) throw bad_input("cannot open --in file '" + o.in_file + "'");
-  }
+  if (!o.in_file.empty()) file = io::rethrow_as<bad_input>([&] { return io::open_input(o.in_file, "--in"); });
   std::istream &is = o.in_file.empty() ? std::cin : file;
   visit_format(P->in, [&](auto fin) {
     using In = decltype(fin);
@@ -238,13 +248,13 @@ void register_mma(CLI::App &app) {
   auto o = std::make_shared<mma_cli>();
   CLI::App *sub =
       app.add_subcommand("mma", "NVIDIA tensor-core MMA model: D = A*B + C per output element, bit-exact");
-  sub->add_option("--arch", o->arch,
-                  "sm70 sm75 sm80 sm86 sm89 sm90 sm100 or volta turing ampere ada hopper blackwell");
+  sub->add_option("--arch", o->arch, arch_names(" or "));
   sub->add_option("--instr", o->instr, "mma (mma.sync, default), wgmma (sm90), tcgen05 (sm100, its default)");
   sub->add_option("--a-format", o->a_format, "format of A and B: bf16 fp16 tf32 e4m3 e5m2");
-  sub->add_option("--k", o->k,
-                  "values of A (and of B) per line; default the instruction's k; padded with zeros to "
-                  "a multiple of it, instructions chained in increasing k");
+  add_count(sub, "--k", o->k,
+            "values of A (and of B) per line; default the instruction's k; padded with zeros to "
+            "a multiple of it, instructions chained in increasing k",
+            1, 1u << 20);
   sub->add_option("--out", o->out, "format of C and D: fp32 (default) or fp16");
   sub->add_option("--in", o->in_file, "read lines from FILE instead of stdin");
   sub->add_flag("--list-arch", o->list, "print the presets with their parameters and sources");

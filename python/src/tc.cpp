@@ -16,25 +16,19 @@ namespace bf16emu::py {
 namespace {
 
 const tc::preset &lookup(const std::string &arch, const std::string &kind, format_id in, format_id out) {
-  const char *canon = tc::canonical_arch(arch.c_str());
-  if (!canon)
+  tc::arch a{};
+  if (!tc::parse_arch(arch, a))
     throw pybind11::value_error("argument 'arch': unknown architecture '" + arch.substr(0, 80) +
                                 "' (sm70, sm75, sm80, sm86, sm89, sm90, sm100 or volta, turing, ampere, ada, "
                                 "hopper, blackwell)");
-  tc::instr_kind k = tc::default_kind(canon);
-  if (kind == "mma")
-    k = tc::instr_kind::mma;
-  else if (kind == "wgmma")
-    k = tc::instr_kind::wgmma;
-  else if (kind == "tcgen05")
-    k = tc::instr_kind::tcgen05;
-  else if (!kind.empty())
+  tc::instr_kind k = tc::default_kind(a);
+  if (!kind.empty() && !tc::parse_instr(kind, k))
     throw pybind11::value_error("argument 'kind': unknown instruction family '" + kind.substr(0, 80) +
                                 "' (mma, wgmma, tcgen05)");
-  const tc::preset *p = tc::find_preset(canon, k, in, out);
+  const tc::preset *p = tc::find_preset(a, k, in, out);
   if (!p)
-    throw pybind11::value_error(std::string("no tensor-core preset for ") + canon + " " + tc::to_string(k) +
-                                " " + io::name(in) + " x " + io::name(out) +
+    throw pybind11::value_error(std::string("no tensor-core preset for ") + tc::to_string(a) + " " +
+                                tc::to_string(k) + " " + io::name(in) + " x " + io::name(out) +
                                 " (see docs/tensor-cores.md for the measured combinations)");
   return *p;
 }
@@ -119,7 +113,7 @@ pybind11::tuple gemm_bits(const pybind11::array &a, const pybind11::array &b, co
     });
   });
   pybind11::dict info;
-  info["arch"] = P.arch;
+  info["arch"] = tc::to_string(P.arch);
   info["gpu"] = P.gpu;
   info["ptx"] = P.ptx;
   info["m"] = P.m;

@@ -48,8 +48,10 @@ int check(const fs::path &vec, std::size_t &lines, std::size_t &bad) {
   const auto h = header(vec);
   const std::string name = vec.filename().string();
   gpu::vec_set v;
+  tc::arch arch{};
   if (!h.count("arch") || !h.count("instr") || !h.count("in") || !h.count("out") || !h.count("k") ||
-      !gpu::parse_format(h.at("in"), v.in) || !gpu::parse_format(h.at("out"), v.out)) {
+      !gpu::parse_in_format(h.at("in"), v.in) || !gpu::parse_out_format(h.at("out"), v.out) ||
+      !tc::parse_arch(h.at("arch"), arch)) {
     std::printf("%s: missing or bad '#! arch= instr= in= out= k=' header\n", name.c_str());
     return 1;
   }
@@ -69,7 +71,7 @@ int check(const fs::path &vec, std::size_t &lines, std::size_t &bad) {
     std::printf("%s: %zu lines but %zu outputs\n", name.c_str(), v.lines(), gpu_d.size());
     return 1;
   }
-  const tc::preset *p = gpu::model_preset(h.at("arch"), h.at("instr") == "wgmma", v.in, v.out, err);
+  const tc::preset *p = gpu::model_preset(arch, h.at("instr") == "wgmma", v.in, v.out, err);
   if (!p) {
     std::printf("%s: %s\n", name.c_str(), err.c_str());
     return 1;

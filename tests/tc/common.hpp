@@ -79,8 +79,8 @@ inline const char *format_name_of(format_id id) {
 // "sm90 wgmma bf16->fp32" (sep " ", "->") or "sm90_wgmma_bf16_fp32" (sep "_", "_").
 inline std::string describe(const preset &P, const char *sep = " ", const char *arrow = "->") {
   char buf[96];
-  std::snprintf(buf, sizeof buf, "%s%s%s%s%s%s%s", P.arch, sep, to_string(P.kind), sep, format_name_of(P.in),
-                arrow, format_name_of(P.out));
+  std::snprintf(buf, sizeof buf, "%s%s%s%s%s%s%s", to_string(P.arch), sep, to_string(P.kind), sep,
+                format_name_of(P.in), arrow, format_name_of(P.out));
   return buf;
 }
 

@@ -2,9 +2,14 @@
 // and the reductions to IEEE arithmetic (expected values from the host FPU).
 #include <cmath>
 #include <cstring>
+#include <iterator>
+#include <string_view>
+#include <utility>
 
 #include <gtest/gtest.h>
 
+#include "bf16emu/attention/policy.hpp"
+#include "bf16emu/attention/tc_adapter.hpp"
 #include "common.hpp"
 
 namespace {
@@ -41,21 +46,88 @@ double value_of(const tcref::fmt &f, std::uint64_t bits) {
   return v.neg ? -r : r;
 }
 
-TEST(Presets, AliasesAndGaps) {
-  EXPECT_STREQ(canonical_arch("volta"), "sm70");
-  EXPECT_STREQ(canonical_arch("turing"), "sm75");
-  EXPECT_STREQ(canonical_arch("ampere"), "sm80");
-  EXPECT_STREQ(canonical_arch("ada"), "sm89");
-  EXPECT_STREQ(canonical_arch("hopper"), "sm90");
-  EXPECT_STREQ(canonical_arch("blackwell"), "sm100");
-  EXPECT_EQ(canonical_arch("sm61"), nullptr);
-  EXPECT_EQ(find_preset("ampere", instr_kind::mma, format_id::bf16, format_id::fp32),
-            find_preset("sm80", instr_kind::mma, format_id::bf16, format_id::fp32));
+// Expected names written out here, not read from the code under test.
+TEST(Arch, NamesRoundTrip) {
+  const std::pair<const char *, arch> canonical[] = {
+      {"sm70", arch::sm70}, {"sm75", arch::sm75}, {"sm80", arch::sm80},  {"sm86", arch::sm86},
+      {"sm89", arch::sm89}, {"sm90", arch::sm90}, {"sm100", arch::sm100}};
+  ASSERT_EQ(std::size(canonical), std::size_t(arch_count));
+  for (const auto &[name, a] : canonical) {
+    EXPECT_STREQ(to_string(a), name);
+    arch parsed = arch::sm70 == a ? arch::sm100 : arch::sm70;
+    EXPECT_TRUE(parse_arch(name, parsed)) << name;
+    EXPECT_EQ(parsed, a) << name;
+  }
+  static_assert([] {
+    arch a = arch::sm70;
+    return parse_arch("hopper", a) && a == arch::sm90;
+  }());
+}
+
+TEST(Arch, AliasesAndRejects) {
+  const std::pair<const char *, arch> aliases[] = {
+      {"volta", arch::sm70},  {"turing", arch::sm75}, {"ampere", arch::sm80},     {"ada", arch::sm89},
+      {"hopper", arch::sm90}, {"sm90a", arch::sm90},  {"blackwell", arch::sm100}, {"sm100a", arch::sm100}};
+  for (const auto &[name, a] : aliases) {
+    arch parsed = arch::sm86;
+    EXPECT_TRUE(parse_arch(name, parsed)) << name;
+    EXPECT_EQ(parsed, a) << name;
+  }
+  for (const char *bad :
+       {"sm61", "", "sm8", "sm800", "sm80 ", "SM80", "Ampere", "sm86a", "sm1000", "fa2:sm80"}) {
+    arch parsed = arch::sm86;
+    EXPECT_FALSE(parse_arch(bad, parsed)) << bad;
+    EXPECT_EQ(parsed, arch::sm86) << bad; // left unchanged
+  }
+  // A prefix of a longer name in a bigger buffer: only the view's characters count.
+  arch parsed = arch::sm70;
+  EXPECT_TRUE(parse_arch(std::string_view("sm100", 4), parsed) == false);
+  EXPECT_TRUE(parse_arch(std::string_view("sm90a", 4), parsed));
+  EXPECT_EQ(parsed, arch::sm90);
+  EXPECT_STREQ(generation_name(arch::sm86), nullptr);
+  EXPECT_EQ(default_kind(arch::sm100), instr_kind::tcgen05);
+  for (const auto &[name, k] :
+       {std::pair{"mma", instr_kind::mma}, std::pair{"mma.sync", instr_kind::mma},
+        std::pair{"wgmma", instr_kind::wgmma}, std::pair{"tcgen05", instr_kind::tcgen05}}) {
+    instr_kind parsed = instr_kind::tcgen05 == k ? instr_kind::mma : instr_kind::tcgen05;
+    EXPECT_TRUE(parse_instr(name, parsed)) << name;
+    EXPECT_EQ(parsed, k) << name;
+  }
+  for (const char *bad : {"", "MMA", "wgmma ", "mma.syn", "hmma"}) {
+    instr_kind parsed = instr_kind::wgmma;
+    EXPECT_FALSE(parse_instr(bad, parsed)) << bad;
+    EXPECT_EQ(parsed, instr_kind::wgmma) << bad;
+  }
+  EXPECT_EQ(default_kind(arch::sm90), instr_kind::mma);
+}
+
+// The attention policies name the same type: fa2:ARCH for the canonical names with a BF16
+// model, nothing else.
+TEST(Arch, AttentionPolicyNames) {
+  for (const char *ok : {"fa2:sm80", "fa2:sm86", "fa2:sm89", "fa2:sm90", "fa2:sm100"}) {
+    attention::kernel_policy p;
+    p.arch = arch::sm70;
+    EXPECT_TRUE(attention::parse_policy(ok, p)) << ok;
+    EXPECT_EQ(attention::policy_name(p), ok);
+  }
+  for (const char *bad : {"fa2:sm70", "fa2:sm75", "fa2:ampere", "fa2:hopper", "fa2:sm90a", "fa2:", "fa2:sm61",
+                          "fa2:SM80", "fa2sm80"}) {
+    attention::kernel_policy p;
+    EXPECT_FALSE(attention::parse_policy(bad, p)) << bad;
+    EXPECT_EQ(p.arch, arch::sm80) << bad; // the default, untouched
+  }
+  EXPECT_TRUE(attention::tc_for(arch::sm90).valid);
+  EXPECT_EQ(attention::tc_for(arch::sm90).block.L, 16);
+  EXPECT_EQ(attention::tc_for(arch::sm86).block.L, 8);
+  EXPECT_FALSE(attention::tc_for(arch::sm70).valid);
+  EXPECT_FALSE(attention::tc_for(arch::sm75).valid);
+}
+
+TEST(Presets, Gaps) {
   // Open in the sources: no preset.
-  EXPECT_EQ(find_preset("sm100", instr_kind::tcgen05, format_id::e4m3, format_id::fp32), nullptr);
-  EXPECT_EQ(find_preset("sm80", instr_kind::mma, format_id::e4m3, format_id::fp32), nullptr);
-  EXPECT_EQ(find_preset("sm80", instr_kind::wgmma, format_id::bf16, format_id::fp32), nullptr);
-  EXPECT_EQ(default_kind("blackwell"), instr_kind::tcgen05);
+  EXPECT_EQ(find_preset(arch::sm100, instr_kind::tcgen05, format_id::e4m3, format_id::fp32), nullptr);
+  EXPECT_EQ(find_preset(arch::sm80, instr_kind::mma, format_id::e4m3, format_id::fp32), nullptr);
+  EXPECT_EQ(find_preset(arch::sm80, instr_kind::wgmma, format_id::bf16, format_id::fp32), nullptr);
   for (const preset &P : presets) {
     EXPECT_TRUE(P.block.valid()) << describe(P);
     EXPECT_EQ(P.k % P.block.L, 0) << describe(P);
@@ -141,7 +213,7 @@ TEST(IeeeReduction, ZeroProductsKeepC) {
 
 // Sums of small integers are exact and independent of the order: compare with the host.
 TEST(IeeeReduction, SmallIntegerDotProducts) {
-  const preset &P = *find_preset("sm90", instr_kind::wgmma, format_id::bf16, format_id::fp32);
+  const preset &P = *find_preset(arch::sm90, instr_kind::wgmma, format_id::bf16, format_id::fp32);
   gen g(5);
   std::vector<bf16> a(64), b(64);
   for (int i = 0; i < 10000; ++i) {
@@ -159,7 +231,7 @@ TEST(IeeeReduction, SmallIntegerDotProducts) {
 // mma(): every element is the dot product of its row and column; gemm() with K > k chains
 // instructions; D may alias C.
 TEST(Api, MmaAndGemmAreDotProducts) {
-  const preset &P = *find_preset("sm80", instr_kind::mma, format_id::bf16, format_id::fp32);
+  const preset &P = *find_preset(arch::sm80, instr_kind::mma, format_id::bf16, format_id::fp32);
   gen g(9);
   const tcref::fmt in = tcref::bf16, out = tcref::fp32;
   std::vector<bf16> A(P.m * P.k), B(P.k * P.n);
@@ -201,7 +273,7 @@ TEST(Api, MmaAndGemmAreDotProducts) {
 
 // The trace of the A100 probe 1*1 + c, c = -2^-25 (two blocks of 8).
 TEST(Trace, BlockRecord) {
-  const preset &P = *find_preset("sm80", instr_kind::mma, format_id::bf16, format_id::fp32);
+  const preset &P = *find_preset(arch::sm80, instr_kind::mma, format_id::bf16, format_id::fp32);
   std::vector<bf16> a(16, bf16{}), b(16, bf16{});
   a[0] = bf16::from_bits(0x3f80), b[0] = bf16::from_bits(0x3f80);
   a[1] = bf16::from_bits(0x3f80), b[1] = bf16::from_bits(0x3380); // 2^-24
@@ -247,7 +319,7 @@ TEST(Trace, BlockRecord) {
 
 TEST(Trace, SpecialBlockAndZeroCostDefault) {
   static_assert(!no_block_trace::enabled);
-  const preset &P = *find_preset("sm90", instr_kind::mma, format_id::bf16, format_id::fp32);
+  const preset &P = *find_preset(arch::sm90, instr_kind::mma, format_id::bf16, format_id::fp32);
   std::vector<bf16> a(16, bf16{}), b(16, bf16{});
   a[0] = bf16::from_bits(0x7f80);
   int calls = 0;
@@ -263,7 +335,7 @@ TEST(Trace, SpecialBlockAndZeroCostDefault) {
 constexpr std::uint32_t constexpr_probe() {
   bf16 a[16]{}, b[16]{};
   a[0].bits = 0x3f80, b[0].bits = 0x3f80;
-  const preset &P = *find_preset("sm90", instr_kind::wgmma, format_id::bf16, format_id::fp32);
+  const preset &P = *find_preset(arch::sm90, instr_kind::wgmma, format_id::bf16, format_id::fp32);
   return dot<bfloat16, binary32>(P.block, P.k, a, 1, b, 1, 16, f32::from_bits(0xb3000000)).bits;
 }
 static_assert(constexpr_probe() == 0x3f7fffff); // [KM25] H100 probe, tests/tc/test_probes.cpp
@@ -278,7 +350,7 @@ constexpr std::uint32_t zero_product_above_max(std::uint16_t small) {
   bf16 a[16]{}, b[16]{};
   b[0].bits = 0x7f00;                    // 0 * 2^127: exponent -126 + 127 = 1 > emax
   a[1].bits = small, b[1].bits = 0x3f80; // small * 1
-  const preset &P = *find_preset("sm90", instr_kind::mma, format_id::bf16, format_id::fp32);
+  const preset &P = *find_preset(arch::sm90, instr_kind::mma, format_id::bf16, format_id::fp32);
   return dot<bfloat16, binary32>(P.block, P.k, a, 1, b, 1, 16, f32::from_bits(0)).bits;
 }
 static_assert(zero_product_above_max(0x3f80) == 0x3f800000); // 1
@@ -288,7 +360,7 @@ constexpr std::uint32_t tiny_products_zero_c() {
   bf16 a[16]{}, b[16]{};
   for (int i = 0; i < 16; ++i)
     a[i].bits = 0x0001, b[i].bits = 0x0001; // 2^-133 * 2^-133
-  const preset &P = *find_preset("sm80", instr_kind::mma, format_id::bf16, format_id::fp32);
+  const preset &P = *find_preset(arch::sm80, instr_kind::mma, format_id::bf16, format_id::fp32);
   return dot<bfloat16, binary32>(P.block, P.k, a, 1, b, 1, 16, f32::from_bits(0)).bits;
 }
 static_assert(tiny_products_zero_c() == 0x00000000); // 16 * 2^-266 truncates to +0

@@ -28,9 +28,11 @@ namespace {
 using namespace tctest;
 using entry = std::pair<int, std::uint64_t>; // (k index, bit pattern)
 
-const preset &get(const char *arch, instr_kind kind, format_id in, format_id out = format_id::fp32) {
-  const preset *p = find_preset(arch, kind, in, out);
-  if (!p) throw std::runtime_error(std::string("no preset ") + arch);
+const preset &get(const char *name, instr_kind kind, format_id in, format_id out = format_id::fp32) {
+  arch a{};
+  if (!parse_arch(name, a)) throw std::runtime_error(std::string("unknown arch ") + name);
+  const preset *p = find_preset(a, kind, in, out);
+  if (!p) throw std::runtime_error(std::string("no preset ") + name);
   return *p;
 }
 

@@ -159,7 +159,7 @@ INSTANTIATE_TEST_SUITE_P(AllPresets, ModelVsReference, ::testing::Range(0, prese
 // The reference against itself is no test; this checks that the reference can fail:
 // a deliberately wrong parameter (F one less) must disagree with the model somewhere.
 TEST(ModelVsReference, ReferenceDetectsAWrongParameter) {
-  const preset &P = *find_preset("sm90", instr_kind::mma, format_id::bf16, format_id::fp32);
+  const preset &P = *find_preset(arch::sm90, instr_kind::mma, format_id::bf16, format_id::fp32);
   gen g(42);
   std::vector<std::uint64_t> a, b;
   std::uint64_t c = 0;

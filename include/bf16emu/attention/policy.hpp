@@ -12,6 +12,8 @@
 #include <string>
 #include <string_view>
 
+#include "bf16emu/tc/presets.hpp"
+
 namespace bf16emu::attention {
 
 // Arithmetic of a run.
@@ -21,9 +23,6 @@ enum class policy_kind : std::uint8_t {
   paper, // all attention state BF16; matmul = FP32 dot rounded to BF16 (the paper's attention.py)
   fa2,   // FlashAttention-2 rounding points on the tensor-core model of `kernel_policy::arch`
 };
-
-// Tensor-core generation used for S = Q K^T and O += P V (see docs/tensor-cores.md).
-enum class tc_arch : std::uint8_t { sm70, sm80, sm89, sm90, sm100 };
 
 enum class kv_order : std::uint8_t { forward, reverse };
 
@@ -48,9 +47,9 @@ enum class normalize_mode : std::uint8_t {
 
 struct kernel_policy {
   policy_kind kind = policy_kind::fa2;
-  tc_arch arch = tc_arch::sm80;
-  int block_m = 64; // Br: query rows per tile
-  int block_n = 64; // Bc: keys per tile (a multiple of 16 for the tensor-core k chunks)
+  tc::arch arch = tc::arch::sm80; // tensor cores of S = Q K^T and O += P V (docs/tensor-cores.md)
+  int block_m = 64;               // Br: query rows per tile
+  int block_n = 64;               // Bc: keys per tile (a multiple of 16 for the tensor-core k chunks)
   kv_order kv = kv_order::reverse;
   exp_impl exp = exp_impl::poly_exp2;
   reduce_order max_order = reduce_order::quad_shuffle; // exact either way (max does not round)
@@ -70,7 +69,7 @@ struct kernel_policy {
 inline kernel_policy fa2_twin() {
   kernel_policy p;
   p.kind = policy_kind::fa2;
-  p.arch = tc_arch::sm80;
+  p.arch = tc::arch::sm80;
   p.block_m = 64;
   p.block_n = 64;
   p.kv = kv_order::reverse;
@@ -90,17 +89,9 @@ inline const char *to_string(policy_kind k) {
   default: return "fa2";
   }
 }
-inline const char *to_string(tc_arch a) {
-  switch (a) {
-  case tc_arch::sm70: return "sm70";
-  case tc_arch::sm80: return "sm80";
-  case tc_arch::sm89: return "sm89";
-  case tc_arch::sm90: return "sm90";
-  default: return "sm100";
-  }
-}
 
-// Parses "exact", "fp32", "paper", "fa2:sm80", "fa2:sm90", ... and "fa2_twin".
+// Parses "exact", "fp32", "paper", "fa2_twin" and "fa2:ARCH" for every canonical arch name
+// (tc::to_string) with a BF16 model: fa2:sm80, fa2:sm86, fa2:sm89, fa2:sm90, fa2:sm100.
 // Returns false for an unknown name (p is left unchanged).
 inline bool parse_policy(std::string_view s, kernel_policy &p) {
   if (s == "exact" || s == "fp32" || s == "paper") {
@@ -113,17 +104,9 @@ inline bool parse_policy(std::string_view s, kernel_policy &p) {
   }
   if (s.substr(0, 4) != "fa2:") return false;
   const std::string_view a = s.substr(4);
-  tc_arch arch;
-  if (a == "sm80") // (sm70 has no BF16 tensor cores)
-    arch = tc_arch::sm80;
-  else if (a == "sm89")
-    arch = tc_arch::sm89;
-  else if (a == "sm90")
-    arch = tc_arch::sm90;
-  else if (a == "sm100")
-    arch = tc_arch::sm100;
-  else
-    return false;
+  tc::arch arch{};
+  // Canonical names only (no "ampere" or "sm90a"): a policy has one spelling in the ledgers.
+  if (!tc::parse_arch(a, arch) || a != tc::to_string(arch) || !tc::bf16_preset(arch)) return false;
   p.kind = policy_kind::fa2;
   p.arch = arch;
   return true;

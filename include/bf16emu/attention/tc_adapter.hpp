@@ -23,11 +23,10 @@ struct tc_model {
 };
 
 // The tensor-core model's preset for BF16 inputs and FP32 accumulation on `a`
-// (include/bf16emu/tc/presets.hpp). sm70 has no BF16 tensor cores: valid = false.
-inline tc_model tc_for(tc_arch a) {
+// (include/bf16emu/tc/presets.hpp). sm70 and sm75 have no BF16 tensor cores: valid = false.
+inline tc_model tc_for(tc::arch a) {
   tc_model m;
-  const char *name = to_string(a);
-  const tc::preset *p = tc::find_preset(name, tc::default_kind(name), format_id::bf16, format_id::fp32);
+  const tc::preset *p = tc::bf16_preset(a);
   if (p) m.block = p->block, m.inst_k = p->k, m.valid = true;
   return m;
 }

@@ -56,9 +56,9 @@ struct tc_params {
 // The tc_params of a preset (bf16 inputs, fp32 accumulator), e.g. "sm80", "hopper";
 // false when the architecture has no bf16 -> fp32 preset.
 inline bool tc_preset(const char *arch, tc_params &out) noexcept {
-  const char *c = tc::canonical_arch(arch);
-  if (!c) return false;
-  const tc::preset *p = tc::find_preset(c, tc::default_kind(c), format_id::bf16, format_id::fp32);
+  tc::arch a{};
+  if (!tc::parse_arch(arch, a)) return false;
+  const tc::preset *p = tc::bf16_preset(a);
   if (!p) return false;
   out.L = p->block.L;
   out.F = p->block.F;

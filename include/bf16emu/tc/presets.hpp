@@ -6,8 +6,10 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 
 #include "bf16emu/core/format.hpp"
+#include "bf16emu/tc/arch.hpp"
 #include "bf16emu/tc/block.hpp"
 
 namespace bf16emu::tc {
@@ -26,9 +28,17 @@ BF16EMU_CXHD const char *to_string(instr_kind k) noexcept {
   }
 }
 
+// "mma" (or "mma.sync"), "wgmma", "tcgen05" -> k; false (k unchanged) for any other name.
+BF16EMU_CXHD bool parse_instr(std::string_view name, instr_kind &k) noexcept {
+  for (int i = 0; i <= int(instr_kind::tcgen05); ++i)
+    if (detail::name_is(name, to_string(instr_kind(i)))) return k = instr_kind(i), true;
+  if (detail::name_is(name, "mma.sync")) return k = instr_kind::mma, true;
+  return false;
+}
+
 struct preset {
-  const char *arch; // "sm80"
-  const char *gpu;  // "A100"
+  tc::arch arch;   // arch::sm80
+  const char *gpu; // "A100"
   instr_kind kind;
   format_id in;    // A and B
   format_id out;   // C and D
@@ -86,93 +96,73 @@ inline constexpr const char *src_blackwell =
     "Khattak & Mikaitis arXiv 2512.07004 (models/B200TC.m: block 16, tf32 block 8, -133); MMA-Sim arXiv "
     "2511.10909 (Blackwell: 25 bits)";
 
-#define BF16EMU_TC_P(arch, gpu, kind, in, out, ptx, m, n, k, blk, ezm, src)                                  \
-  preset { arch, gpu, instr_kind::kind, format_id::in, format_id::out, ptx, m, n, k, blk, ezm, src }
+#define BF16EMU_TC_P(sm, gpu, kind, in, out, ptx, m, n, k, blk, ezm, src)                                    \
+  preset { arch::sm, gpu, instr_kind::kind, format_id::in, format_id::out, ptx, m, n, k, blk, ezm, src }
 } // namespace detail
 
 // clang-format off
 inline constexpr preset presets[] = {
-  BF16EMU_TC_P("sm70", "V100", mma, fp16, fp32, "mma.sync.aligned.m8n8k4.row.col.f32.f16.f16.f32", 8, 8, 4, detail::volta, false, detail::src_volta),
-  BF16EMU_TC_P("sm70", "V100", mma, fp16, fp16, "mma.sync.aligned.m8n8k4.row.col.f16.f16.f16.f16", 8, 8, 4, detail::volta_h, false, detail::src_volta),
-  BF16EMU_TC_P("sm75", "T4 / RTX 20", mma, fp16, fp32, "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32", 16, 8, 8, detail::turing, false, detail::src_turing),
-  BF16EMU_TC_P("sm75", "T4 / RTX 20", mma, fp16, fp16, "mma.sync.aligned.m16n8k8.row.col.f16.f16.f16.f16", 16, 8, 8, detail::turing_h, false, detail::src_turing),
-  BF16EMU_TC_P("sm80", "A100", mma, bf16, fp32, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", 16, 8, 16, detail::ampere, true, detail::src_ampere),
-  BF16EMU_TC_P("sm80", "A100", mma, fp16, fp32, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", 16, 8, 16, detail::ampere, false, detail::src_ampere),
-  BF16EMU_TC_P("sm80", "A100", mma, fp16, fp16, "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16", 16, 8, 16, detail::ampere_h, false, detail::src_ampere),
-  BF16EMU_TC_P("sm80", "A100", mma, tf32, fp32, "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", 16, 8, 8, detail::ampere_tf32, true, detail::src_ampere),
-  BF16EMU_TC_P("sm86", "A2 / RTX 30", mma, bf16, fp32, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", 16, 8, 16, detail::ampere, true, detail::src_ga10x),
-  BF16EMU_TC_P("sm86", "A2 / RTX 30", mma, fp16, fp32, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", 16, 8, 16, detail::ampere, false, detail::src_ga10x),
-  BF16EMU_TC_P("sm86", "A2 / RTX 30", mma, fp16, fp16, "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16", 16, 8, 16, detail::ampere_h, false, detail::src_ga10x),
-  BF16EMU_TC_P("sm86", "A2 / RTX 30", mma, tf32, fp32, "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", 16, 8, 8, detail::ampere_tf32, true, detail::src_ga10x),
-  BF16EMU_TC_P("sm89", "L40S / RTX 40", mma, bf16, fp32, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", 16, 8, 16, detail::ampere, true, detail::src_ada),
-  BF16EMU_TC_P("sm89", "L40S / RTX 40", mma, fp16, fp32, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", 16, 8, 16, detail::ampere, false, detail::src_ada),
-  BF16EMU_TC_P("sm89", "L40S / RTX 40", mma, fp16, fp16, "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16", 16, 8, 16, detail::ampere_h, false, detail::src_ada),
-  BF16EMU_TC_P("sm89", "L40S / RTX 40", mma, tf32, fp32, "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", 16, 8, 8, detail::ampere_tf32, true, detail::src_ada),
-  BF16EMU_TC_P("sm89", "L40S / RTX 40", mma, e4m3, fp32, "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32", 16, 8, 32, detail::ada_fp8, false, detail::src_ada_fp8),
-  BF16EMU_TC_P("sm89", "L40S / RTX 40", mma, e4m3, fp16, "mma.sync.aligned.m16n8k32.row.col.f16.e4m3.e4m3.f16", 16, 8, 32, detail::ada_fp8_h, false, detail::src_ada_fp8),
-  BF16EMU_TC_P("sm89", "L40S / RTX 40", mma, e5m2, fp32, "mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e5m2.f32", 16, 8, 32, detail::ada_fp8, false, detail::src_ada_fp8),
-  BF16EMU_TC_P("sm89", "L40S / RTX 40", mma, e5m2, fp16, "mma.sync.aligned.m16n8k32.row.col.f16.e5m2.e5m2.f16", 16, 8, 32, detail::ada_fp8_h, false, detail::src_ada_fp8),
-  BF16EMU_TC_P("sm90", "H100 / H200", mma, bf16, fp32, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", 16, 8, 16, detail::hopper, true, detail::src_hopper),
-  BF16EMU_TC_P("sm90", "H100 / H200", mma, fp16, fp32, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", 16, 8, 16, detail::hopper, false, detail::src_hopper),
-  BF16EMU_TC_P("sm90", "H100 / H200", mma, fp16, fp16, "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16", 16, 8, 16, detail::hopper_h, false, detail::src_hopper),
-  BF16EMU_TC_P("sm90", "H100 / H200", mma, tf32, fp32, "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", 16, 8, 8, detail::hopper_tf32, true, detail::src_hopper),
-  BF16EMU_TC_P("sm90", "H100 / H200", mma, e4m3, fp32, "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32", 16, 8, 32, detail::hopper_fp8, false, detail::src_hopper_fp8),
-  BF16EMU_TC_P("sm90", "H100 / H200", mma, e4m3, fp16, "mma.sync.aligned.m16n8k32.row.col.f16.e4m3.e4m3.f16", 16, 8, 32, detail::hopper_fp8_h, false, detail::src_hopper_fp8),
-  BF16EMU_TC_P("sm90", "H100 / H200", mma, e5m2, fp32, "mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e5m2.f32", 16, 8, 32, detail::hopper_fp8, false, detail::src_hopper_fp8),
-  BF16EMU_TC_P("sm90", "H100 / H200", mma, e5m2, fp16, "mma.sync.aligned.m16n8k32.row.col.f16.e5m2.e5m2.f16", 16, 8, 32, detail::hopper_fp8_h, false, detail::src_hopper_fp8),
-  BF16EMU_TC_P("sm90", "H100 / H200", wgmma, bf16, fp32, "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16", 64, 8, 16, detail::hopper, true, detail::src_hopper),
-  BF16EMU_TC_P("sm90", "H100 / H200", wgmma, fp16, fp32, "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16", 64, 8, 16, detail::hopper, false, detail::src_hopper),
-  BF16EMU_TC_P("sm90", "H100 / H200", wgmma, fp16, fp16, "wgmma.mma_async.sync.aligned.m64n8k16.f16.f16.f16", 64, 8, 16, detail::hopper_h, false, detail::src_hopper),
-  BF16EMU_TC_P("sm90", "H100 / H200", wgmma, tf32, fp32, "wgmma.mma_async.sync.aligned.m64n8k8.f32.tf32.tf32", 64, 8, 8, detail::hopper_tf32, true, detail::src_hopper),
-  BF16EMU_TC_P("sm90", "H100 / H200", wgmma, e4m3, fp32, "wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3", 64, 8, 32, detail::hopper_fp8, false, detail::src_hopper_fp8),
-  BF16EMU_TC_P("sm90", "H100 / H200", wgmma, e4m3, fp16, "wgmma.mma_async.sync.aligned.m64n8k32.f16.e4m3.e4m3", 64, 8, 32, detail::hopper_fp8_h, false, detail::src_hopper_fp8),
-  BF16EMU_TC_P("sm90", "H100 / H200", wgmma, e5m2, fp32, "wgmma.mma_async.sync.aligned.m64n8k32.f32.e5m2.e5m2", 64, 8, 32, detail::hopper_fp8, false, detail::src_hopper_fp8),
-  BF16EMU_TC_P("sm90", "H100 / H200", wgmma, e5m2, fp16, "wgmma.mma_async.sync.aligned.m64n8k32.f16.e5m2.e5m2", 64, 8, 32, detail::hopper_fp8_h, false, detail::src_hopper_fp8),
-  BF16EMU_TC_P("sm100", "B200", tcgen05, bf16, fp32, "tcgen05.mma.cta_group::1.kind::f16 (bf16 in, f32 acc), k16", 128, 16, 16, detail::hopper, true, detail::src_blackwell),
-  BF16EMU_TC_P("sm100", "B200", tcgen05, fp16, fp32, "tcgen05.mma.cta_group::1.kind::f16 (f16 in, f32 acc), k16", 128, 16, 16, detail::hopper, false, detail::src_blackwell),
-  BF16EMU_TC_P("sm100", "B200", tcgen05, tf32, fp32, "tcgen05.mma.cta_group::1.kind::tf32, k8", 128, 16, 8, detail::hopper_tf32, true, detail::src_blackwell),
+  BF16EMU_TC_P(sm70, "V100", mma, fp16, fp32, "mma.sync.aligned.m8n8k4.row.col.f32.f16.f16.f32", 8, 8, 4, detail::volta, false, detail::src_volta),
+  BF16EMU_TC_P(sm70, "V100", mma, fp16, fp16, "mma.sync.aligned.m8n8k4.row.col.f16.f16.f16.f16", 8, 8, 4, detail::volta_h, false, detail::src_volta),
+  BF16EMU_TC_P(sm75, "T4 / RTX 20", mma, fp16, fp32, "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32", 16, 8, 8, detail::turing, false, detail::src_turing),
+  BF16EMU_TC_P(sm75, "T4 / RTX 20", mma, fp16, fp16, "mma.sync.aligned.m16n8k8.row.col.f16.f16.f16.f16", 16, 8, 8, detail::turing_h, false, detail::src_turing),
+  BF16EMU_TC_P(sm80, "A100", mma, bf16, fp32, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", 16, 8, 16, detail::ampere, true, detail::src_ampere),
+  BF16EMU_TC_P(sm80, "A100", mma, fp16, fp32, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", 16, 8, 16, detail::ampere, false, detail::src_ampere),
+  BF16EMU_TC_P(sm80, "A100", mma, fp16, fp16, "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16", 16, 8, 16, detail::ampere_h, false, detail::src_ampere),
+  BF16EMU_TC_P(sm80, "A100", mma, tf32, fp32, "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", 16, 8, 8, detail::ampere_tf32, true, detail::src_ampere),
+  BF16EMU_TC_P(sm86, "A2 / RTX 30", mma, bf16, fp32, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", 16, 8, 16, detail::ampere, true, detail::src_ga10x),
+  BF16EMU_TC_P(sm86, "A2 / RTX 30", mma, fp16, fp32, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", 16, 8, 16, detail::ampere, false, detail::src_ga10x),
+  BF16EMU_TC_P(sm86, "A2 / RTX 30", mma, fp16, fp16, "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16", 16, 8, 16, detail::ampere_h, false, detail::src_ga10x),
+  BF16EMU_TC_P(sm86, "A2 / RTX 30", mma, tf32, fp32, "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", 16, 8, 8, detail::ampere_tf32, true, detail::src_ga10x),
+  BF16EMU_TC_P(sm89, "L40S / RTX 40", mma, bf16, fp32, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", 16, 8, 16, detail::ampere, true, detail::src_ada),
+  BF16EMU_TC_P(sm89, "L40S / RTX 40", mma, fp16, fp32, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", 16, 8, 16, detail::ampere, false, detail::src_ada),
+  BF16EMU_TC_P(sm89, "L40S / RTX 40", mma, fp16, fp16, "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16", 16, 8, 16, detail::ampere_h, false, detail::src_ada),
+  BF16EMU_TC_P(sm89, "L40S / RTX 40", mma, tf32, fp32, "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", 16, 8, 8, detail::ampere_tf32, true, detail::src_ada),
+  BF16EMU_TC_P(sm89, "L40S / RTX 40", mma, e4m3, fp32, "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32", 16, 8, 32, detail::ada_fp8, false, detail::src_ada_fp8),
+  BF16EMU_TC_P(sm89, "L40S / RTX 40", mma, e4m3, fp16, "mma.sync.aligned.m16n8k32.row.col.f16.e4m3.e4m3.f16", 16, 8, 32, detail::ada_fp8_h, false, detail::src_ada_fp8),
+  BF16EMU_TC_P(sm89, "L40S / RTX 40", mma, e5m2, fp32, "mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e5m2.f32", 16, 8, 32, detail::ada_fp8, false, detail::src_ada_fp8),
+  BF16EMU_TC_P(sm89, "L40S / RTX 40", mma, e5m2, fp16, "mma.sync.aligned.m16n8k32.row.col.f16.e5m2.e5m2.f16", 16, 8, 32, detail::ada_fp8_h, false, detail::src_ada_fp8),
+  BF16EMU_TC_P(sm90, "H100 / H200", mma, bf16, fp32, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", 16, 8, 16, detail::hopper, true, detail::src_hopper),
+  BF16EMU_TC_P(sm90, "H100 / H200", mma, fp16, fp32, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", 16, 8, 16, detail::hopper, false, detail::src_hopper),
+  BF16EMU_TC_P(sm90, "H100 / H200", mma, fp16, fp16, "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16", 16, 8, 16, detail::hopper_h, false, detail::src_hopper),
+  BF16EMU_TC_P(sm90, "H100 / H200", mma, tf32, fp32, "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", 16, 8, 8, detail::hopper_tf32, true, detail::src_hopper),
+  BF16EMU_TC_P(sm90, "H100 / H200", mma, e4m3, fp32, "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32", 16, 8, 32, detail::hopper_fp8, false, detail::src_hopper_fp8),
+  BF16EMU_TC_P(sm90, "H100 / H200", mma, e4m3, fp16, "mma.sync.aligned.m16n8k32.row.col.f16.e4m3.e4m3.f16", 16, 8, 32, detail::hopper_fp8_h, false, detail::src_hopper_fp8),
+  BF16EMU_TC_P(sm90, "H100 / H200", mma, e5m2, fp32, "mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e5m2.f32", 16, 8, 32, detail::hopper_fp8, false, detail::src_hopper_fp8),
+  BF16EMU_TC_P(sm90, "H100 / H200", mma, e5m2, fp16, "mma.sync.aligned.m16n8k32.row.col.f16.e5m2.e5m2.f16", 16, 8, 32, detail::hopper_fp8_h, false, detail::src_hopper_fp8),
+  BF16EMU_TC_P(sm90, "H100 / H200", wgmma, bf16, fp32, "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16", 64, 8, 16, detail::hopper, true, detail::src_hopper),
+  BF16EMU_TC_P(sm90, "H100 / H200", wgmma, fp16, fp32, "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16", 64, 8, 16, detail::hopper, false, detail::src_hopper),
+  BF16EMU_TC_P(sm90, "H100 / H200", wgmma, fp16, fp16, "wgmma.mma_async.sync.aligned.m64n8k16.f16.f16.f16", 64, 8, 16, detail::hopper_h, false, detail::src_hopper),
+  BF16EMU_TC_P(sm90, "H100 / H200", wgmma, tf32, fp32, "wgmma.mma_async.sync.aligned.m64n8k8.f32.tf32.tf32", 64, 8, 8, detail::hopper_tf32, true, detail::src_hopper),
+  BF16EMU_TC_P(sm90, "H100 / H200", wgmma, e4m3, fp32, "wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3", 64, 8, 32, detail::hopper_fp8, false, detail::src_hopper_fp8),
+  BF16EMU_TC_P(sm90, "H100 / H200", wgmma, e4m3, fp16, "wgmma.mma_async.sync.aligned.m64n8k32.f16.e4m3.e4m3", 64, 8, 32, detail::hopper_fp8_h, false, detail::src_hopper_fp8),
+  BF16EMU_TC_P(sm90, "H100 / H200", wgmma, e5m2, fp32, "wgmma.mma_async.sync.aligned.m64n8k32.f32.e5m2.e5m2", 64, 8, 32, detail::hopper_fp8, false, detail::src_hopper_fp8),
+  BF16EMU_TC_P(sm90, "H100 / H200", wgmma, e5m2, fp16, "wgmma.mma_async.sync.aligned.m64n8k32.f16.e5m2.e5m2", 64, 8, 32, detail::hopper_fp8_h, false, detail::src_hopper_fp8),
+  BF16EMU_TC_P(sm100, "B200", tcgen05, bf16, fp32, "tcgen05.mma.cta_group::1.kind::f16 (bf16 in, f32 acc), k16", 128, 16, 16, detail::hopper, true, detail::src_blackwell),
+  BF16EMU_TC_P(sm100, "B200", tcgen05, fp16, fp32, "tcgen05.mma.cta_group::1.kind::f16 (f16 in, f32 acc), k16", 128, 16, 16, detail::hopper, false, detail::src_blackwell),
+  BF16EMU_TC_P(sm100, "B200", tcgen05, tf32, fp32, "tcgen05.mma.cta_group::1.kind::tf32, k8", 128, 16, 8, detail::hopper_tf32, true, detail::src_blackwell),
 };
 // clang-format on
 #undef BF16EMU_TC_P
 
 inline constexpr int preset_count = int(sizeof(presets) / sizeof(presets[0]));
 
-namespace detail {
-BF16EMU_CXHD bool streq(const char *a, const char *b) noexcept {
-  while (*a && *a == *b)
-    ++a, ++b;
-  return *a == *b;
-}
-} // namespace detail
-
-// "sm80", "ampere", ... -> the canonical "smNN" name; nullptr when unknown.
-// Generation names map to the data-centre part the sources measured:
-// volta sm70, turing sm75, ampere sm80, ada sm89, hopper sm90, blackwell sm100.
-BF16EMU_CXHD const char *canonical_arch(const char *name) noexcept {
-  constexpr const char *table[][2] = {{"sm70", "sm70"},   {"volta", "sm70"},   {"sm75", "sm75"},
-                                      {"turing", "sm75"}, {"sm80", "sm80"},    {"ampere", "sm80"},
-                                      {"sm86", "sm86"},   {"sm89", "sm89"},    {"ada", "sm89"},
-                                      {"sm90", "sm90"},   {"sm90a", "sm90"},   {"hopper", "sm90"},
-                                      {"sm100", "sm100"}, {"sm100a", "sm100"}, {"blackwell", "sm100"}};
-  for (const auto &row : table)
-    if (detail::streq(name, row[0])) return row[1];
-  return nullptr;
-}
-
 // The default instruction family of an architecture: tcgen05 on sm100, mma.sync elsewhere.
-BF16EMU_CXHD instr_kind default_kind(const char *arch) noexcept {
-  const char *c = canonical_arch(arch);
-  return c && detail::streq(c, "sm100") ? instr_kind::tcgen05 : instr_kind::mma;
+BF16EMU_CXHD instr_kind default_kind(arch a) noexcept {
+  return a == arch::sm100 ? instr_kind::tcgen05 : instr_kind::mma;
 }
 
-// The preset for (arch or alias, instruction, input format, output format); nullptr if none.
-BF16EMU_CXHD const preset *find_preset(const char *arch, instr_kind kind, format_id in,
-                                       format_id out) noexcept {
-  const char *c = canonical_arch(arch);
-  if (!c) return nullptr;
+// The preset for (arch, instruction, input format, output format); nullptr if none.
+BF16EMU_CXHD const preset *find_preset(arch a, instr_kind kind, format_id in, format_id out) noexcept {
   for (const preset &p : presets)
-    if (detail::streq(p.arch, c) && p.kind == kind && p.in == in && p.out == out) return &p;
+    if (p.arch == a && p.kind == kind && p.in == in && p.out == out) return &p;
   return nullptr;
+}
+
+// The BF16 -> FP32 preset of the arch's default instruction, the model attention and the bias
+// experiments use; nullptr for sm70 and sm75 (no BF16 tensor cores).
+BF16EMU_CXHD const preset *bf16_preset(arch a) noexcept {
+  return find_preset(a, default_kind(a), format_id::bf16, format_id::fp32);
 }
 
 } // namespace bf16emu::tc
