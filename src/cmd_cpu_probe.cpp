@@ -17,6 +17,7 @@
 #include "bf16emu/parallel.hpp"
 #include "command.hpp"
 #include "cpu_probe/x86.hpp"
+#include "io/cpu.hpp"
 #include "io/json.hpp"
 #include "io/print.hpp"
 #include "options.hpp"
@@ -427,15 +428,9 @@ void print_json(const cpu_probe::cpu_info &c, const std::vector<instr_report> &r
   w.end_object();
 }
 
-void list_models() {
-  for (const cpu::model_info &m : cpu::models)
-    std::printf("%-16s k=%-4s %-16s %s\n", m.name, m.k == 0 ? "2n" : std::to_string(m.k).c_str(), m.isa,
-                m.description);
-}
-
 void run(const probe_cli &o) {
   if (o.list) {
-    list_models();
+    io::print_cpu_models();
     return;
   }
   const cpu_probe::cpu_info info = cpu_probe::detect();

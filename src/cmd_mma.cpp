@@ -1,6 +1,7 @@
 // bf16emu CLI: `bf16emu mma`, the tensor-core model on dot-product lines (one output element
 // of an MMA per line). The line format is specified in docs/tensor-cores.md; the CUDA probes
 // read and write the same lines.
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -9,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include <bf16emu/cpu.hpp>
 #include <bf16emu/tc.hpp>
 
 #include "command.hpp"
@@ -82,6 +84,7 @@ void list_presets(bool json) {
       w.kv("rounding", rounding_name(p.block.rounding)).kv("source", p.source);
       w.end_object();
     }
+    io::write_cpu_models(w);
     w.end_array();
     return;
   }
@@ -102,9 +105,24 @@ void list_presets(bool json) {
       "(B200 fp8).\n"
       "Details and full references: docs/tensor-cores.md.\n",
       alias_list().c_str());
+  std::printf("\nCPU BF16 instructions (--a-format bf16, --out fp32, one FP32 lane per line; "
+              "docs/cpu-bf16.md):\n");
+  io::print_cpu_models();
+}
+
+// A tf32 operand as the 32-bit register holds it (0x3f7aa000: 6 to 8 hex digits): the tf32
+// pattern is bits 31..13; the low 13 bits are dropped (a prediction, docs/tensor-cores.md:
+// PTX leaves them unused, no GPU has confirmed what the tensor core does with them).
+bool tf32_container(const std::string &tok, std::uint64_t &bits) {
+  if (tok.size() < 8 || tok.size() > 10 || tok[0] != '0' || (tok[1] != 'x' && tok[1] != 'X')) return false;
+  if (tok.find_first_not_of("0123456789abcdefABCDEF", 2) != std::string::npos) return false;
+  bits = std::stoull(tok.substr(2), nullptr, 16) >> 13;
+  return true;
 }
 
 std::uint64_t parse_value(const std::string &tok, format_id f, int line, const char *what) {
+  std::uint64_t container = 0;
+  if (f == format_id::tf32 && tf32_container(tok, container)) return container;
   io::operand op;
   try {
     op = io::parse_operand(tok, f);
@@ -118,11 +136,9 @@ std::uint64_t parse_value(const std::string &tok, format_id f, int line, const c
   return op.bits;
 }
 
-template <class In, class Out> void run_lines(const mma_cli &o, const tc::preset &P, std::istream &is) {
-  const int K = o.k > 0 ? int(o.k) : P.k;
-  std::vector<fp<In>> a(K), b(K);
-  std::vector<tc::block_trace> blocks;
-  auto tracer = tc::make_block_tracer([&](const tc::block_trace &t) { blocks.push_back(t); });
+// Calls fn(tokens, lineno) for every line of K values of A, K of B, then C; skips empty and #
+// lines; a line with another count is bad input naming it.
+template <class Fn> void for_each_line(std::istream &is, int K, Fn fn) {
   std::string line;
   int lineno = 0;
   const std::size_t want = std::size_t(2 * K + 1);
@@ -135,6 +151,16 @@ template <class In, class Out> void run_lines(const mma_cli &o, const tc::preset
       throw bad_input("line " + std::to_string(lineno) + ": expected " + std::to_string(want) + " values (" +
                       std::to_string(K) + " of A, " + std::to_string(K) + " of B, then C), got " +
                       std::to_string(tok.size()));
+    fn(tok, lineno);
+  }
+}
+
+template <class In, class Out> void run_lines(const mma_cli &o, const tc::preset &P, std::istream &is) {
+  const int K = o.k > 0 ? int(o.k) : P.k;
+  std::vector<fp<In>> a(K), b(K);
+  std::vector<tc::block_trace> blocks;
+  auto tracer = tc::make_block_tracer([&](const tc::block_trace &t) { blocks.push_back(t); });
+  for_each_line(is, K, [&](const std::vector<std::string> &tok, int lineno) {
     for (int i = 0; i < K; ++i) {
       a[i] = fp<In>::from_bits(parse_value(tok[i], P.in, lineno, "A value"));
       b[i] = fp<In>::from_bits(parse_value(tok[K + i], P.in, lineno, "B value"));
@@ -200,7 +226,57 @@ template <class In, class Out> void run_lines(const mma_cli &o, const tc::preset
       }
     }
     std::printf("%s\n", dhex.c_str());
-  }
+  });
+  std::fflush(stdout);
+}
+
+// A CPU BF16 instruction model (cpu/models.hpp, docs/cpu-bf16.md): one FP32 lane per line,
+// a[0..k-1] b[0..k-1] in memory order (a[0] the even element), then c.
+void run_cpu_lines(const mma_cli &o, const cpu::model_info &m, std::istream &is) {
+  const format_id in = o.a_format.empty()
+                           ? format_id::bf16
+                           : io::rethrow_as<bad_input>([&] { return io::parse_format(o.a_format); });
+  const format_id out = io::rethrow_as<bad_input>([&] { return io::parse_format(o.out); });
+  if (in != format_id::bf16 || out != format_id::fp32)
+    throw bad_input(std::string("--arch ") + m.name + " takes --a-format bf16 and --out fp32");
+  const int K = o.k > 0 ? int(o.k) : (m.k > 0 ? m.k : 2);
+  if (!cpu::accepts_k(m, K))
+    throw bad_input(std::string("--arch ") + m.name + " takes --k " +
+                    (m.k > 0 ? std::to_string(m.k) : std::string("2, 4, 6, ... (an even number)")));
+  std::vector<std::uint16_t> a(K), b(K);
+  for_each_line(is, K, [&](const std::vector<std::string> &tok, int lineno) {
+    for (int i = 0; i < K; ++i) {
+      a[i] = static_cast<std::uint16_t>(parse_value(tok[i], in, lineno, "A value"));
+      b[i] = static_cast<std::uint16_t>(parse_value(tok[K + i], in, lineno, "B value"));
+    }
+    const auto c = static_cast<std::uint32_t>(parse_value(tok[2 * K], out, lineno, "C value"));
+    cpu::step_log log;
+    const std::uint32_t d = o.trace ? cpu::run_lane(m.id, a.data(), b.data(), K, c, log)
+                                    : cpu::run_lane(m.id, a.data(), b.data(), K, c);
+    const std::string dhex = hex_of(out, d);
+    if (o.json) {
+      io::json_writer w(std::cout, false);
+      w.begin_object().kv("line", lineno).kv("arch", m.name).kv("d", dhex);
+      if (o.trace) {
+        w.key("steps").begin_array();
+        for (int i = 0; i < std::min(log.count, cpu::step_log::capacity); ++i) {
+          const rounding_event &e = log.steps[i];
+          w.begin_object().kv("guard", int(e.guard)).kv("round", int(e.round)).kv("sticky", int(e.sticky));
+          w.kv("decision", to_string(e.dec)).kv("error", e.err_hi + e.err_lo).end_object();
+        }
+        w.end_array();
+      }
+      w.end_object();
+      return;
+    }
+    if (o.trace)
+      for (int i = 0; i < std::min(log.count, cpu::step_log::capacity); ++i) {
+        const rounding_event &e = log.steps[i];
+        std::printf("# step %d: guard %d round %d sticky %d, %s, error %s\n", i + 1, int(e.guard),
+                    int(e.round), int(e.sticky), to_string(e.dec), hexfloat(e.err_hi + e.err_lo).c_str());
+      }
+    std::printf("%s\n", dhex.c_str());
+  });
   std::fflush(stdout);
 }
 
@@ -210,10 +286,18 @@ void run(const mma_cli &o) {
     return;
   }
   if (o.arch.empty()) throw bad_input("mma needs --arch (or --list-arch)");
+  std::ifstream file;
+  if (!o.in_file.empty()) file = io::rethrow_as<bad_input>([&] { return io::open_input(o.in_file, "--in"); });
+  std::istream &is = o.in_file.empty() ? std::cin : file;
+  if (const cpu::model_info *m = cpu::find_model(o.arch.c_str())) {
+    run_cpu_lines(o, *m, is);
+    return;
+  }
   if (o.a_format.empty()) throw bad_input("mma needs --a-format");
   tc::arch arch{};
   if (!tc::parse_arch(o.arch, arch))
-    throw bad_input("unknown --arch '" + io::shorten(o.arch) + "' (" + arch_names(", ") + ")");
+    throw bad_input("unknown --arch '" + io::shorten(o.arch) + "' (" + arch_names(", ") +
+                    "; CPU models: see --list-arch)");
   const format_id in = io::rethrow_as<bad_input>([&] { return io::parse_format(o.a_format); });
   const format_id out = io::rethrow_as<bad_input>([&] { return io::parse_format(o.out); });
   tc::instr_kind kind = tc::default_kind(arch);
@@ -230,9 +314,6 @@ void run(const mma_cli &o) {
                     " (the sources leave it open or the GPU lacks it); " + tc::to_string(arch) +
                     " has:" + have);
   }
-  std::ifstream file;
-  if (!o.in_file.empty()) file = io::rethrow_as<bad_input>([&] { return io::open_input(o.in_file, "--in"); });
-  std::istream &is = o.in_file.empty() ? std::cin : file;
   visit_format(P->in, [&](auto fin) {
     using In = decltype(fin);
     if constexpr (In::width <= 19) {
@@ -248,7 +329,9 @@ void register_mma(CLI::App &app) {
   auto o = std::make_shared<mma_cli>();
   CLI::App *sub =
       app.add_subcommand("mma", "NVIDIA tensor-core MMA model: D = A*B + C per output element, bit-exact");
-  sub->add_option("--arch", o->arch, arch_names(" or "));
+  sub->add_option("--arch", o->arch,
+                  arch_names(" or ") +
+                      ", or a CPU BF16 model (avx512bf16, amx-bf16, arm-bfdot, ...; --list-arch)");
   sub->add_option("--instr", o->instr, "mma (mma.sync, default), wgmma (sm90), tcgen05 (sm100, its default)");
   sub->add_option("--a-format", o->a_format, "format of A and B: bf16 fp16 tf32 e4m3 e5m2");
   add_count(sub, "--k", o->k,
@@ -263,9 +346,13 @@ void register_mma(CLI::App &app) {
   sub->add_flag("--json", o->json, "one JSON object per line (with --list-arch: a JSON array)");
   sub->footer(
       "Each input line: K values of a row of A, K values of a column of B, then C. Values are bit patterns\n"
-      "(0x..., of the A/B format; C and D in the --out format, tf32 as its 19-bit pattern) or decimals,\n"
+      "(0x..., of the A/B format; C and D in the --out format; tf32 as its 19-bit pattern or as the 32-bit\n"
+      "register, 0x3f7aa000, whose low 13 bits are dropped) or decimals,\n"
       "hex-floats, inf, nan that must be exact in their format. Lines that are empty or start with #\n"
       "are skipped. Output: D as a hex bit pattern, one per line. Bad input: 'line N: ...', exit 2.\n\n"
+      "Example (VDPBF16PS, one FP32 lane: a0 a1 b0 b1 c):\n"
+      "  echo '0x3f80 0x3f80 0x3f80 0x3f80 0' | bf16emu mma --arch avx512bf16 --a-format bf16 --k 2   # "
+      "0x40000000\n"
       "Example (A100 F probe):\n"
       "  echo \"0x3f80 $(printf '0 %.0s' {1..15})0x3f80 $(printf '0 %.0s' {1..15})0xbf7fffff\" |\n"
       "    bf16emu mma --arch sm80 --a-format bf16          # prints 0x33800000");
