@@ -133,6 +133,44 @@ BF16EMU_CXHD result<Out> fma_impl(fp<FA> a, fp<FB> b, fp<FC> c, const env &e, Tr
   return round_pack<Out>(u, e, tr, op_kind::fma);
 }
 
+// q = floor(sa * 2^63 / sb) and sa * 2^63 - q * sb for sa, sb in [2^31, 2^32): a 63- or
+// 64-bit quotient, so even stochastic rounding (32 bits below the last kept bit of a 24-bit
+// result) sees exact discarded bits; the remainder is the sticky.
+//  1. q0 = 2 * trunc(sa * (1/sb) * 2^62) in binary64: |q0 - q| < 2^13 (a relative error of
+//     about 2^-52 on a value below 2^64, plus 2), so the remainder sa * 2^63 - q0 * sb is
+//     below 2^46 in magnitude and exact in wrapping 64-bit arithmetic.
+//  2. k = that remainder / sb, rounded to nearest in binary64 (error below 0.5 + 2^-30):
+//     q0 + k is q or q + 1, and one step down (remainder negative) gives q.
+struct quotient {
+  std::uint64_t quo, rem;
+};
+BF16EMU_CXHD quotient divide_sig_fp(std::uint64_t sa, std::uint64_t sb) noexcept {
+  const double inv = 1.0 / double(sb);
+  const std::uint64_t q0 = std::uint64_t(std::int64_t(double(sa) * inv * 0x1p62)) << 1;
+  const std::int64_t r0 = std::int64_t((sa << 63) - q0 * sb);
+  const double t = double(r0) * inv;
+  const std::int64_t k = std::int64_t(t < 0 ? t - 0.5 : t + 0.5);
+  std::uint64_t quo = q0 + std::uint64_t(k);
+  std::uint64_t rem = std::uint64_t(r0) - std::uint64_t(k) * sb;
+  const std::uint64_t neg = std::uint64_t(std::int64_t(rem) >> 63); // all ones when < 0
+  quo -= neg & 1;
+  rem += neg & sb;
+  return {quo, rem};
+}
+BF16EMU_CXHD quotient divide_sig(std::uint64_t sa, std::uint64_t sb) noexcept {
+  quotient q{0, 0};
+  if (__builtin_is_constant_evaluated()) {
+    q = divide_sig_fp(sa, sb);
+  } else {
+    const unsigned status = host_fp_status();
+    q = divide_sig_fp(fp_fence(sa), fp_fence(sb));
+    q.quo = fp_fence(q.quo);
+    q.rem = fp_fence(q.rem);
+    restore_host_fp_status(status);
+  }
+  return q;
+}
+
 template <class Out, class FA, class FB, class Tr>
 BF16EMU_CXHD result<Out> div_impl(fp<FA> a, fp<FB> b, const env &e, Tr &tr) noexcept {
   static_assert(arith_ok<FA> && arith_ok<FB>, "arithmetic supports formats of up to 24 significant bits");
@@ -149,30 +187,24 @@ BF16EMU_CXHD result<Out> div_impl(fp<FA> a, fp<FB> b, const env &e, Tr &tr) noex
     return infinity<Out>(sign, e, flag::divbyzero);
   }
   if (ua.k == kind::zero) return zero<Out>(sign);
-  // Long division in two 32-bit steps, significands normalised to [2^31, 2^32):
-  // a 63- or 64-bit quotient, so even stochastic rounding (32 bits below the last
-  // kept bit of a 24-bit result) sees exact discarded bits; the remainder is the sticky.
   std::uint64_t sa = ua.sig, sb = ub.sig;
   std::int32_t ea = ua.exp, eb = ub.exp;
   normalize_to(sa, ea, 31);
   normalize_to(sb, eb, 31);
-  const std::uint64_t hi_num = sa << 31;
-  const std::uint64_t q1 = hi_num / sb, r1 = hi_num % sb;
-  const std::uint64_t lo_num = r1 << 32;
-  const std::uint64_t q2 = lo_num / sb, r2 = lo_num % sb;
+  const quotient q = divide_sig(sa, sb);
   unrounded u;
   u.sign = sign;
-  u.sig = (q1 << 32) | q2;
+  u.sig = q.quo;
   u.exp = ea - eb - 63;
-  u.tail_sign = r2 != 0;
+  u.tail_sign = q.rem != 0;
   if constexpr (Tr::enabled) {
-    u.tail = scale(double(r2) / double(sb), u.exp);
-    u.tail_exact = r2 == 0;
+    u.tail = scale(double(q.rem) / double(sb), u.exp);
+    u.tail_exact = q.rem == 0;
   }
   return round_pack<Out>(u, e, tr, op_kind::div);
 }
 
-// floor(sqrt(m)) and m - root^2, bit by bit.
+// floor(sqrt(m)) and m - root^2, bit by bit: the constant-evaluation path of sqrt_root.
 struct isqrt_result {
   std::uint64_t root, rem;
 };
@@ -193,6 +225,54 @@ BF16EMU_CXHD isqrt_result isqrt(std::uint64_t m) noexcept {
   return {root, rem};
 }
 
+// The hardware's correctly rounded binary64 square root (run time only).
+BF16EMU_HD inline double sqrt_f64(double x) noexcept {
+#if defined(__CUDA_ARCH__)
+  return __dsqrt_rn(x);
+#else
+  return __builtin_sqrt(x);
+#endif
+}
+
+// Number of root bits below the 31-bit integer root of m: 57 in all, enough for exact
+// discarded bits of a 24-bit result under stochastic rounding (32 bits below its last bit).
+inline constexpr int sqrt_extra_bits = 26;
+
+// Exact R = floor(sqrt(m * 2^52)) and N - R^2 (N = m * 2^52) for m in [2^60, 2^62)
+// whose set bits span at most 53 bits (a significand of <= 24 bits, shifted).
+//  1. r = floor(sqrt(m)), 31 bits: the binary64 root (exact input, correctly rounded, so
+//     floor(d) is r or r + 1; one step down fixes it), or bit by bit in constant evaluation.
+//  2. R = r * 2^26 + t with t <= t0 = floor(rem * 2^25 / r) and t0 - t < 1 + 2^-5 (the
+//     dropped t^2 term); t0 from a binary64 quotient may be one more than that floor.
+//     So R0 = r * 2^26 + t0 is R, R + 1 or R + 2, and N - R0^2 is exact in wrapping
+//     64-bit arithmetic (|N - R0^2| <= 3 * 2^58); at most two steps down fix it.
+BF16EMU_CXHD isqrt_result sqrt_root(std::uint64_t m) noexcept {
+  constexpr int x = sqrt_extra_bits;
+  std::uint64_t r = 0, rem = 0, t0 = 0;
+  if (__builtin_is_constant_evaluated()) {
+    const isqrt_result s = isqrt(m);
+    r = s.root;
+    rem = s.rem;
+    t0 = (rem << (x - 1)) / r;
+  } else {
+    const unsigned status = host_fp_status();
+    r = std::uint64_t(sqrt_f64(fp_fence(double(m))));
+    r -= std::uint64_t(r * r > m);
+    rem = m - r * r; // <= 2r < 2^32
+    t0 = fp_fence(std::uint64_t(double(rem << (x - 1)) / double(r)));
+    restore_host_fp_status(status);
+  }
+  std::uint64_t root = (r << x) + t0;
+  // N - root^2 = rem * 2^52 - 2^27 * r * t0 - t0^2, modulo 2^64.
+  std::uint64_t res = (rem << (2 * x)) - ((r * t0) << (x + 1)) - t0 * t0;
+  for (int i = 0; i < 2; ++i) { // two branch-free steps down while the residual is negative
+    const std::uint64_t neg = std::uint64_t(std::int64_t(res) >> 63); // all ones when < 0
+    root -= neg & 1;
+    res += neg & (2 * root + 1);
+  }
+  return {root, res};
+}
+
 template <class Out, class FA, class Tr>
 BF16EMU_CXHD result<Out> sqrt_impl(fp<FA> a, const env &e, Tr &tr) noexcept {
   static_assert(arith_ok<FA>, "arithmetic supports formats of up to 24 significant bits");
@@ -201,7 +281,8 @@ BF16EMU_CXHD result<Out> sqrt_impl(fp<FA> a, const env &e, Tr &tr) noexcept {
   if (ua.k == kind::zero) return zero<Out>(ua.sign);
   if (ua.sign) return default_nan<Out>(e, flag::invalid);
   if (ua.k == kind::inf) return infinity<Out>(false, e);
-  // m * 2^ex with ex even and m in [2^60, 2^62): the root has 31 bits.
+  // m * 2^ex with ex even and m in [2^60, 2^62): the integer root has 31 bits,
+  // extended by sqrt_extra_bits more (the radicand continuing with zeros).
   std::uint64_t m = ua.sig;
   std::int32_t ex = ua.exp;
   normalize_to(m, ex, 60);
@@ -209,16 +290,8 @@ BF16EMU_CXHD result<Out> sqrt_impl(fp<FA> a, const env &e, Tr &tr) noexcept {
     m <<= 1;
     ex -= 1;
   }
-  isqrt_result s = isqrt(m);
-  // Extend the root by 26 more bits (digit by digit, the radicand continuing with
-  // zeros): 57 bits, enough for exact discarded bits under stochastic rounding.
-  constexpr int extra = 26;
-  for (int i = 0; i < extra; ++i) {
-    const std::uint64_t rem4 = s.rem << 2, trial = (s.root << 2) | 1;
-    const bool take = rem4 >= trial;
-    s.rem = take ? rem4 - trial : rem4;
-    s.root = (s.root << 1) | std::uint64_t(take);
-  }
+  const isqrt_result s = sqrt_root(m);
+  constexpr int extra = sqrt_extra_bits;
   unrounded u;
   u.sig = s.root;
   u.exp = ex / 2 - extra;
