@@ -1,8 +1,9 @@
-// Fast-path oracle tier for the scalar core's fp32 div and sqrt (issue 14, goal 1).
+// Fast-path oracle tier for the scalar core's fp32 sqrt and div (issue 14, goal 1).
 //
-// div now forms its 64-bit quotient from a binary64 reciprocal plus an exact remainder fix-up,
-// and sqrt its 57-bit root from the binary64 root plus an exact fix-up (core/arith.hpp
-// divide_sig, sqrt_root). Here each result is checked against an independent reference:
+// sqrt now forms its 57-bit root from the binary64 root plus an exact integer fix-up
+// (core/arith.hpp sqrt_root). div keeps its two-step integer long division (a binary64
+// estimate was tried and measured no faster); this tier checks it all the same, so that a
+// later div fast path has its oracle. Each result is checked against an independent reference:
 //   * div:  the quotient from a 128-bit integer division, rounded by fast_oracle::round_sig;
 //   * sqrt: the old bit-by-bit integer root (kept below as the reference), rounded the same way;
 //   * special operands (NaN, Inf, zero): hand-written IEEE rules (sqrt) or the exact oracle (div).

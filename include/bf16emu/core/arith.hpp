@@ -133,44 +133,6 @@ BF16EMU_CXHD result<Out> fma_impl(fp<FA> a, fp<FB> b, fp<FC> c, const env &e, Tr
   return round_pack<Out>(u, e, tr, op_kind::fma);
 }
 
-// q = floor(sa * 2^63 / sb) and sa * 2^63 - q * sb for sa, sb in [2^31, 2^32): a 63- or
-// 64-bit quotient, so even stochastic rounding (32 bits below the last kept bit of a 24-bit
-// result) sees exact discarded bits; the remainder is the sticky.
-//  1. q0 = 2 * trunc(sa * (1/sb) * 2^62) in binary64: |q0 - q| < 2^13 (a relative error of
-//     about 2^-52 on a value below 2^64, plus 2), so the remainder sa * 2^63 - q0 * sb is
-//     below 2^46 in magnitude and exact in wrapping 64-bit arithmetic.
-//  2. k = that remainder / sb, rounded to nearest in binary64 (error below 0.5 + 2^-30):
-//     q0 + k is q or q + 1, and one step down (remainder negative) gives q.
-struct quotient {
-  std::uint64_t quo, rem;
-};
-BF16EMU_CXHD quotient divide_sig_fp(std::uint64_t sa, std::uint64_t sb) noexcept {
-  const double inv = 1.0 / double(sb);
-  const std::uint64_t q0 = std::uint64_t(std::int64_t(double(sa) * inv * 0x1p62)) << 1;
-  const std::int64_t r0 = std::int64_t((sa << 63) - q0 * sb);
-  const double t = double(r0) * inv;
-  const std::int64_t k = std::int64_t(t < 0 ? t - 0.5 : t + 0.5);
-  std::uint64_t quo = q0 + std::uint64_t(k);
-  std::uint64_t rem = std::uint64_t(r0) - std::uint64_t(k) * sb;
-  const std::uint64_t neg = std::uint64_t(std::int64_t(rem) >> 63); // all ones when < 0
-  quo -= neg & 1;
-  rem += neg & sb;
-  return {quo, rem};
-}
-BF16EMU_CXHD quotient divide_sig(std::uint64_t sa, std::uint64_t sb) noexcept {
-  quotient q{0, 0};
-  if (__builtin_is_constant_evaluated()) {
-    q = divide_sig_fp(sa, sb);
-  } else {
-    const unsigned status = host_fp_status();
-    q = divide_sig_fp(fp_fence(sa), fp_fence(sb));
-    q.quo = fp_fence(q.quo);
-    q.rem = fp_fence(q.rem);
-    restore_host_fp_status(status);
-  }
-  return q;
-}
-
 template <class Out, class FA, class FB, class Tr>
 BF16EMU_CXHD result<Out> div_impl(fp<FA> a, fp<FB> b, const env &e, Tr &tr) noexcept {
   static_assert(arith_ok<FA> && arith_ok<FB>, "arithmetic supports formats of up to 24 significant bits");
@@ -187,19 +149,25 @@ BF16EMU_CXHD result<Out> div_impl(fp<FA> a, fp<FB> b, const env &e, Tr &tr) noex
     return infinity<Out>(sign, e, flag::divbyzero);
   }
   if (ua.k == kind::zero) return zero<Out>(sign);
+  // Long division in two 32-bit steps, significands normalised to [2^31, 2^32):
+  // a 63- or 64-bit quotient, so even stochastic rounding (32 bits below the last
+  // kept bit of a 24-bit result) sees exact discarded bits; the remainder is the sticky.
   std::uint64_t sa = ua.sig, sb = ub.sig;
   std::int32_t ea = ua.exp, eb = ub.exp;
   normalize_to(sa, ea, 31);
   normalize_to(sb, eb, 31);
-  const quotient q = divide_sig(sa, sb);
+  const std::uint64_t hi_num = sa << 31;
+  const std::uint64_t q1 = hi_num / sb, r1 = hi_num % sb;
+  const std::uint64_t lo_num = r1 << 32;
+  const std::uint64_t q2 = lo_num / sb, r2 = lo_num % sb;
   unrounded u;
   u.sign = sign;
-  u.sig = q.quo;
+  u.sig = (q1 << 32) | q2;
   u.exp = ea - eb - 63;
-  u.tail_sign = q.rem != 0;
+  u.tail_sign = r2 != 0;
   if constexpr (Tr::enabled) {
-    u.tail = scale(double(q.rem) / double(sb), u.exp);
-    u.tail_exact = q.rem == 0;
+    u.tail = scale(double(r2) / double(sb), u.exp);
+    u.tail_exact = r2 == 0;
   }
   return round_pack<Out>(u, e, tr, op_kind::div);
 }
