@@ -20,11 +20,11 @@
 #include <bf16emu/core.hpp>
 #include <bf16emu/parallel.hpp>
 
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <string>
 
 #include "common.hpp"
@@ -171,16 +171,8 @@ std::uint32_t edge_f32(rng &r) {
   return (r.u32() & 0x80000000u) | (ex << 23) | fr;
 }
 
-float as_float(std::uint32_t b) {
-  float f;
-  std::memcpy(&f, &b, 4);
-  return f;
-}
-std::uint32_t as_bits(float f) {
-  std::uint32_t b;
-  std::memcpy(&b, &f, 4);
-  return b;
-}
+float as_float(std::uint32_t b) { return std::bit_cast<float>(b); }
+std::uint32_t as_bits(float f) { return std::bit_cast<std::uint32_t>(f); }
 
 std::uint32_t with_exp(std::uint32_t x, int biased) {
   return (x & 0x807FFFFFu) | (std::uint32_t(biased) << 23);
@@ -279,6 +271,20 @@ void report(tally &t, const char *op, std::uint64_t expected) {
               static_cast<unsigned long long>(expected / round_mode_count), t.bad.load());
 }
 
+// One sqrt operand in all 7 modes against the reference.
+void check_sqrt(tally &t, std::uint64_t i, std::uint32_t a) {
+  const prepared p = sqrt_prepare(a);
+  const f32 x = f32::from_bits(a);
+  compare_modes(
+      t, i, p,
+      [&](const env &e, bool trace) {
+        if (!trace) return sqrt(x, e);
+        last_event ev;
+        return sqrt(x, e, ev);
+      },
+      "sqrt a=" + hex(a));
+}
+
 TEST(FastPath, Div) {
   const std::uint64_t n = cases_per_mode();
   tally t;
@@ -307,17 +313,7 @@ TEST(FastPath, Sqrt) {
   tally t;
   run_blocks(n, [&](std::uint64_t i) {
     rng r(0x5A5Aull * 0x100000000ull + i);
-    const std::uint32_t a = sqrt_operand(r);
-    const prepared p = sqrt_prepare(a);
-    const f32 x = f32::from_bits(a);
-    compare_modes(
-        t, i, p,
-        [&](const env &e, bool trace) {
-          if (!trace) return sqrt(x, e);
-          last_event ev;
-          return sqrt(x, e, ev);
-        },
-        "sqrt a=" + hex(a));
+    check_sqrt(t, i, sqrt_operand(r));
   });
   report(t, "sqrt", n * round_mode_count);
 }
@@ -327,19 +323,7 @@ TEST(FastPath, SqrtAllFp32) {
   if (env_u64("BF16EMU_FASTPATH_ALL_SQRT", 0) == 0) GTEST_SKIP() << "set BF16EMU_FASTPATH_ALL_SQRT=1";
   const std::uint64_t n = std::uint64_t{1} << 32;
   tally t;
-  run_blocks(n, [&](std::uint64_t i) {
-    const std::uint32_t a = std::uint32_t(i);
-    const prepared p = sqrt_prepare(a);
-    const f32 x = f32::from_bits(a);
-    compare_modes(
-        t, i, p,
-        [&](const env &e, bool trace) {
-          if (!trace) return sqrt(x, e);
-          last_event ev;
-          return sqrt(x, e, ev);
-        },
-        "sqrt a=" + hex(a));
-  });
+  run_blocks(n, [&](std::uint64_t i) { check_sqrt(t, i, std::uint32_t(i)); });
   report(t, "sqrt (all 2^32 inputs)", n * round_mode_count);
 }
 
