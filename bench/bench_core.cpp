@@ -3,8 +3,9 @@
 //
 //   ./build/bench/bench_core --benchmark_min_time=0.5
 // Scalar core (docs/performance.md), medians of 5 on a shared machine:
-//   ./build/bench/bench_core --benchmark_filter='BM_(native_)?(f32|bf16)_(add|mul|fma|div|sqrt)(<|/|$)' \
-//     --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+//   ./build/bench/bench_core --benchmark_filter='BM_(native_)?(f32|bf16)_(add|mul|fma|div|sqrt)(<|/|$)'
+//     --benchmark_min_time=0.2 --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+//   (one command line)
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
