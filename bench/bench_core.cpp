@@ -2,6 +2,10 @@
 // baseline in the same run; docs/performance.md reports the ratios.
 //
 //   ./build/bench/bench_core --benchmark_min_time=0.5
+// Scalar core (docs/performance.md), medians of 5 on a shared machine:
+//   ./build/bench/bench_core --benchmark_filter='BM_(native_)?(f32|bf16)_(add|mul|fma|div|sqrt)(<|/|$)'
+//     --benchmark_min_time=0.2 --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+//   (one command line)
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
@@ -35,36 +39,93 @@ struct counting_tracer {
   void operator()(const rounding_event &e) noexcept { ups += e.dec == decision::up; }
 };
 
-void BM_native_f32_add(benchmark::State &state) {
-  const auto a = random_f32(kN, 1), b = random_f32(kN, 2);
-  std::vector<float> fa(kN), fb(kN);
+// Native baselines: the same operands, the host's own float arithmetic.
+enum class op2 { add, mul, fma, div, sqrt };
+
+template <op2 Op> float native_op(float x, float y, float z) {
+  if constexpr (Op == op2::add)
+    return x + y;
+  else if constexpr (Op == op2::mul)
+    return x * y;
+  else if constexpr (Op == op2::fma)
+    return __builtin_fmaf(x, y, z);
+  else if constexpr (Op == op2::div)
+    return x / y;
+  else
+    return __builtin_sqrtf(x);
+}
+
+template <op2 Op, class F, class Tr> result<F> emulated_op(fp<F> x, fp<F> y, fp<F> z, const env &e, Tr &tr) {
+  if constexpr (Op == op2::add)
+    return add(x, y, e, tr);
+  else if constexpr (Op == op2::mul)
+    return mul(x, y, e, tr);
+  else if constexpr (Op == op2::fma)
+    return fma(x, y, z, e, tr);
+  else if constexpr (Op == op2::div)
+    return div(x, y, e, tr);
+  else
+    return sqrt(x, e, tr);
+}
+
+// sqrt reads positive operands (negative ones would all take the invalid early exit).
+std::vector<std::uint32_t> operands(op2 op, std::uint64_t seed) {
+  auto v = random_f32(kN, seed);
+  if (op == op2::sqrt)
+    for (auto &x : v)
+      x &= 0x7FFFFFFFu;
+  return v;
+}
+
+template <op2 Op> void BM_native_f32(benchmark::State &state) {
+  const auto a = operands(Op, 1), b = random_f32(kN, 2), c = random_f32(kN, 6);
+  std::vector<float> fa(kN), fb(kN), fc(kN);
   for (std::size_t i = 0; i < kN; ++i) {
     fa[i] = to_float(f32::from_bits(a[i]));
     fb[i] = to_float(f32::from_bits(b[i]));
+    fc[i] = to_float(f32::from_bits(c[i]));
   }
   for (auto _ : state) {
     for (std::size_t i = 0; i < kN; ++i) {
-      float r = fa[i] + fb[i];
+      float r = native_op<Op>(fa[i], fb[i], fc[i]);
       benchmark::DoNotOptimize(r);
     }
   }
   state.SetItemsProcessed(state.iterations() * kN);
 }
+void BM_native_f32_add(benchmark::State &state) { BM_native_f32<op2::add>(state); }
+void BM_native_f32_mul(benchmark::State &state) { BM_native_f32<op2::mul>(state); }
+void BM_native_f32_fma(benchmark::State &state) { BM_native_f32<op2::fma>(state); }
+void BM_native_f32_div(benchmark::State &state) { BM_native_f32<op2::div>(state); }
+void BM_native_f32_sqrt(benchmark::State &state) { BM_native_f32<op2::sqrt>(state); }
 BENCHMARK(BM_native_f32_add);
+BENCHMARK(BM_native_f32_mul);
+BENCHMARK(BM_native_f32_fma);
+BENCHMARK(BM_native_f32_div);
+BENCHMARK(BM_native_f32_sqrt);
 
-template <bool Trace> void BM_f32_add(benchmark::State &state) {
-  const auto a = random_f32(kN, 1), b = random_f32(kN, 2);
+// One emulated op over the operands, in the mode given by the argument, tracer off or on.
+template <op2 Op, class F, bool Trace> void run_emulated(benchmark::State &state) {
+  const auto a = operands(Op, 1), b = random_f32(kN, 2), c = random_f32(kN, 6);
+  std::vector<fp<F>> x(kN), y(kN), z(kN);
+  for (std::size_t i = 0; i < kN; ++i) { // bf16: the top half of the fp32 pattern
+    constexpr int drop = 32 - F::width;
+    x[i] = fp<F>::from_bits(a[i] >> drop);
+    y[i] = fp<F>::from_bits(b[i] >> drop);
+    z[i] = fp<F>::from_bits(c[i] >> drop);
+  }
   env e;
   e.mode = static_cast<round_mode>(state.range(0));
   counting_tracer tr;
+  no_trace off;
   for (auto _ : state) {
     for (std::size_t i = 0; i < kN; ++i) {
       e.random = std::uint32_t(i * 2654435761u);
-      result<binary32> r;
+      result<F> r;
       if constexpr (Trace)
-        r = add(f32::from_bits(a[i]), f32::from_bits(b[i]), e, tr);
+        r = emulated_op<Op>(x[i], y[i], z[i], e, tr);
       else
-        r = add(f32::from_bits(a[i]), f32::from_bits(b[i]), e);
+        r = emulated_op<Op>(x[i], y[i], z[i], e, off);
       benchmark::DoNotOptimize(r);
     }
   }
@@ -72,8 +133,37 @@ template <bool Trace> void BM_f32_add(benchmark::State &state) {
   state.SetItemsProcessed(state.iterations() * kN);
   state.SetLabel(to_string(e.mode));
 }
+
+template <bool Trace> void BM_f32_add(benchmark::State &state) {
+  run_emulated<op2::add, binary32, Trace>(state);
+}
+template <bool Trace> void BM_f32_mul(benchmark::State &state) {
+  run_emulated<op2::mul, binary32, Trace>(state);
+}
+template <bool Trace> void BM_f32_fma(benchmark::State &state) {
+  run_emulated<op2::fma, binary32, Trace>(state);
+}
+template <bool Trace> void BM_f32_div(benchmark::State &state) {
+  run_emulated<op2::div, binary32, Trace>(state);
+}
+template <bool Trace> void BM_f32_sqrt(benchmark::State &state) {
+  run_emulated<op2::sqrt, binary32, Trace>(state);
+}
+void BM_bf16_add(benchmark::State &state) { run_emulated<op2::add, bfloat16, false>(state); }
+void BM_bf16_mul(benchmark::State &state) { run_emulated<op2::mul, bfloat16, false>(state); }
 BENCHMARK(BM_f32_add<false>)->DenseRange(0, round_mode_count - 1);
 BENCHMARK(BM_f32_add<true>)->DenseRange(0, round_mode_count - 1);
+// The other ops: nearest-even and stochastic (the mode with the most discarded bits to read).
+BENCHMARK(BM_f32_mul<false>)->Arg(0)->Arg(6);
+BENCHMARK(BM_f32_mul<true>)->Arg(0);
+BENCHMARK(BM_f32_fma<false>)->Arg(0)->Arg(6);
+BENCHMARK(BM_f32_fma<true>)->Arg(0);
+BENCHMARK(BM_f32_div<false>)->Arg(0)->Arg(6);
+BENCHMARK(BM_f32_div<true>)->Arg(0);
+BENCHMARK(BM_f32_sqrt<false>)->Arg(0)->Arg(6);
+BENCHMARK(BM_f32_sqrt<true>)->Arg(0);
+BENCHMARK(BM_bf16_add)->Arg(0);
+BENCHMARK(BM_bf16_mul)->Arg(0);
 
 void BM_native_bf16_add_bulk(benchmark::State &state) {
   // Baseline: what a native path does for bf16 (widen to float, add, truncate-free RNE by bits).

@@ -172,7 +172,7 @@ BF16EMU_CXHD result<Out> div_impl(fp<FA> a, fp<FB> b, const env &e, Tr &tr) noex
   return round_pack<Out>(u, e, tr, op_kind::div);
 }
 
-// floor(sqrt(m)) and m - root^2, bit by bit.
+// floor(sqrt(m)) and m - root^2, bit by bit: the constant-evaluation path of sqrt_root.
 struct isqrt_result {
   std::uint64_t root, rem;
 };
@@ -193,6 +193,54 @@ BF16EMU_CXHD isqrt_result isqrt(std::uint64_t m) noexcept {
   return {root, rem};
 }
 
+// The hardware's correctly rounded binary64 square root (run time only).
+BF16EMU_HD inline double sqrt_f64(double x) noexcept {
+#if defined(__CUDA_ARCH__)
+  return __dsqrt_rn(x);
+#else
+  return __builtin_sqrt(x);
+#endif
+}
+
+// Number of root bits below the 31-bit integer root of m: 57 in all, enough for exact
+// discarded bits of a 24-bit result under stochastic rounding (32 bits below its last bit).
+inline constexpr int sqrt_extra_bits = 26;
+
+// Exact R = floor(sqrt(m * 2^52)) and N - R^2 (N = m * 2^52) for m in [2^60, 2^62)
+// whose set bits span at most 53 bits (a significand of <= 24 bits, shifted).
+//  1. r = floor(sqrt(m)), 31 bits: the binary64 root (exact input, correctly rounded, so
+//     floor(d) is r or r + 1; one step down fixes it), or bit by bit in constant evaluation.
+//  2. R = r * 2^26 + t with t <= t0 = floor(rem * 2^25 / r) and t0 - t < 1 + 2^-5 (the
+//     dropped t^2 term); t0 from a binary64 quotient may be one more than that floor.
+//     So R0 = r * 2^26 + t0 is R, R + 1 or R + 2, and N - R0^2 is exact in wrapping
+//     64-bit arithmetic (|N - R0^2| <= 3 * 2^58); at most two steps down fix it.
+BF16EMU_CXHD isqrt_result sqrt_root(std::uint64_t m) noexcept {
+  constexpr int x = sqrt_extra_bits;
+  std::uint64_t r = 0, rem = 0, t0 = 0;
+  if (__builtin_is_constant_evaluated()) {
+    const isqrt_result s = isqrt(m);
+    r = s.root;
+    rem = s.rem;
+    t0 = (rem << (x - 1)) / r;
+  } else {
+    const unsigned status = host_fp_status();
+    r = std::uint64_t(sqrt_f64(fp_fence(double(m))));
+    r -= std::uint64_t(r * r > m);
+    rem = m - r * r; // <= 2r < 2^32
+    t0 = fp_fence(std::uint64_t(double(rem << (x - 1)) / double(r)));
+    restore_host_fp_status(status);
+  }
+  std::uint64_t root = (r << x) + t0;
+  // N - root^2 = rem * 2^52 - 2^27 * r * t0 - t0^2, modulo 2^64.
+  std::uint64_t res = (rem << (2 * x)) - ((r * t0) << (x + 1)) - t0 * t0;
+  for (int i = 0; i < 2; ++i) { // two branch-free steps down while the residual is negative
+    const std::uint64_t neg = std::uint64_t(std::int64_t(res) >> 63); // all ones when < 0
+    root -= neg & 1;
+    res += neg & (2 * root + 1);
+  }
+  return {root, res};
+}
+
 template <class Out, class FA, class Tr>
 BF16EMU_CXHD result<Out> sqrt_impl(fp<FA> a, const env &e, Tr &tr) noexcept {
   static_assert(arith_ok<FA>, "arithmetic supports formats of up to 24 significant bits");
@@ -201,7 +249,8 @@ BF16EMU_CXHD result<Out> sqrt_impl(fp<FA> a, const env &e, Tr &tr) noexcept {
   if (ua.k == kind::zero) return zero<Out>(ua.sign);
   if (ua.sign) return default_nan<Out>(e, flag::invalid);
   if (ua.k == kind::inf) return infinity<Out>(false, e);
-  // m * 2^ex with ex even and m in [2^60, 2^62): the root has 31 bits.
+  // m * 2^ex with ex even and m in [2^60, 2^62): the integer root has 31 bits,
+  // extended by sqrt_extra_bits more (the radicand continuing with zeros).
   std::uint64_t m = ua.sig;
   std::int32_t ex = ua.exp;
   normalize_to(m, ex, 60);
@@ -209,16 +258,8 @@ BF16EMU_CXHD result<Out> sqrt_impl(fp<FA> a, const env &e, Tr &tr) noexcept {
     m <<= 1;
     ex -= 1;
   }
-  isqrt_result s = isqrt(m);
-  // Extend the root by 26 more bits (digit by digit, the radicand continuing with
-  // zeros): 57 bits, enough for exact discarded bits under stochastic rounding.
-  constexpr int extra = 26;
-  for (int i = 0; i < extra; ++i) {
-    const std::uint64_t rem4 = s.rem << 2, trial = (s.root << 2) | 1;
-    const bool take = rem4 >= trial;
-    s.rem = take ? rem4 - trial : rem4;
-    s.root = (s.root << 1) | std::uint64_t(take);
-  }
+  const isqrt_result s = sqrt_root(m);
+  constexpr int extra = sqrt_extra_bits;
   unrounded u;
   u.sig = s.root;
   u.exp = ex / 2 - extra;

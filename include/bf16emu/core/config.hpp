@@ -40,4 +40,40 @@ BF16EMU_CXHD int clz64(unsigned long long x) noexcept {
 #endif
 }
 
+// The host's floating-point status word. div and sqrt form estimates in binary64 (exact
+// fix-ups follow), which raises the host's inexact flag; the core reports its own flags in
+// result::flags and leaves the host's as it found them. Done on x86 SSE with GCC or clang
+// (MXCSR); elsewhere (nvcc-compiled code, other hosts) the host flags may gain inexact.
+#if !defined(__CUDACC__) && (defined(__x86_64__) || (defined(__i386__) && defined(__SSE2_MATH__))) &&        \
+    (defined(__GNUC__) || defined(__clang__))
+#define BF16EMU_HOST_MXCSR 1
+#endif
+// Keeps the compiler from moving floating-point work across the status save and restore
+// (volatile asm statements stay in program order): values computed after
+// host_fp_status pass through fp_fence on the way in, results on the way out.
+template <class T> BF16EMU_HD inline T fp_fence(T v) noexcept {
+#if defined(BF16EMU_HOST_MXCSR)
+  if constexpr (sizeof(T) == 8 && T(0.5) != T(0))
+    __asm__ volatile("" : "+x"(v));
+  else
+    __asm__ volatile("" : "+r"(v));
+#endif
+  return v;
+}
+// Volatile asm, not __builtin_ia32_stmxcsr: GCC treats that builtin as pure and merges the
+// two reads when no call lies between them.
+BF16EMU_HD inline unsigned host_fp_status() noexcept {
+  unsigned v = 0;
+#if defined(BF16EMU_HOST_MXCSR)
+  __asm__ volatile("stmxcsr %0" : "=m"(v));
+#endif
+  return v;
+}
+BF16EMU_HD inline void restore_host_fp_status([[maybe_unused]] unsigned saved) noexcept {
+#if defined(BF16EMU_HOST_MXCSR)
+  if (host_fp_status() != saved)
+    __asm__ volatile("ldmxcsr %0" : : "m"(saved)); // usually equal: inexact is sticky
+#endif
+}
+
 } // namespace bf16emu::detail
