@@ -59,7 +59,6 @@ __device__ __forceinline__ void cp_async16(void *s, const void *g) {
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 __device__ __forceinline__ void cp_async_wait1() { asm volatile("cp.async.wait_group 1;\n" ::: "memory"); }
 
-
 // exp2 of the contract (or the MUFU approximation in the fast build).
 __device__ __forceinline__ float exp2_dev(float x) {
 #if defined(BF16EMU_GPU_FAST_EXP)
