@@ -25,7 +25,7 @@ set(common -G ${GENERATOR} -DCMAKE_CXX_COMPILER=${CXX} -DCMAKE_BUILD_TYPE=Releas
 if(MODE STREQUAL "find_package")
   run(${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${WORK_DIR}/lib-build ${common} -DBF16EMU_INSTALL=ON
       -DBF16EMU_BUILD_TESTS=OFF -DBF16EMU_BUILD_CLI=OFF -DBF16EMU_BUILD_BENCH=OFF -DBF16EMU_BUILD_EXAMPLES=OFF
-      -DBF16EMU_BUILD_FUZZERS=OFF -DBF16EMU_ENABLE_CUDA=OFF)
+      -DBF16EMU_BUILD_FUZZERS=OFF -DBF16EMU_ENABLE_CUDA=OFF -DBF16EMU_BUILD_PYTHON=OFF)
   run(${CMAKE_COMMAND} --install ${WORK_DIR}/lib-build --prefix ${WORK_DIR}/prefix)
   foreach(f include/bf16emu/core.hpp include/bf16emu/core/format.hpp share/cmake/bf16emu/bf16emuConfig.cmake
           share/cmake/bf16emu/bf16emuConfigVersion.cmake share/cmake/bf16emu/bf16emuTargets.cmake)
