@@ -14,6 +14,7 @@
 #include <bf16emu/tc.hpp>
 
 #include "command.hpp"
+#include "io/cpu.hpp"
 #include "io/error.hpp"
 #include "io/files.hpp"
 #include "io/json.hpp"
@@ -204,7 +205,7 @@ template <class In, class Out> void run_lines(const mma_cli &o, const tc::preset
         w.end_array();
       }
       w.end_object();
-      continue;
+      return;
     }
     if (o.trace) {
       for (const tc::block_trace &t : blocks) {
