@@ -18,6 +18,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -292,7 +293,10 @@ cudaError_t launch_forward_d(const attention_job &job, const std::uint16_t *q, c
   cudaError_t e = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (e != cudaSuccess) return e;
   const dim3 grid(unsigned(job.n / kBr), unsigned(job.heads));
-  fn<<<grid, kThreads, smem>>>(q, k, v, o, m, l, job.n, c, job.beta, 1e-3);
+  // tie_tol 1e-3 in scaled-score units, divided by scale = RN32(1/sqrt(D)) for the unscaled S
+  // (attention::unscaled_tie_tol, docs/attention.md kernel contract step 3).
+  const double tie_tol = 1e-3 / double(float(1.0 / std::sqrt(double(D))));
+  fn<<<grid, kThreads, smem>>>(q, k, v, o, m, l, job.n, c, job.beta, tie_tol);
   return cudaGetLastError();
 }
 

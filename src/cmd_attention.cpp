@@ -56,9 +56,9 @@ at::kernel_policy make_policy(const attention_cli &o) {
   if (!o.row_sum.empty()) p.sum_order = io::parse_row_sum(o.row_sum);
   if (!o.fma.empty()) p.fma_contract = io::parse_on_off(o.fma, "--fma");
   if (!o.normalize.empty()) p.normalize = io::parse_normalize(o.normalize);
-  if (!(o.beta > 0)) throw bad_input("--beta must be positive");
   p.beta = o.beta;
   p.tie_tol = o.tie_tol;
+  if (const char *e = at::stabilized_params_error(p)) throw bad_input(e);
   return p;
 }
 

@@ -236,6 +236,14 @@ TEST(AttentionCli, DirectoriesAndMissingFilesAreNamed) {
 
 // The knob names: an unknown value names the option, the token (at most ~80 characters of it)
 // and the accepted names.
+// Algorithm 1 needs beta > 1: beta = 1 would silently give the unstabilized output.
+TEST(AttentionCli, BetaAtMostOneIsRejected) {
+  for (const char *b : {"1", "0.5", "0", "-2", "nan", "inf"})
+    expect_bad(std::string("--n 16 --variant stabilized --beta ") + b, {"--beta", "> 1"});
+  expect_bad("--n 16 --variant stabilized --tie-tol -1e-3", {"--tie-tol", ">= 0"});
+  EXPECT_EQ(run("--n 16 --variant stabilized --beta 1.001"), 0) << last_stderr();
+}
+
 TEST(AttentionCli, UnknownNamesAreNamed) {
   const struct {
     const char *args, *option, *accepted;

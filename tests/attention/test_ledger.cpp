@@ -309,3 +309,37 @@ TEST(Ledger, StabilizedLargeBetaUnderflowsTheRow) {
   const auto exact = stabilized_two_keys("exact", 8.0);
   EXPECT_EQ(exact.o[0], 0.25);
 }
+
+// The tie tolerance of the stabilized max is in the units of the scores the softmax sees,
+// s = S / sqrt(d), under every policy. d = 16 (scale 1/4 exactly); both query rows are
+// 8 e0 + 2^-9 e1; key 0 = 8 e0, key 1 = 8 e0 - gap * 2^9 e1, so the unscaled scores are 64 and
+// 64 - gap, the scaled ones 16 and 16 - gap / 4 (all exact in BF16 and FP32).
+//   gap = 2^-9 = 0.00195: scaled gap 0.00049 < tie_tol 1e-3, a tie: r_s = 2, m = 2 * 16 (scaled),
+//     every P-bar = exp(16 - 32) or less, so no P-bar is 1.
+//   gap = 2^-4 = 0.0625: scaled gap 0.0156 > 1e-3, no tie: m = r_m, key 0 has P-bar = 1 in
+//     each of the two rows; key 1 has exp(-0.0156) = 0.9845, below 1 even in BF16 (0.984375).
+// (Comparing the unscaled scores, as the fa2 form once did, finds no tie at gap 2^-9: 2 ones.)
+// The paper policy is not here: it rounds the scaled scores to BF16 (spacing 1/8 at 16), which
+// merges both gaps into exact ties; its test already runs on the scaled scores.
+std::uint64_t p_ones_near_tie(const char *policy, double gap) {
+  at::attention_inputs in;
+  in.n = 2, in.d = 16;
+  in.q.assign(32, 0.0), in.k.assign(32, 0.0), in.v.assign(32, 0.0), in.dout.assign(32, 0.0);
+  in.q[0] = in.q[16] = 8.0, in.q[1] = in.q[17] = 0x1p-9;
+  in.k[0] = in.k[16] = 8.0, in.k[17] = -gap * 0x1p9;
+  in.v[0] = 1.0, in.v[16] = -0.5;
+  at::run_options o;
+  EXPECT_TRUE(at::parse_policy(policy, o.cfg.pol));
+  o.cfg.var = at::variant::stabilized;
+  o.threads = 1;
+  const at::run_report r = at::run_attention(in, o);
+  EXPECT_EQ(r.led.p_entries, 4u) << policy;
+  return r.led.p_one_entries;
+}
+
+TEST(Ledger, StabilizedTieToleranceIsInScaledScoreUnits) {
+  for (const char *policy : {"exact", "fp32", "fa2:sm80", "fa2:sm90"}) {
+    EXPECT_EQ(p_ones_near_tie(policy, 0x1p-9), 0u) << policy; // scaled gap < tie_tol: a tie
+    EXPECT_EQ(p_ones_near_tie(policy, 0x1p-4), 2u) << policy; // scaled gap > tie_tol: no tie
+  }
+}

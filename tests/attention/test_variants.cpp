@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -37,8 +38,8 @@ std::vector<double> direct(const at::attention_inputs &in, bool causal) {
   const long n = in.n, d = in.d;
   std::vector<double> o(n * d, 0.0);
   for (long r = 0; r < n; ++r) {
-    std::vector<double> s(n, -INFINITY);
-    double m = -INFINITY;
+    std::vector<double> s(n, -std::numeric_limits<double>::infinity());
+    double m = -std::numeric_limits<double>::infinity();
     for (long j = 0; j < n; ++j) {
       if (causal && j > r) continue;
       double x = 0;
@@ -214,4 +215,31 @@ TEST(Variants, RunIsIndependentOfThreadCount) {
     EXPECT_EQ(counters(a.led), counters(b.led)) << why;
   }
   EXPECT_GT(a.led.sites[int(at::site::pv)].all.count, 0u); // the ledger saw the run
+}
+
+// Algorithm 1 requires beta > 1 (beta = 1 is the unstabilized kernel) and a finite tie
+// tolerance >= 0; the library check names the option and the rule, and passes valid values.
+TEST(Variants, StabilizedParamsAreChecked) {
+  at::kernel_policy p;
+  for (double b : {1.0, 0.999, 0.0, -2.0, std::nan(""), std::numeric_limits<double>::infinity(),
+                   -std::numeric_limits<double>::infinity()}) {
+    p.beta = b;
+    const char *e = at::stabilized_params_error(p);
+    ASSERT_NE(e, nullptr) << b;
+    EXPECT_NE(std::string(e).find("--beta"), std::string::npos) << e;
+    EXPECT_NE(std::string(e).find("> 1"), std::string::npos) << e;
+  }
+  for (double b : {std::nextafter(1.0, 2.0), 2.0, 7.0}) {
+    p.beta = b;
+    EXPECT_EQ(at::stabilized_params_error(p), nullptr) << b;
+  }
+  p.beta = 2;
+  for (double t : {-1e-3, std::nan(""), std::numeric_limits<double>::infinity()}) {
+    p.tie_tol = t;
+    const char *e = at::stabilized_params_error(p);
+    ASSERT_NE(e, nullptr) << t;
+    EXPECT_NE(std::string(e).find("--tie-tol"), std::string::npos) << e;
+  }
+  p.tie_tol = 0;
+  EXPECT_EQ(at::stabilized_params_error(p), nullptr);
 }

@@ -50,6 +50,12 @@ inline double softmax_scale(const kernel_policy &p, long d) {
   return p.kind == policy_kind::exact ? s : double(float(s));
 }
 
+// The tie tolerance of the stabilized max in the units of the fa2 form's scores. tie_tol is in
+// the units of the scores as the softmax sees them, s = S * scale (Algorithm 1 of the paper; the
+// paper policy scales S before its test). The fa2 form keeps S unscaled and folds the scale into
+// the exp2 argument, so its test S >= r_m - tie_tol / scale (binary64) is s >= s_max - tie_tol.
+inline double unscaled_tie_tol(const kernel_policy &p, long d) { return p.tie_tol / softmax_scale(p, d); }
+
 namespace fwd_detail {
 
 constexpr double ninf = -std::numeric_limits<double>::infinity();
@@ -152,8 +158,8 @@ template <class Obs> struct fa2_forward {
   const tc_model model;
   std::vector<double> q, k, v; // inputs in the policy's format
   std::vector<bf16> qb, kb, vb;
-  double scale = 0, c = 0, c_ex = 0;
-  std::vector<double> S, P, Pb; // one row of the current tile: scores, P, P-bar
+  double scale = 0, c = 0, c_ex = 0, tie_tol = 0; // tie_tol in units of the unscaled S
+  std::vector<double> S, P, Pb;                   // one row of the current tile: scores, P, P-bar
   std::vector<bf16> Pbf;
 
   fa2_forward(const forward_config &cfg_, const head_view &h_, forward_result &res_, Obs &obs_)
@@ -178,6 +184,7 @@ template <class Obs> struct fa2_forward {
     scale = softmax_scale(pol, d);
     c = exact ? scale * log2e : double(float(scale * log2e));
     c_ex = softmax_scale(kernel_policy{policy_kind::exact}, d) * log2e;
+    tie_tol = unscaled_tie_tol(pol, d);
     res.o.assign(n * d, 0.0);
     res.lse.assign(n, 0.0);
     res.out_frac_bits = exact ? 52 : tc ? 7 : 23;
@@ -233,7 +240,7 @@ template <class Obs> struct fa2_forward {
     if (!(cfg.var == variant::stabilized || pol.stabilized) || mb == ninf) return mb;
     long rs = 0;
     for (long j = 0; j < w; ++j)
-      rs += S[j] >= mb - pol.tie_tol;
+      rs += S[j] >= mb - tie_tol;
     if (rs > 1 && mb > 0) return exact ? pol.beta * mb : o.mul(pol.beta, mb, site::row_max);
     if (rs > 1 && mb < 0) return 0;
     return mb;
