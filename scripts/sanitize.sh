@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # The sanitizer run (CI runs it after the default tier): clang 14 with AddressSanitizer and
 # UndefinedBehaviorSanitizer (float-cast-overflow included, every finding fatal) and -Werror,
-# then the default tier less the tests labelled `slow` (too slow under ASan; they run in the
-# Release tier). Uses the asan-ubsan preset of CMakePresets.json, build directory build-asan.
+# then the default tier less the python tests (an ASan extension cannot load into the system
+# interpreter) and the two slowest pure-arithmetic tiers, which the Release tier runs: every
+# bf16/fp16 encoding (core.EveryEncoding.Bfloat16/Binary16, ~250 CPU-s each under ASan) and the
+# 10^6-vectors-per-preset tensor-core reference (tc.AllPresets/ModelVsReference.*, ~500 CPU-s).
+# Uses the asan-ubsan preset of CMakePresets.json, build directory build-asan.
 #   bash scripts/sanitize.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
