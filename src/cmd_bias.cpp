@@ -196,7 +196,7 @@ void run_search(const bias_options &o, const b::config &base, b::method m, round
   rep.seed = o.seed;
   rep.iters = o.iters;
   rep.restarts = o.restarts;
-  rep.config = c.serialize();
+  rep.config = io::bias_config_text(c);
   rep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   io::print_search(std::cout, o.json, rep, s, res);
 }
@@ -303,7 +303,7 @@ void run_bias(bias_options &o) {
   }
   std::vector<io::bias_row> rows;
   for (std::size_t i = 0; i < st.size(); ++i)
-    rows.push_back(io::make_bias_row(spec.configs[i].serialize(), st[i]));
+    rows.push_back(io::make_bias_row(io::bias_config_text(spec.configs[i]), st[i]));
   const io::bias_header h{spec.seed, spec.trials, spec.chunk};
   if (!o.plot.empty()) {
     const auto [png, csv] = io::plot_bias_map(o.plot, o.map_value, ax, ay, rows, h);

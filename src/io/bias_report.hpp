@@ -18,7 +18,7 @@
 namespace bf16emu::io {
 
 struct bias_row {
-  std::map<std::string, std::string> cfg; // key=value of config::serialize()
+  std::map<std::string, std::string> cfg; // key=value of io::bias_config_text()
   std::vector<std::pair<std::string, std::string>> cfg_order;
   bias::summary s;
 };

@@ -1,8 +1,14 @@
 // bf16emu io: the bias state file. See bias_state.hpp.
 #include "io/bias_state.hpp"
 
+#include <cctype>
+#include <charconv>
+#include <cstdio>
+#include <map>
 #include <set>
 #include <sstream>
+#include <stdexcept>
+#include <system_error>
 
 #include "io/error.hpp"
 #include "io/files.hpp"
@@ -11,14 +17,135 @@
 
 namespace bf16emu::io {
 
+std::string superacc_text(const bias::superacc &a) {
+  std::string s;
+  char buf[48];
+  for (int i = 0; i < bias::superacc::limbs; ++i) {
+    if (!a.w[i]) continue;
+    std::snprintf(buf, sizeof buf, "%s%d:%llx", s.empty() ? "" : ",", i,
+                  static_cast<unsigned long long>(a.w[i]));
+    s += buf;
+  }
+  return s.empty() ? "0" : s;
+}
+
+bool parse_superacc(const std::string &s, bias::superacc &a) {
+  a.w.fill(0);
+  if (s == "0") return true;
+  std::size_t p = 0;
+  while (p < s.size()) {
+    std::size_t colon = s.find(':', p);
+    if (colon == std::string::npos) return false;
+    std::size_t end = s.find(',', colon);
+    if (end == std::string::npos) end = s.size();
+    const std::string idx = s.substr(p, colon - p), val = s.substr(colon + 1, end - colon - 1);
+    if (idx.empty() || val.empty() || idx.size() > 4 || val.size() > 16) return false;
+    for (char c : idx)
+      if (c < '0' || c > '9') return false;
+    for (char c : val)
+      if (!std::isxdigit(static_cast<unsigned char>(c))) return false;
+    const int i = std::stoi(idx);
+    if (i >= bias::superacc::limbs) return false;
+    a.w[i] = std::stoull(val, nullptr, 16);
+    p = end + 1;
+  }
+  return true;
+}
+
+std::string bias_config_text(const bias::config &c) {
+  std::ostringstream o;
+  const auto hf = bias::shortest;
+  o << "scenario=" << c.scenario << " method=" << to_string(c.acc.m) << " round=" << to_string(c.acc.mode)
+    << " out=" << to_string(c.acc.out) << " tc_L=" << c.acc.tc.L << " tc_F=" << c.acc.tc.F
+    << " tc_k=" << c.acc.tc.instr_k << " n=" << c.k.n << " neg=" << hf(c.k.neg)
+    << " spread=" << hf(c.k.spread) << " ones=" << hf(c.k.ones) << " weights=" << to_string(c.k.weights)
+    << " residual=" << hf(c.k.residual);
+  return o.str();
+}
+
+std::string bias_stats_text(const bias::stats &st) {
+  std::ostringstream o;
+  char b[64];
+  auto hf = [&](double d) {
+    std::snprintf(b, sizeof b, "%a", d);
+    return std::string(b);
+  };
+  o << "trials=" << st.trials << " nonfinite=" << st.nonfinite << " rel_trials=" << st.rel_trials
+    << " s_ulp=" << superacc_text(st.s_ulp) << " s_ulp2=" << superacc_text(st.s_ulp2)
+    << " s_rel=" << superacc_text(st.s_rel) << " s_rel2=" << superacc_text(st.s_rel2)
+    << " s_abs=" << superacc_text(st.s_abs) << " s_mag=" << superacc_text(st.s_mag) << " away=" << st.away
+    << " toward=" << st.toward << " steps_inexact=" << st.steps_inexact << " steps_away=" << st.steps_away
+    << " has_worst=" << (st.has_worst ? 1 : 0) << " worst_trial=" << st.worst_trial
+    << " worst_ulp=" << hf(st.worst_ulp) << " worst_err=" << hf(st.worst_err)
+    << " worst_rel=" << hf(st.worst_rel);
+  return o.str();
+}
+
+std::string parse_bias_stats(const std::string &line, bias::stats &st) {
+  st = bias::stats{};
+  std::istringstream in(line);
+  std::string tok;
+  std::map<std::string, std::string> kv;
+  while (in >> tok) {
+    const auto eq = tok.find('=');
+    if (eq == std::string::npos) return "token without '=': " + tok;
+    if (!kv.emplace(tok.substr(0, eq), tok.substr(eq + 1)).second) return "duplicate " + tok.substr(0, eq);
+  }
+  try {
+    auto u = [&](const char *k, std::uint64_t &v) { // decimal digits only: no sign, no wrap
+      if (!kv.count(k)) throw std::invalid_argument(std::string("missing ") + k);
+      const std::string &t = kv[k];
+      const auto r = std::from_chars(t.data(), t.data() + t.size(), v, 10);
+      if (t.empty() || r.ec != std::errc{} || r.ptr != t.data() + t.size())
+        throw std::invalid_argument(std::string("bad ") + k);
+    };
+    auto s = [&](const char *k, bias::superacc &v) {
+      if (!kv.count(k) || !parse_superacc(kv[k], v)) throw std::invalid_argument(std::string("bad ") + k);
+    };
+    auto d = [&](const char *k, double &v) {
+      if (!kv.count(k)) throw std::invalid_argument(std::string("missing ") + k);
+      std::size_t used = 0;
+      try {
+        v = std::stod(kv[k], &used);
+      } catch (const std::exception &) {
+        used = 0;
+      }
+      if (used == 0 || used != kv[k].size()) throw std::invalid_argument(std::string("bad ") + k);
+    };
+    std::uint64_t hw = 0;
+    u("trials", st.trials);
+    u("nonfinite", st.nonfinite);
+    u("rel_trials", st.rel_trials);
+    s("s_ulp", st.s_ulp);
+    s("s_ulp2", st.s_ulp2);
+    s("s_rel", st.s_rel);
+    s("s_rel2", st.s_rel2);
+    s("s_abs", st.s_abs);
+    s("s_mag", st.s_mag);
+    u("away", st.away);
+    u("toward", st.toward);
+    u("steps_inexact", st.steps_inexact);
+    u("steps_away", st.steps_away);
+    u("has_worst", hw);
+    st.has_worst = hw != 0;
+    u("worst_trial", st.worst_trial);
+    d("worst_ulp", st.worst_ulp);
+    d("worst_err", st.worst_err);
+    d("worst_rel", st.worst_rel);
+  } catch (const std::exception &e) {
+    return e.what();
+  }
+  return {};
+}
+
 void write_bias_state(std::ostream &out, const bias::run_spec &s, const std::vector<bias::stats> &st) {
   out << bias_state_magic << "\n";
   out << "run seed=" << s.seed << " trials=" << s.trials << " chunk=" << s.chunk << " shards=" << s.shards
       << " shard=" << s.shard << " configs=" << s.configs.size() << "\n";
   for (std::size_t i = 0; i < s.configs.size(); ++i)
-    out << "config " << i << " " << s.configs[i].serialize() << "\n";
+    out << "config " << i << " " << bias_config_text(s.configs[i]) << "\n";
   for (std::size_t i = 0; i < st.size(); ++i)
-    out << "stats " << i << " " << st[i].serialize() << "\n";
+    out << "stats " << i << " " << bias_stats_text(st[i]) << "\n";
 }
 
 namespace {
@@ -114,7 +241,7 @@ bias_state read_bias_state(const std::string &path, std::uint64_t max_memory) {
         s.configs.push_back(rest);
       } else {
         s.stats.emplace_back();
-        const std::string err = s.stats.back().parse(rest);
+        const std::string err = parse_bias_stats(rest, s.stats.back());
         if (!err.empty()) throw input_error(where + shorten(err));
       }
     } else {

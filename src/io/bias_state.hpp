@@ -4,8 +4,8 @@
 //
 //   bf16emu-bias-state 1
 //   run seed=1 trials=4000 chunk=1000 shards=2 shard=0 configs=1
-//   config 0 scenario=paper method=fp32_seq ...      (bias::config::serialize())
-//   stats 0 trials=2000 nonfinite=0 ...               (bias::stats::serialize())
+//   config 0 scenario=paper method=fp32_seq ...      (bias_config_text)
+//   stats 0 trials=2000 nonfinite=0 ...               (bias_stats_text)
 //
 // Everything is exact, so merging the shards reproduces the unsharded run bit for bit. Reading
 // is strict: every field an unsigned decimal within its bound (a sign is rejected), no unknown
@@ -31,6 +31,17 @@ inline constexpr std::uint64_t bias_max_trials = std::uint64_t{1} << 40; // per 
 inline constexpr std::uint64_t bias_max_chunk = bias_max_trials;
 inline constexpr std::uint64_t bias_max_shards = std::uint64_t{1} << 32;
 inline constexpr std::uint64_t bias_max_configs = std::uint64_t{1} << 24;
+
+// The text forms of the state file's lines (exact: sums as sparse hex limbs, doubles as %a).
+//   superacc    "i:hex,i:hex,..." (limb index and value), "0" when zero
+//   config      "scenario=paper method=fp32_seq round=... residual=0.1" (its identity in reports)
+//   stats       "trials=2000 nonfinite=0 ... worst_rel=0x1.8p-9"
+std::string superacc_text(const bias::superacc &a);
+bool parse_superacc(const std::string &text, bias::superacc &a); // false on malformed text
+std::string bias_config_text(const bias::config &c);
+std::string bias_stats_text(const bias::stats &st);
+// Parses bias_stats_text's output into st; returns an error message, empty on success.
+std::string parse_bias_stats(const std::string &line, bias::stats &st);
 
 void write_bias_state(std::ostream &out, const bias::run_spec &spec, const std::vector<bias::stats> &st);
 

@@ -10,6 +10,7 @@
 
 #include <bf16emu/bias.hpp>
 
+#include "io/bias_state.hpp"
 #include "oracle.hpp"
 
 namespace b = bf16emu::bias;
@@ -111,10 +112,10 @@ TEST(BiasWide, TextRoundTrip) {
   s.add(-1.5e300);
   s.add(3e-310);
   b::superacc t;
-  ASSERT_TRUE(t.from_string(s.to_string()));
+  ASSERT_TRUE(bf16emu::io::parse_superacc(bf16emu::io::superacc_text(s), t));
   EXPECT_TRUE(t == s);
-  EXPECT_FALSE(t.from_string("99:1"));
-  EXPECT_FALSE(t.from_string("1:xyz"));
+  EXPECT_FALSE(bf16emu::io::parse_superacc("99:1", t));
+  EXPECT_FALSE(bf16emu::io::parse_superacc("1:xyz", t));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -327,9 +328,9 @@ TEST(BiasDeterminism, StatsSerializeRoundTrip) {
   s.trials = 500;
   const b::stats st = b::run(s)[0];
   b::stats back;
-  ASSERT_EQ(back.parse(st.serialize()), "");
+  ASSERT_EQ(bf16emu::io::parse_bias_stats(bf16emu::io::bias_stats_text(st), back), "");
   EXPECT_TRUE(back == st);
-  EXPECT_NE(back.parse("trials=1"), "");
+  EXPECT_NE(bf16emu::io::parse_bias_stats("trials=1", back), "");
 }
 
 // Progress goes through the callback: once per unit of the shard, done strictly increasing to
@@ -376,20 +377,23 @@ TEST(BiasDeterminism, StatsParseIsStrict) {
   b::run_spec s;
   s.configs = {scenario("paper")};
   s.trials = 50;
-  const std::string line = b::run(s)[0].serialize();
+  const std::string line = bf16emu::io::bias_stats_text(b::run(s)[0]);
   b::stats back;
-  ASSERT_EQ(back.parse(line), "");
+  ASSERT_EQ(bf16emu::io::parse_bias_stats(line, back), "");
   auto with = [&](const std::string &from, const std::string &to) {
     std::string t = line;
     const auto at = t.find(from);
     EXPECT_NE(at, std::string::npos) << from;
     return t.replace(at, from.size(), to);
   };
-  EXPECT_EQ(back.parse(with("trials=50", "trials=-1")), "bad trials");
-  EXPECT_EQ(back.parse(with("trials=50", "trials=+50")), "bad trials");
-  EXPECT_EQ(back.parse(with("trials=50", "trials=99999999999999999999")), "bad trials");
-  EXPECT_EQ(back.parse(with("trials=50", "trials=50 trials=50")), "duplicate trials");
-  EXPECT_EQ(back.parse(with("worst_ulp=", "worst_ulp=x")).substr(0, 13), "bad worst_ulp");
+  EXPECT_EQ(bf16emu::io::parse_bias_stats(with("trials=50", "trials=-1"), back), "bad trials");
+  EXPECT_EQ(bf16emu::io::parse_bias_stats(with("trials=50", "trials=+50"), back), "bad trials");
+  EXPECT_EQ(bf16emu::io::parse_bias_stats(with("trials=50", "trials=99999999999999999999"), back),
+            "bad trials");
+  EXPECT_EQ(bf16emu::io::parse_bias_stats(with("trials=50", "trials=50 trials=50"), back),
+            "duplicate trials");
+  EXPECT_EQ(bf16emu::io::parse_bias_stats(with("worst_ulp=", "worst_ulp=x"), back).substr(0, 13),
+            "bad worst_ulp");
 }
 
 // ---------------------------------------------------------------------------------------------

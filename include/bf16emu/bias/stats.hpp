@@ -4,17 +4,13 @@
 // index (ties go to the lower index), so merging statistics is exact, commutative and
 // associative: the same trials give the same bits however they were split across threads,
 // chunks or shards. Means, standard errors and confidence intervals are derived at the end.
+// Their text form (the bias state file) is io::bias_stats_text / parse_bias_stats (src/io).
 #pragma once
 
-#include <charconv>
 #include <cmath>
 #include <cstdint>
-#include <cstdio>
-#include <map>
-#include <sstream>
 #include <stdexcept>
 #include <string>
-#include <system_error>
 
 #include "bf16emu/bias/accumulate.hpp"
 #include "bf16emu/bias/wide.hpp"
@@ -86,82 +82,6 @@ struct stats {
   }
 
   friend bool operator==(const stats &, const stats &) = default;
-
-  // One line of "key=value" tokens (doubles as %a hexfloats: exact).
-  std::string serialize() const {
-    std::ostringstream o;
-    char b[64];
-    auto hf = [&](double d) {
-      std::snprintf(b, sizeof b, "%a", d);
-      return std::string(b);
-    };
-    o << "trials=" << trials << " nonfinite=" << nonfinite << " rel_trials=" << rel_trials
-      << " s_ulp=" << s_ulp.to_string() << " s_ulp2=" << s_ulp2.to_string() << " s_rel=" << s_rel.to_string()
-      << " s_rel2=" << s_rel2.to_string() << " s_abs=" << s_abs.to_string() << " s_mag=" << s_mag.to_string()
-      << " away=" << away << " toward=" << toward << " steps_inexact=" << steps_inexact
-      << " steps_away=" << steps_away << " has_worst=" << (has_worst ? 1 : 0)
-      << " worst_trial=" << worst_trial << " worst_ulp=" << hf(worst_ulp) << " worst_err=" << hf(worst_err)
-      << " worst_rel=" << hf(worst_rel);
-    return o.str();
-  }
-
-  // Parses serialize()'s output; returns an error message, empty on success.
-  std::string parse(const std::string &line) {
-    *this = stats{};
-    std::istringstream in(line);
-    std::string tok;
-    std::map<std::string, std::string> kv;
-    while (in >> tok) {
-      const auto eq = tok.find('=');
-      if (eq == std::string::npos) return "token without '=': " + tok;
-      if (!kv.emplace(tok.substr(0, eq), tok.substr(eq + 1)).second) return "duplicate " + tok.substr(0, eq);
-    }
-    try {
-      auto u = [&](const char *k, std::uint64_t &v) { // decimal digits only: no sign, no wrap
-        if (!kv.count(k)) throw std::invalid_argument(std::string("missing ") + k);
-        const std::string &t = kv[k];
-        const auto r = std::from_chars(t.data(), t.data() + t.size(), v, 10);
-        if (t.empty() || r.ec != std::errc{} || r.ptr != t.data() + t.size())
-          throw std::invalid_argument(std::string("bad ") + k);
-      };
-      auto s = [&](const char *k, superacc &v) {
-        if (!kv.count(k) || !v.from_string(kv[k])) throw std::invalid_argument(std::string("bad ") + k);
-      };
-      auto d = [&](const char *k, double &v) {
-        if (!kv.count(k)) throw std::invalid_argument(std::string("missing ") + k);
-        std::size_t used = 0;
-        try {
-          v = std::stod(kv[k], &used);
-        } catch (const std::exception &) {
-          used = 0;
-        }
-        if (used == 0 || used != kv[k].size()) throw std::invalid_argument(std::string("bad ") + k);
-      };
-      std::uint64_t hw = 0;
-      u("trials", trials);
-      u("nonfinite", nonfinite);
-      u("rel_trials", rel_trials);
-      s("s_ulp", s_ulp);
-      s("s_ulp2", s_ulp2);
-      s("s_rel", s_rel);
-      s("s_rel2", s_rel2);
-      s("s_abs", s_abs);
-      s("s_mag", s_mag);
-      u("away", away);
-      u("toward", toward);
-      u("steps_inexact", steps_inexact);
-      u("steps_away", steps_away);
-      u("has_worst", hw);
-      has_worst = hw != 0;
-      u("worst_trial", worst_trial);
-      d("worst_ulp", worst_ulp);
-      d("worst_err", worst_err);
-      d("worst_rel", worst_rel);
-    } catch (const std::exception &e) {
-      return e.what();
-    }
-    return {};
-  }
 };
 
 // Derived numbers for reports and tests.

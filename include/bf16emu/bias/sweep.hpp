@@ -13,7 +13,6 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -36,17 +35,6 @@ struct config {
   accumulation acc{};
   knobs k{};
   std::string scenario = "custom";
-
-  // "key=value" tokens: the identity of the configuration in state files and reports.
-  std::string serialize() const {
-    std::ostringstream o;
-    const auto hf = shortest;
-    o << "scenario=" << scenario << " method=" << to_string(acc.m) << " round=" << to_string(acc.mode)
-      << " out=" << to_string(acc.out) << " tc_L=" << acc.tc.L << " tc_F=" << acc.tc.F
-      << " tc_k=" << acc.tc.instr_k << " n=" << k.n << " neg=" << hf(k.neg) << " spread=" << hf(k.spread)
-      << " ones=" << hf(k.ones) << " weights=" << to_string(k.weights) << " residual=" << hf(k.residual);
-    return o.str();
-  }
 };
 
 // Named knob presets. false for an unknown name.

@@ -15,7 +15,6 @@
 #include <cctype>
 #include <cmath>
 #include <cstdint>
-#include <cstdio>
 #include <string>
 
 #include "bf16emu/core/format.hpp"
@@ -148,42 +147,6 @@ template <int Limbs, int LsbExp> struct fixed {
     if (sticky) win |= 1;
     const double v = std::ldexp(static_cast<double>(win), low + LsbExp);
     return neg ? -v : v;
-  }
-
-  // Sparse hexadecimal text: "i:hex,i:hex,..." (limb index and value), "0" when zero.
-  std::string to_string() const {
-    std::string s;
-    char buf[48];
-    for (int i = 0; i < Limbs; ++i) {
-      if (!w[i]) continue;
-      std::snprintf(buf, sizeof buf, "%s%d:%llx", s.empty() ? "" : ",", i,
-                    static_cast<unsigned long long>(w[i]));
-      s += buf;
-    }
-    return s.empty() ? "0" : s;
-  }
-  // Parses to_string()'s output; false on malformed text.
-  bool from_string(const std::string &s) {
-    w.fill(0);
-    if (s == "0") return true;
-    std::size_t p = 0;
-    while (p < s.size()) {
-      std::size_t colon = s.find(':', p);
-      if (colon == std::string::npos) return false;
-      std::size_t end = s.find(',', colon);
-      if (end == std::string::npos) end = s.size();
-      const std::string idx = s.substr(p, colon - p), val = s.substr(colon + 1, end - colon - 1);
-      if (idx.empty() || val.empty() || idx.size() > 4 || val.size() > 16) return false;
-      for (char c : idx)
-        if (c < '0' || c > '9') return false;
-      for (char c : val)
-        if (!std::isxdigit(static_cast<unsigned char>(c))) return false;
-      const int i = std::stoi(idx);
-      if (i >= Limbs) return false;
-      w[i] = std::stoull(val, nullptr, 16);
-      p = end + 1;
-    }
-    return true;
   }
 
   friend bool operator==(const fixed &a, const fixed &b) noexcept { return a.w == b.w; }
