@@ -9,6 +9,7 @@
 #include <iostream>
 #include <string>
 
+#include "bf16emu/tc.hpp"
 #include "vectors.hpp"
 
 namespace {
@@ -69,10 +70,9 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
-  const int instr_k = v.in == format_id::tf32                                ? 8
-                      : (v.in == format_id::e4m3 || v.in == format_id::e5m2) ? 32
-                                                                             : 16;
-  v.k = k > 0 ? k : instr_k;
+  // The probe kernels' instruction (mma.sync on sm90) has the k of its preset (tc/presets.hpp).
+  const tc::preset *p = tc::find_preset(tc::arch::sm90, tc::instr_kind::mma, v.in, format_id::fp32);
+  v.k = k > 0 ? k : p ? p->k : 16;
   gpu::generate(v, kind, count, seed);
   std::ios::sync_with_stdio(false);
   gpu::write_lines(std::cout, v, notes);
