@@ -44,11 +44,7 @@ struct attention_cli {
 };
 
 at::kernel_policy make_policy(const attention_cli &o) {
-  at::kernel_policy p;
-  if (!at::parse_policy(o.policy, p))
-    throw bad_input("unknown --policy '" + io::shorten(o.policy) +
-                    "' (exact, fp32, paper, fa2:sm80, fa2:sm89, fa2:sm90, "
-                    "fa2:sm100, fa2_twin)");
+  at::kernel_policy p = io::parse_policy_name(o.policy);
   if (o.block_m) p.block_m = o.block_m;
   if (o.block_n) p.block_n = o.block_n;
   if (!o.kv_order.empty()) p.kv = io::parse_kv_order(o.kv_order);
@@ -220,8 +216,7 @@ void register_attention(CLI::App &app) {
                 "stabilized: scores within this of the max count as ties (default 1e-3)");
   add_count(s, "--block-m", o->block_m, "Br (default 64)", 1);
   add_count(s, "--block-n", o->block_n, "Bc (default 64)", 1);
-  s->add_option("--policy", o->policy,
-                "exact, fp32, paper, fa2:sm80 (default), fa2:sm89, fa2:sm90, fa2:sm100, fa2_twin");
+  s->add_option("--policy", o->policy, io::policy_names() + " (default fa2:sm80)");
   s->add_option("--kv-order", o->kv_order, "forward or reverse (fa2 default: reverse)");
   s->add_option("--exp", o->exp, "rn (binary64 exp rounded once to FP32) or poly (FMA-only exp2, default)");
   s->add_option("--row-sum", o->row_sum, "sequential or quad (default)");

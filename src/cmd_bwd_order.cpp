@@ -16,6 +16,7 @@
 
 #include "bf16emu/pitfalls/bwd_order.hpp"
 #include "command.hpp"
+#include "io/attention.hpp"
 #include "io/json.hpp"
 #include "io/memory.hpp"
 #include "options.hpp"
@@ -75,18 +76,8 @@ std::string hex(std::uint64_t x) {
 
 void run(const bwd_order_cli &o) {
   pit::bwd_order_options opt;
-  if (!at::parse_policy(o.policy, opt.cfg.pol))
-    throw bad_input("unknown --policy '" + o.policy +
-                    "' (exact, fp32, paper, fa2:sm80, fa2:sm89, fa2:sm90, "
-                    "fa2:sm100, fa2_twin)");
-  if (o.variant == "standard")
-    opt.cfg.var = at::variant::standard;
-  else if (o.variant == "fa2")
-    opt.cfg.var = at::variant::fa2;
-  else if (o.variant == "stabilized")
-    opt.cfg.var = at::variant::stabilized;
-  else
-    throw bad_input("unknown --variant '" + o.variant + "' (standard, fa2, stabilized)");
+  opt.cfg.pol = io::parse_policy_name(o.policy);
+  opt.cfg.var = io::parse_variant(o.variant);
   opt.cfg.causal = o.causal;
   if (o.n < 2 || o.d < 1) throw bad_input("--n must be >= 2 and --d >= 1");
   if (o.block < 1 || o.block >= o.n || o.n % o.block)
@@ -216,8 +207,7 @@ void register_bwd_order(CLI::App &app) {
   add_count(s, "--d", o->d, "head dimension (default 64; 1..2^20)", 1, std::uint64_t{1} << 20);
   add_count(s, "--block", o->block, "block size b (query and KV blocks; divides n; default 64)", 1,
             std::uint64_t{1} << 40);
-  s->add_option("--policy", o->policy,
-                "exact, fp32, paper, fa2:sm80 (default), fa2:sm89, fa2:sm90, fa2:sm100, fa2_twin");
+  s->add_option("--policy", o->policy, io::policy_names() + " (default fa2:sm80)");
   s->add_option("--variant", o->variant, "standard, fa2 (default) or stabilized (the forward)");
   s->add_flag("--causal", o->causal, "causal mask");
   s->add_option("--scenario", o->scenario, "random (default) or sink");

@@ -15,6 +15,7 @@
 #include "bf16emu/pitfalls/compare.hpp"
 #include "bf16emu/pitfalls/cp.hpp"
 #include "command.hpp"
+#include "io/attention.hpp"
 #include "io/json.hpp"
 #include "io/memory.hpp"
 #include "options.hpp"
@@ -36,20 +37,10 @@ struct cp_cli {
   double fail_above = 0;
 };
 
-at::variant parse_variant(const std::string &v) {
-  if (v == "standard") return at::variant::standard;
-  if (v == "fa2") return at::variant::fa2;
-  if (v == "stabilized") return at::variant::stabilized;
-  throw bad_input("unknown --variant '" + v + "' (standard, fa2, stabilized)");
-}
-
 void run(const cp_cli &o) {
   pit::cp_options opt;
-  if (!at::parse_policy(o.policy, opt.cfg.pol))
-    throw bad_input("unknown --policy '" + o.policy +
-                    "' (exact, fp32, paper, fa2:sm80, fa2:sm89, fa2:sm90, "
-                    "fa2:sm100, fa2_twin)");
-  opt.cfg.var = parse_variant(o.variant);
+  opt.cfg.pol = io::parse_policy_name(o.policy);
+  opt.cfg.var = io::parse_variant(o.variant);
   opt.cfg.causal = o.causal;
   if (o.n < 2 || o.d < 1) throw bad_input("--n must be >= 2 and --d >= 1");
   if (o.chunks < 2 || o.chunks > o.n || o.n % o.chunks)
@@ -185,8 +176,7 @@ void register_cp(CLI::App &app) {
   add_count(s, "--d", o->d, "head dimension (default 64; 1..2^20)", 1, std::uint64_t{1} << 20);
   add_count(s, "--chunks", o->chunks, "number of chunks C, dividing n (default 4; 2..n)", 2,
             std::uint64_t{1} << 40);
-  s->add_option("--policy", o->policy,
-                "exact, fp32, paper, fa2:sm80 (default), fa2:sm89, fa2:sm90, fa2:sm100, fa2_twin");
+  s->add_option("--policy", o->policy, io::policy_names() + " (default fa2:sm80)");
   s->add_option("--variant", o->variant, "standard, fa2 (default) or stabilized (per chunk pair)");
   s->add_flag("--causal", o->causal, "causal mask (query chunk i sees KV chunks 0..i)");
   s->add_option("--scenario", o->scenario, "random (default) or sink");

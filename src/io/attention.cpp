@@ -115,6 +115,24 @@ BF16EMU_IO_ATTENTION_PARSER(at::delta_order, parse_delta_order, delta_orders)
 BF16EMU_IO_ATTENTION_PARSER(at::block_order, parse_block_order, block_orders)
 #undef BF16EMU_IO_ATTENTION_PARSER
 
+std::string policy_names() {
+  std::string r = "exact, fp32, paper";
+  at::kernel_policy p;
+  for (const tc::arch a : tc::all_archs) {
+    const std::string name = std::string("fa2:") + tc::to_string(a);
+    if (at::parse_policy(name, p)) r += ", " + name;
+  }
+  return r + ", fa2_twin";
+}
+
+at::kernel_policy parse_policy_name(std::string_view s, const char *option) {
+  at::kernel_policy p;
+  if (!at::parse_policy(s, p))
+    throw input_error(std::string("unknown ") + option + " '" + shorten(std::string(s)) + "' (" +
+                      policy_names() + ")");
+  return p;
+}
+
 const char *to_string(at::kv_order k) noexcept { return name_of(kv_orders, k); }
 const char *to_string(at::exp_impl e) noexcept { return name_of(exp_impls, e); }
 const char *to_string(at::reduce_order r) noexcept { return name_of(row_sums, r); }
