@@ -17,7 +17,8 @@ namespace coretest {
 using namespace bf16emu;
 
 template <class F> oracle::format ofmt() {
-  return oracle::format{F::exp_bits, F::frac_bits, F::encoding == special_encoding::fn};
+  return oracle::format{F::exp_bits, F::frac_bits, F::encoding == special_encoding::fn,
+                        F::encoding == special_encoding::finite};
 }
 
 // The oracle has its own flag constants; they are meant to carry the same meaning bit for bit.
