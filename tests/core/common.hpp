@@ -150,6 +150,16 @@ inline void parallel_for(long long n, const std::function<void(long long)> &body
     th.join();
 }
 
+// A core result against a hand-derived bit pattern and flag set (the test uses coretest::hex).
+#define EXPECT_RES(expr, want_bits, want_flags)                                                              \
+  do {                                                                                                       \
+    const auto r_ = (expr);                                                                                  \
+    EXPECT_EQ(std::uint64_t(r_.value.bits), std::uint64_t(want_bits))                                        \
+        << #expr << ": got " << hex(r_.value.bits) << " want " << hex(want_bits);                            \
+    EXPECT_EQ(int(r_.flags), int(want_flags))                                                                \
+        << #expr << ": flags got " << int(r_.flags) << " want " << int(want_flags);                          \
+  } while (0)
+
 // Compares a core result with an oracle result; on mismatch describes the case via what().
 template <class R, class What>
 inline void check_result(tally &t, const R &got, const oracle::result &want, What &&what) {
