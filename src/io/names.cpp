@@ -24,16 +24,27 @@ template <class T> struct alias {
 };
 
 const alias<format_id> format_aliases[] = {
-    {"fp64", format_id::fp64},          {"binary64", format_id::fp64},      {"f64", format_id::fp64},
-    {"float64", format_id::fp64},       {"double", format_id::fp64},        {"fp32", format_id::fp32},
-    {"binary32", format_id::fp32},      {"f32", format_id::fp32},           {"float32", format_id::fp32},
-    {"float", format_id::fp32},         {"single", format_id::fp32},        {"bf16", format_id::bf16},
-    {"bfloat16", format_id::bf16},      {"fp16", format_id::fp16},          {"binary16", format_id::fp16},
-    {"f16", format_id::fp16},           {"float16", format_id::fp16},       {"half", format_id::fp16},
-    {"tf32", format_id::tf32},          {"tensorfloat32", format_id::tf32}, {"e4m3", format_id::e4m3},
-    {"e4m3fn", format_id::e4m3},        {"fp8_e4m3", format_id::e4m3},      {"float8_e4m3", format_id::e4m3},
-    {"float8_e4m3fn", format_id::e4m3}, {"e5m2", format_id::e5m2},          {"fp8_e5m2", format_id::e5m2},
-    {"float8_e5m2", format_id::e5m2},
+    {"fp64", format_id::fp64},          {"binary64", format_id::fp64},
+    {"f64", format_id::fp64},           {"float64", format_id::fp64},
+    {"double", format_id::fp64},        {"fp32", format_id::fp32},
+    {"binary32", format_id::fp32},      {"f32", format_id::fp32},
+    {"float32", format_id::fp32},       {"float", format_id::fp32},
+    {"single", format_id::fp32},        {"bf16", format_id::bf16},
+    {"bfloat16", format_id::bf16},      {"fp16", format_id::fp16},
+    {"binary16", format_id::fp16},      {"f16", format_id::fp16},
+    {"float16", format_id::fp16},       {"half", format_id::fp16},
+    {"tf32", format_id::tf32},          {"tensorfloat32", format_id::tf32},
+    {"e4m3", format_id::e4m3},          {"e4m3fn", format_id::e4m3},
+    {"fp8_e4m3", format_id::e4m3},      {"float8_e4m3", format_id::e4m3},
+    {"float8_e4m3fn", format_id::e4m3}, {"e5m2", format_id::e5m2},
+    {"fp8_e5m2", format_id::e5m2},      {"float8_e5m2", format_id::e5m2},
+    {"e2m3", format_id::e2m3},          {"fp6_e2m3", format_id::e2m3},
+    {"float6_e2m3", format_id::e2m3},   {"float6_e2m3fn", format_id::e2m3},
+    {"e3m2", format_id::e3m2},          {"fp6_e3m2", format_id::e3m2},
+    {"float6_e3m2", format_id::e3m2},   {"float6_e3m2fn", format_id::e3m2},
+    {"e2m1", format_id::e2m1},          {"fp4", format_id::e2m1},
+    {"fp4_e2m1", format_id::e2m1},      {"float4_e2m1", format_id::e2m1},
+    {"float4_e2m1fn", format_id::e2m1},
 };
 
 const alias<round_mode> mode_aliases[] = {
@@ -99,7 +110,9 @@ const char *name(nan_policy p) noexcept {
   }
 }
 
-std::string format_names() { return "fp64, fp32, bf16, fp16, tf32, e4m3, e5m2"; }
+std::string format_names() {
+  return "fp64, fp32, bf16, fp16, tf32, e4m3, e5m2, e2m3 (fp6_e2m3), e3m2 (fp6_e3m2), e2m1 (fp4)";
+}
 
 std::string mode_names() {
   return "nearest_even (rne), nearest_away (rna), toward_zero (rz), upward (ru), downward (rd), "

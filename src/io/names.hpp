@@ -1,8 +1,9 @@
 // bf16emu io: names of formats, rounding modes, tininess and NaN policies as the
 // CLI, the JSON output and the test files spell them, and their parsers.
 //
-// Formats: fp64 fp32 bf16 fp16 tf32 e4m3 e5m2, with aliases (binary32, float, bfloat16,
-// half, binary16, float8_e4m3fn, fp8_e5m2, ...). Case-insensitive.
+// Formats: fp64 fp32 bf16 fp16 tf32 e4m3 e5m2 e2m3 e3m2 e2m1, with aliases (binary32, float,
+// bfloat16, half, binary16, float8_e4m3fn, fp8_e5m2, fp6_e2m3, fp6_e3m2, fp4, float4_e2m1fn, ...).
+// Case-insensitive. e2m3, e3m2 and e2m1 are the OCP MX element formats (docs/formats.md).
 // Modes:   nearest_even (rne), nearest_away (rna), toward_zero (rz), upward (ru),
 //          downward (rd), to_odd (ro), stochastic (sr); TestFloat's near_even, near_maxMag,
 //          minMag, max, min, odd are accepted too.
@@ -38,7 +39,7 @@ const char *name(tininess t) noexcept;
 const char *name(nan_policy p) noexcept;
 // round_mode and decision names: bf16emu::to_string (core/env.hpp).
 
-// The accepted names, for --help texts: "fp64, fp32, bf16, fp16, tf32, e4m3, e5m2".
+// The accepted names, for --help texts: "fp64, fp32, bf16, fp16, tf32, e4m3, e5m2, e2m3 (fp6_e2m3), ...".
 std::string format_names();
 std::string mode_names();
 

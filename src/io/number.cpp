@@ -153,6 +153,7 @@ template <class F> std::uint64_t special_bits(std::string_view text, std::string
     if (!F::has_inf) bad(text, std::string(format_name<F>()) + " has no infinity");
     return s | F::inf_bits;
   }
+  if (!F::has_nan) bad(text, std::string(format_name<F>()) + " has no NaN");
   if (word == "nan" || word == "qnan") return s | (F::has_inf ? (F::exp_mask | F::quiet_bit) : F::inf_bits);
   if (!F::has_inf) bad(text, std::string(format_name<F>()) + " has no signaling NaN");
   return s | F::exp_mask | 1; // snan

@@ -17,7 +17,8 @@ namespace coretest {
 using namespace bf16emu;
 
 template <class F> oracle::format ofmt() {
-  return oracle::format{F::exp_bits, F::frac_bits, F::encoding == special_encoding::fn};
+  return oracle::format{F::exp_bits, F::frac_bits, F::encoding == special_encoding::fn,
+                        F::encoding == special_encoding::finite};
 }
 
 // The oracle has its own flag constants; they are meant to carry the same meaning bit for bit.
@@ -148,6 +149,16 @@ inline void parallel_for(long long n, const std::function<void(long long)> &body
   for (auto &th : pool)
     th.join();
 }
+
+// A core result against a hand-derived bit pattern and flag set (the test uses coretest::hex).
+#define EXPECT_RES(expr, want_bits, want_flags)                                                              \
+  do {                                                                                                       \
+    const auto r_ = (expr);                                                                                  \
+    EXPECT_EQ(std::uint64_t(r_.value.bits), std::uint64_t(want_bits))                                        \
+        << #expr << ": got " << hex(r_.value.bits) << " want " << hex(want_bits);                            \
+    EXPECT_EQ(int(r_.flags), int(want_flags))                                                                \
+        << #expr << ": flags got " << int(r_.flags) << " want " << int(want_flags);                          \
+  } while (0)
 
 // Compares a core result with an oracle result; on mismatch describes the case via what().
 template <class R, class What>

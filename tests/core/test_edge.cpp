@@ -24,15 +24,6 @@ constexpr round_mode kModes[] = {round_mode::nearest_even, round_mode::nearest_a
                                  round_mode::upward,       round_mode::downward,     round_mode::to_odd,
                                  round_mode::stochastic};
 
-#define EXPECT_RES(expr, want_bits, want_flags)                                                              \
-  do {                                                                                                       \
-    const auto r_ = (expr);                                                                                  \
-    EXPECT_EQ(std::uint64_t(r_.value.bits), std::uint64_t(want_bits))                                        \
-        << #expr << ": got " << hex(r_.value.bits) << " want " << hex(want_bits);                            \
-    EXPECT_EQ(int(r_.flags), int(want_flags))                                                                \
-        << #expr << ": flags got " << int(r_.flags) << " want " << int(want_flags);                          \
-  } while (0)
-
 bf16 B(std::uint32_t b) { return bf16::from_bits(b); }
 f32 F(std::uint32_t b) { return f32::from_bits(b); }
 f16 H(std::uint32_t b) { return f16::from_bits(b); }

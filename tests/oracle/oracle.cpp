@@ -20,6 +20,9 @@ std::string name(format f) {
   if (f == tf32) return "tf32";
   if (f == e4m3) return "e4m3";
   if (f == e5m2) return "e5m2";
+  if (f == e2m3) return "e2m3";
+  if (f == e3m2) return "e3m2";
+  if (f == e2m1) return "e2m1";
   return "E" + std::to_string(f.exp_bits) + "M" + std::to_string(f.frac_bits) + (f.fn ? "fn" : "");
 }
 
@@ -93,7 +96,9 @@ num decode(operand a, bool inputs_as_zero) {
   const std::uint64_t ef = (bits >> f.frac_bits) & f.exp_field_max();
   const std::uint64_t fr = bits & f.frac_mask();
   n.frac = fr;
-  if (f.fn) {
+  if (f.finite) {
+    // finite: no special patterns; the top exponent code holds normal numbers.
+  } else if (f.fn) {
     // fn: only S.1111.111 is NaN (treated as quiet); no infinities.
     if (ef == f.exp_field_max() && fr == f.frac_mask()) {
       n.c = cls::nan;
@@ -133,13 +138,15 @@ std::uint64_t fn_nan(format out) { return exp_all_ones(out) | out.frac_mask(); }
 std::uint64_t max_finite(format out) {
   // fn: the all-ones fraction at the top exponent is the NaN, so max has fraction 1..10.
   if (out.fn) return exp_all_ones(out) | (out.frac_mask() - 1);
+  if (out.finite) return exp_all_ones(out) | out.frac_mask(); // every pattern is a number
   return ((out.exp_field_max() - 1) << out.frac_bits) | out.frac_mask();
 }
 std::uint64_t sign_bit(format out, bool s) { return s ? out.sign_mask() : 0; }
 
 // "invalid without NaN operand" column.
 std::uint64_t default_nan(format out, nan_policy p) {
-  if (out.fn) return fn_nan(out); // S.1111.111 with sign 0 ("0 for default NaN", "else 0x7F")
+  if (out.finite) return max_finite(out); // formats.md: no NaN, so +max finite (invalid raised)
+  if (out.fn) return fn_nan(out);         // S.1111.111 with sign 0 ("0 for default NaN", "else 0x7F")
   switch (p) {
   case nan_policy::ieee:
   case nan_policy::pytorch: return exp_all_ones(out) | quiet_bit(out);  // +qNaN
@@ -150,7 +157,7 @@ std::uint64_t default_nan(format out, nan_policy p) {
 
 // "NaN operand present" column.
 std::uint64_t nan_result(const num &n, format out, nan_policy p) {
-  if (p != nan_policy::ieee) return default_nan(out, p);
+  if (p != nan_policy::ieee || out.finite) return default_nan(out, p);
   // ieee: the first NaN operand converted: sign kept, fraction aligned at its top, quiet bit set.
   if (out.fn) return sign_bit(out, n.sign) | fn_nan(out);
   const int ms = n.fmt.frac_bits, md = out.frac_bits;
@@ -172,6 +179,7 @@ result make_nan_from(const std::vector<const num *> &ops, format out, const envi
   }
   assert(first);
   r.bits = nan_result(*first, out, env.nan);
+  if (out.finite) r.flags |= flags::invalid; // formats.md: a NaN that cannot be represented
   return r;
 }
 
@@ -187,7 +195,11 @@ result make_invalid(format out, const environment &env) {
 result make_inf(bool s, format out, const environment &env, std::uint8_t fl) {
   result r;
   r.flags = fl;
-  if (!out.fn) {
+  if (out.finite) {
+    // formats.md: no infinity, no NaN: +-max finite, flagged as an overflow.
+    r.bits = sign_bit(out, s) | max_finite(out);
+    r.flags |= flags::overflow | flags::inexact;
+  } else if (!out.fn) {
     r.bits = sign_bit(out, s) | exp_all_ones(out);
   } else if (env.saturate) {
     r.bits = sign_bit(out, s) | max_finite(out);
@@ -310,7 +322,7 @@ result round_pack(const exact &x, format out, const environment &env) {
     m >>= 1;
     q += 1;
   }
-  const cpp_int maxsig = out.fn ? pow2(M + 1) - 2 : pow2(M + 1) - 1;
+  const cpp_int maxsig = out.fn ? pow2(M + 1) - 2 : pow2(M + 1) - 1; // finite: all ones
   const bool overflow = q > emax - M || (q == emax - M && m > maxsig);
   if (overflow) {
     r.flags = flags::overflow | flags::inexact;
@@ -324,7 +336,7 @@ result round_pack(const exact &x, format out, const environment &env) {
     case rounding::upward: to_inf = !x.sign; break;
     case rounding::downward: to_inf = x.sign; break;
     }
-    if (env.saturate) to_inf = false;
+    if (env.saturate || out.finite) to_inf = false; // finite: formats.md, always max finite
     if (to_inf) {
       // In fn formats "Inf" means the NaN of the result's sign.
       r.bits = sign_bit(out, x.sign) | (out.fn ? fn_nan(out) : exp_all_ones(out));

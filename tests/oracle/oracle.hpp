@@ -17,15 +17,17 @@ namespace oracle {
 
 // A binary floating-point format: 1 sign bit, exp_bits exponent bits, frac_bits fraction bits.
 // fn = OCP E4M3 style: no infinities, the only NaN is S.1..1.1..1.
+// finite = OCP MX FP6/FP4 style (docs/formats.md): no infinities, no NaN; every pattern is a number.
 struct format {
   int exp_bits;
   int frac_bits;
   bool fn = false;
+  bool finite = false;
 
   int width() const { return 1 + exp_bits + frac_bits; }
   int bias() const { return (1 << (exp_bits - 1)) - 1; }
   int emin() const { return 1 - bias(); }
-  int emax() const { return (fn ? (1 << exp_bits) - 1 : (1 << exp_bits) - 2) - bias(); }
+  int emax() const { return (fn || finite ? (1 << exp_bits) - 1 : (1 << exp_bits) - 2) - bias(); }
   std::uint64_t sign_mask() const { return std::uint64_t{1} << (width() - 1); }
   std::uint64_t frac_mask() const { return (std::uint64_t{1} << frac_bits) - 1; }
   std::uint64_t exp_field_max() const { return (std::uint64_t{1} << exp_bits) - 1; }
@@ -42,6 +44,9 @@ inline constexpr format fp16{5, 10, false};
 inline constexpr format tf32{8, 10, false};
 inline constexpr format e4m3{4, 3, true};
 inline constexpr format e5m2{5, 2, false};
+inline constexpr format e2m3{2, 3, false, true};
+inline constexpr format e3m2{3, 2, false, true};
+inline constexpr format e2m1{2, 1, false, true};
 
 std::string name(format f);
 

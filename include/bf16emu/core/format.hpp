@@ -8,6 +8,9 @@
 //          the fraction's top bit is the quiet bit.
 //   fn   : no infinities; only S.1111.111 (all ones) is NaN, every other
 //          pattern with the top exponent code is a normal number (OCP E4M3).
+//   finite: no infinities and no NaN: every pattern is a number (the OCP MX element
+//          formats FP6 E2M3, FP6 E3M2 and FP4 E2M1). What an overflow, an infinite or a
+//          NaN result gives there is in docs/formats.md.
 #pragma once
 
 #include <cstdint>
@@ -16,7 +19,7 @@
 
 namespace bf16emu {
 
-enum class special_encoding : std::uint8_t { ieee, fn };
+enum class special_encoding : std::uint8_t { ieee, fn, finite };
 
 namespace detail {
 template <int Width> struct storage_for { using type = std::uint64_t; };
@@ -42,6 +45,7 @@ template <int ExpBits, int FracBits, special_encoding Enc = special_encoding::ie
   static constexpr int width = 1 + ExpBits + FracBits;
   static constexpr special_encoding encoding = Enc;
   static constexpr bool has_inf = Enc == special_encoding::ieee;
+  static constexpr bool has_nan = Enc != special_encoding::finite;
 
   using storage = typename detail::storage_for<width>::type;
 
@@ -58,9 +62,10 @@ template <int ExpBits, int FracBits, special_encoding Enc = special_encoding::ie
   static constexpr std::uint64_t abs_mask = sign_mask - 1;
   static constexpr std::uint64_t quiet_bit = std::uint64_t{1} << (FracBits - 1);
   // Largest finite magnitude: all-ones fraction, except in fn where that is NaN.
-  static constexpr std::uint64_t max_finite_bits =
-      (std::uint64_t(max_finite_biased_exp) << FracBits) | (has_inf ? frac_mask : frac_mask - 1);
-  // +Inf for ieee formats; for fn formats the NaN pattern (no infinity exists).
+  static constexpr std::uint64_t max_finite_bits = (std::uint64_t(max_finite_biased_exp) << FracBits) |
+                                                   (Enc == special_encoding::fn ? frac_mask - 1 : frac_mask);
+  // +Inf for ieee formats; for fn formats the NaN pattern (no infinity exists); finite
+  // formats have neither, and the core never writes this pattern there (docs/formats.md).
   static constexpr std::uint64_t inf_bits = has_inf ? exp_mask : (exp_mask | frac_mask);
   static constexpr std::uint64_t min_normal_bits = std::uint64_t{1} << FracBits;
 };
@@ -72,6 +77,10 @@ using binary16 = format<5, 10>;
 using tensorfloat32 = format<8, 10>; // NVIDIA TF32: 19 significant bits of an FP32 register
 using float8_e4m3 = format<4, 3, special_encoding::fn>;
 using float8_e5m2 = format<5, 2>;
+// The OCP Microscaling (MX) v1.0 element formats without Inf or NaN: max finite 7.5, 28 and 6.
+using float6_e2m3 = format<2, 3, special_encoding::finite>;
+using float6_e3m2 = format<3, 2, special_encoding::finite>;
+using float4_e2m1 = format<2, 1, special_encoding::finite>;
 
 template <class F> inline constexpr bool is_format_v = requires {
   F::exp_bits;
@@ -95,6 +104,12 @@ template <class F> BF16EMU_CXHD const char *format_name() noexcept {
     return "e4m3";
   else if constexpr (F::exp_bits == 5 && F::frac_bits == 2)
     return "e5m2";
+  else if constexpr (F::exp_bits == 2 && F::frac_bits == 3 && F::encoding == special_encoding::finite)
+    return "e2m3";
+  else if constexpr (F::exp_bits == 3 && F::frac_bits == 2 && F::encoding == special_encoding::finite)
+    return "e3m2";
+  else if constexpr (F::exp_bits == 2 && F::frac_bits == 1 && F::encoding == special_encoding::finite)
+    return "e2m1";
   else
     return "custom";
 }
@@ -113,7 +128,9 @@ template <class F> struct fp {
   BF16EMU_CXHD std::uint64_t magnitude() const noexcept { return bits & F::abs_mask; }
 
   BF16EMU_CXHD bool is_nan() const noexcept {
-    if constexpr (F::has_inf)
+    if constexpr (!F::has_nan)
+      return false;
+    else if constexpr (F::has_inf)
       return biased_exp() == F::exp_field_max && frac() != 0;
     else
       return magnitude() == (F::exp_mask | F::frac_mask);
@@ -145,6 +162,9 @@ using f16 = fp<binary16>;
 using tf32 = fp<tensorfloat32>;
 using e4m3 = fp<float8_e4m3>;
 using e5m2 = fp<float8_e5m2>;
+using e2m3 = fp<float6_e2m3>;
+using e3m2 = fp<float6_e3m2>;
+using e2m1 = fp<float4_e2m1>;
 
 // Exact host conversions between native floating types and bit patterns.
 BF16EMU_CXHD f32 from_float(float x) noexcept { return f32{detail::bit_cast<std::uint32_t>(x)}; }
@@ -153,7 +173,7 @@ BF16EMU_CXHD float to_float(f32 x) noexcept { return detail::bit_cast<float>(x.b
 BF16EMU_CXHD double to_native_double(f64 x) noexcept { return detail::bit_cast<double>(x.bits); }
 
 // Runtime identifier for dispatch (CLI, file formats).
-enum class format_id : std::uint8_t { fp64, fp32, bf16, fp16, tf32, e4m3, e5m2 };
+enum class format_id : std::uint8_t { fp64, fp32, bf16, fp16, tf32, e4m3, e5m2, e2m3, e3m2, e2m1 };
 
 // Calls f(format_tag) with a default-constructed trait for id.
 template <class Fn> BF16EMU_CXHD decltype(auto) visit_format(format_id id, Fn &&f) {
@@ -164,6 +184,9 @@ template <class Fn> BF16EMU_CXHD decltype(auto) visit_format(format_id id, Fn &&
   case format_id::fp16: return f(binary16{});
   case format_id::tf32: return f(tensorfloat32{});
   case format_id::e4m3: return f(float8_e4m3{});
+  case format_id::e2m3: return f(float6_e2m3{});
+  case format_id::e3m2: return f(float6_e3m2{});
+  case format_id::e2m1: return f(float4_e2m1{});
   default: return f(float8_e5m2{});
   }
 }

@@ -123,7 +123,8 @@ BF16EMU_CXHD decided decide(const cut_bits<std::uint64_t> &c, bool sign, const e
   return {c.kept + (up ? 1u : 0u), d};
 }
 
-// Result of an overflow: Inf (NaN in fn formats) or the largest finite value.
+// Result of an overflow: Inf (NaN in fn formats) or the largest finite value (always in
+// finite formats: round_pack asks only formats with a NaN).
 BF16EMU_CXHD bool overflow_to_inf(bool sign, const env &e) noexcept {
   if (e.saturate) return false;
   switch (e.mode) {
@@ -176,7 +177,7 @@ BF16EMU_CXHD result<F> round_pack(const unrounded &x, const env &e, Tr &tr, op_k
   decision dec = d.dec;
   std::uint8_t flags = inexact ? flag::inexact : 0;
   if (mag > F::max_finite_bits) {
-    const bool to_inf = overflow_to_inf(x.sign, e);
+    const bool to_inf = F::has_nan && overflow_to_inf(x.sign, e);
     mag = to_inf ? F::inf_bits : F::max_finite_bits;
     dec = to_inf ? decision::overflow_inf : decision::overflow_max;
     flags = flag::overflow | flag::inexact;

@@ -13,7 +13,10 @@ template <class F> BF16EMU_CXHD std::uint64_t nan_bits_fn_or(std::uint64_t ieee_
 }
 
 // The NaN produced by an invalid operation with no NaN operand.
+// Formats without NaN (special_encoding::finite) give +max finite and raise invalid instead.
 template <class F> BF16EMU_CXHD result<F> default_nan(const env &e, std::uint8_t flags) noexcept {
+  if constexpr (!F::has_nan)
+    return {fp<F>::from_bits(F::max_finite_bits), std::uint8_t(flags | flag::invalid)};
   std::uint64_t bits = 0;
   switch (e.nan) {
   case nan_policy::cuda: bits = F::exp_mask | F::frac_mask; break;
@@ -25,7 +28,7 @@ template <class F> BF16EMU_CXHD result<F> default_nan(const env &e, std::uint8_t
 // The NaN produced from a NaN operand `x` (format In) into format Out.
 template <class Out, class In>
 BF16EMU_CXHD result<Out> propagate_nan(fp<In> x, const env &e, std::uint8_t flags) noexcept {
-  if (e.nan != nan_policy::ieee) return default_nan<Out>(e, flags);
+  if (!Out::has_nan || e.nan != nan_policy::ieee) return default_nan<Out>(e, flags);
   const std::uint64_t sign = x.sign() ? Out::sign_mask : 0;
   if constexpr (!Out::has_inf) {
     return {fp<Out>::from_bits(sign | Out::inf_bits), flags};
@@ -50,11 +53,14 @@ BF16EMU_CXHD result<Out> nan_result(const env &e, std::uint8_t extra_flags, fp<F
   return propagate_nan<Out>(c, e, flags);
 }
 
-// A signed infinity; formats without one give NaN (invalid) or, saturating, the max finite.
+// A signed infinity; formats without one give NaN (invalid) or, saturating, the max finite;
+// formats without NaN (finite) the max finite with overflow and inexact, as an overflow.
 template <class F> BF16EMU_CXHD result<F> infinity(bool sign, const env &e, std::uint8_t flags = 0) noexcept {
   const std::uint64_t s = sign ? F::sign_mask : 0;
   if constexpr (F::has_inf) {
     return {fp<F>::from_bits(s | F::inf_bits), flags};
+  } else if constexpr (!F::has_nan) {
+    return {fp<F>::from_bits(s | F::max_finite_bits), std::uint8_t(flags | flag::overflow | flag::inexact)};
   } else {
     if (e.saturate) return {fp<F>::from_bits(s | F::max_finite_bits), flags};
     return {fp<F>::from_bits(s | F::inf_bits), std::uint8_t(flags | flag::invalid)};
