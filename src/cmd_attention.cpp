@@ -18,8 +18,10 @@
 #include "io/json.hpp"
 #include "io/memory.hpp"
 #include "io/paper_sections.hpp"
-#include "mpi/distribute.hpp"
 #include "options.hpp"
+
+// Runs over MPI ranks (src/mpi; a plain run without BF16EMU_WITH_MPI).
+#include "mpi/distribute.hpp"
 
 namespace bf16emu::cli {
 
