@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <sstream>
 #include <stdexcept>
@@ -155,10 +156,19 @@ std::optional<attention::run_report> run_attention(const attention::attention_in
   if (w.size == 1) return attention::run_attention(in, opt);
   static_assert(std::is_trivially_copyable_v<attention::ledger> && sizeof(attention::ledger) % 8 == 0);
   return guarded(w, [&]() -> std::optional<attention::run_report> {
+    // The OR reduction needs an empty ledger to be all-zero bits (as its counters and sums are).
+    static const bool empty_is_zero = [] {
+      const attention::ledger empty{};
+      unsigned char bytes[sizeof empty];
+      std::memcpy(bytes, &empty, sizeof empty);
+      return std::all_of(bytes, bytes + sizeof bytes, [](unsigned char b) { return b == 0; });
+    }();
+    if (!empty_is_zero) throw std::logic_error("mpi: an empty attention::ledger is not all-zero bits");
     attention::run_options mine = opt;
     mine.part = std::uint64_t(w.rank);
     mine.parts = std::uint64_t(w.size);
     if (w.rank != 0) mine.progress = nullptr;
+    // Every per-item result of run_report: the ledgers and the slices of these vectors.
     mine.exchange = [&w](std::vector<attention::ledger> &items, attention::run_report &rep) {
       injected_failure(w);
       or_to_root(w, items.data(), items.size() * (sizeof(attention::ledger) / 8));
