@@ -4,6 +4,8 @@
 # Non-interactive; uses sudo when not run as root.
 #   bash scripts/install-deps.sh            # required packages
 #   BF16EMU_DEPS_NINJA=1 bash scripts/install-deps.sh   # also ninja-build (optional)
+#   BF16EMU_DEPS_MPI=1 bash scripts/install-deps.sh     # also Open MPI (optional: mpirun -np N
+#                                                         bf16emu bias|attention, docs/scale.md)
 set -euo pipefail
 
 # package : a command or file that proves it is present without dpkg (e.g. a manual install)
@@ -32,6 +34,9 @@ required=(
 )
 if [[ "${BF16EMU_DEPS_NINJA:-0}" == 1 ]]; then
   required+=("ninja-build:cmd:ninja")
+fi
+if [[ "${BF16EMU_DEPS_MPI:-0}" == 1 ]]; then
+  required+=("libopenmpi-dev:file:/usr/lib/x86_64-linux-gnu/openmpi/include/mpi.h" "openmpi-bin:cmd:mpirun")
 fi
 
 installed() { # package kind probe

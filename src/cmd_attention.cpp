@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -18,6 +19,9 @@
 #include "io/memory.hpp"
 #include "io/paper_sections.hpp"
 #include "options.hpp"
+
+// Runs over MPI ranks (src/mpi; a plain run without BF16EMU_WITH_MPI).
+#include "mpi/distribute.hpp"
 
 namespace bf16emu::cli {
 
@@ -170,7 +174,10 @@ void run(const attention_cli &o) {
       io::saturating_product({std::uint64_t(in.n), std::uint64_t(in.n), std::uint64_t(in.d),
                               std::uint64_t(in.heads), std::uint64_t(in.batch)});
   if (work >= (std::uint64_t(1) << 26) || opt.backward) opt.progress = progress_printer();
-  const at::run_report r = at::run_attention(in, opt);
+  // at::run_attention, over the ranks when started by mpirun/srun (docs/scale.md)
+  const std::optional<at::run_report> all = mpi::run_attention(in, opt);
+  if (!all) return; // a rank other than 0: rank 0 reports
+  const at::run_report &r = *all;
   const io::attention_origin origin{o.q_file.empty() ? o.scenario : "files", o.seed, o.sink};
   const std::string js = io::attention_json(r, &origin);
   if (o.json)

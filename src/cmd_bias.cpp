@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <unistd.h>
@@ -20,6 +21,7 @@
 #include "io/files.hpp"
 #include "io/memory.hpp"
 #include "io/names.hpp"
+#include "mpi/distribute.hpp"
 #include "options.hpp"
 
 namespace bf16emu::cli {
@@ -283,12 +285,14 @@ void run_bias(bias_options &o) {
     check_knobs(c);
 
   if (!o.quiet) spec.progress = progress_printer();
-  std::vector<b::stats> st;
+  std::optional<std::vector<b::stats>> all;
   try {
-    st = b::run(spec);
+    all = mpi::run_bias(spec); // b::run, over the ranks when started by mpirun/srun (docs/scale.md)
   } catch (const std::invalid_argument &e) {
     throw bad_input(e.what());
   }
+  if (!all) return; // a rank other than 0: rank 0 reports
+  const std::vector<b::stats> &st = *all;
 
   if (!o.state.empty()) {
     std::ofstream f = io::open_output(o.state, "--state");

@@ -37,6 +37,13 @@ inline unsigned resolve_threads(unsigned requested, std::uint64_t count) noexcep
   return nt;
 }
 
+// Shard k of n of the indices [0, total) is k, k + n, k + 2n, ...: the one rule by which work is
+// split across processes (bias --shard K/N, the ranks of an MPI run). Its index j is k + j * n;
+// this many of them (n > 0).
+inline std::uint64_t shard_size(std::uint64_t total, std::uint64_t k, std::uint64_t n) noexcept {
+  return total > k ? (total - k - 1) / n + 1 : 0;
+}
+
 // Calls fn(i, worker) for every i in [0, count) on resolve_threads(threads, count) workers;
 // worker is in [0, that count) and identifies the thread, for per-worker scratch state.
 template <class Fn>

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <utility>
 #include <vector>
 
@@ -19,6 +20,8 @@
 
 namespace bf16emu::attention {
 
+struct run_report;
+
 struct run_options {
   forward_config cfg;
   bool backward = false;
@@ -28,6 +31,11 @@ struct run_options {
   unsigned threads = 0;       // 0: hardware concurrency
   progress_fn progress;       // called after each finished (batch, head) item; may be empty
   long trace_batch = 0, trace_head = 0;
+  // A run split over processes (src/mpi): this one runs shard `part` of `parts` of the (batch,
+  // head) items (shard_size); the others keep zero slices and empty ledgers until exchange,
+  // called before the per-item ledgers are merged in item order, fills them in.
+  std::uint64_t part = 0, parts = 1;
+  std::function<void(std::vector<ledger> &items, run_report &rep)> exchange;
 };
 
 struct run_report {
@@ -133,8 +141,9 @@ inline run_report run_attention(const attention_inputs &in, const run_options &o
   std::vector<ledger> leds(opt.with_ledger ? count : 0);
   std::vector<run_detail::item_result> slots(static_cast<std::size_t>(items));
   parallel_for(
-      count, opt.threads,
-      [&](std::uint64_t i, unsigned) {
+      shard_size(count, opt.part, opt.parts), opt.threads,
+      [&](std::uint64_t j, unsigned) {
+        const std::uint64_t i = opt.part + j * opt.parts;
         const long bh = static_cast<long>(i);
         if (opt.with_ledger) {
           slots[i] = run_detail::one_head(in, opt, bh, leds[i], rep);
@@ -144,6 +153,7 @@ inline run_report run_attention(const attention_inputs &in, const run_options &o
         }
       },
       opt.progress);
+  if (opt.exchange) opt.exchange(leds, rep);
   for (auto &l : leds)
     rep.led.merge(l);
   if (!slots.empty())

@@ -222,8 +222,7 @@ inline std::uint64_t chunks_per_config(const run_spec &s) {
 // Shard K of N runs units K, K + N, K + 2N, ... below chunks_per_config * configs: this many.
 // Precondition: that product fits 64 bits (run() checks it).
 inline std::uint64_t shard_unit_count(const run_spec &s) {
-  const std::uint64_t total = chunks_per_config(s) * s.configs.size();
-  return total > s.shard ? (total - s.shard - 1) / s.shards + 1 : 0;
+  return shard_size(chunks_per_config(s) * s.configs.size(), s.shard, s.shards);
 }
 
 // Runs the trials of one unit into `st`.
