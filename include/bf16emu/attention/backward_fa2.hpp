@@ -89,58 +89,47 @@ struct bwd_tile {
   long j0 = 0, w = 0, i0 = 0, rows = 0;
 };
 
+// One head's inputs as the tiled backward reads them (shared, read-only, by every work item of
+// the head): the inputs in the policy's format, their BF16 copies, the scales and delta.
+struct bwd_prepared {
+  long n = 0, d = 0;
+  std::vector<double> q, k, v, dout; // inputs in the policy's format
+  std::vector<bf16> qb, kb, vb, dob;
+  double scale = 0, c = 0;
+  std::vector<double> delta;
+  int out_frac_bits = 23;
+};
+
 template <class Obs> struct fa2_backward {
   const forward_config &cfg;
   const kernel_policy &pol;
   const backward_config &bc;
-  const head_view &h;
   const forward_result &fwd;
   Obs &obs;
   const bool exact, tc, paper, poly;
   const long n, d, br, bcn;
   const f32_ops<Obs> o;
   const tc_model model;
-  std::vector<double> q, k, v, dout; // inputs in the policy's format
-  std::vector<bf16> qb, kb, vb, dob;
-  double scale = 0, c = 0;
-  backward_result r;
+  const bwd_prepared &in;
+  const std::vector<double> &q, &k, &v, &dout;
+  const std::vector<bf16> &qb, &kb, &vb, &dob;
+  const double scale, c;
+  backward_result &r;              // dq, dk, dv of the head (each item writes its own rows)
   std::vector<char> dq_started;    // dQ row has had its first (exact) addition
   std::vector<double> dv, dk;      // FP32 accumulators of the KV block, across query blocks
   std::vector<double> P, dS, part; // the tile's P, dS and dQ_ij
   std::vector<char> live;          // the tile's unmasked entries
   std::vector<bf16> Pbf, dSbf;
 
-  fa2_backward(const forward_config &cfg_, const backward_config &bc_, const head_view &h_,
-               const forward_result &fwd_, Obs &obs_)
-      : cfg(cfg_), pol(cfg_.pol), bc(bc_), h(h_), fwd(fwd_), obs(obs_), exact(pol.kind == policy_kind::exact),
+  fa2_backward(const forward_config &cfg_, const backward_config &bc_, const bwd_prepared &in_,
+               const forward_result &fwd_, backward_result &r_, Obs &obs_)
+      : cfg(cfg_), pol(cfg_.pol), bc(bc_), fwd(fwd_), obs(obs_), exact(pol.kind == policy_kind::exact),
         tc(pol.kind == policy_kind::fa2), paper(pol.kind == policy_kind::paper),
-        poly(pol.exp == exp_impl::poly_exp2), n(h_.n), d(h_.d), br(std::max(1, bc_.block_m)),
-        bcn(std::max(1, bc_.block_n)), o{&obs_}, model(tc_for(pol.arch)) {}
-
-  // Inputs in the policy's format; the scales; the outputs sized.
-  void load_inputs(const double *dout_in) {
-    const bool bf16_in = tc || paper;
-    auto in = [&](double x) { return exact ? x : bf16_in ? o.to16(x, site::input) : o.to32(x, site::input); };
-    q.resize(n * d), k.resize(n * d), v.resize(n * d), dout.resize(n * d);
-    for (long e = 0; e < n * d; ++e)
-      q[e] = in(h.q[e]), k[e] = in(h.k[e]), v[e] = in(h.v[e]), dout[e] = in(dout_in[e]);
-    if (tc) {
-      qb.resize(n * d), kb.resize(n * d), vb.resize(n * d), dob.resize(n * d);
-      for (long e = 0; e < n * d; ++e)
-        qb[e] = as_bf16(q[e]), kb[e] = as_bf16(k[e]), vb[e] = as_bf16(v[e]), dob[e] = as_bf16(dout[e]);
-    }
-    scale = softmax_scale(pol, d);
-    c = exact ? scale * fwd_detail::log2e : double(float(scale * fwd_detail::log2e));
-    r.out_frac_bits = exact ? 52 : (tc || paper) ? 7 : 23;
-    r.delta.assign(n, 0.0), r.dq.assign(n * d, 0.0), r.dk.assign(n * d, 0.0), r.dv.assign(n * d, 0.0);
+        poly(pol.exp == exp_impl::poly_exp2), n(in_.n), d(in_.d), br(std::max(1, bc_.block_m)),
+        bcn(std::max(1, bc_.block_n)), o{&obs_}, model(tc_for(pol.arch)), in(in_), q(in_.q), k(in_.k),
+        v(in_.v), dout(in_.dout), qb(in_.qb), kb(in_.kb), vb(in_.vb), dob(in_.dob), scale(in_.scale),
+        c(in_.c), r(r_) {
     dq_started.assign(n, 0);
-  }
-
-  // 0. delta = rowsum(dO o O) (the preprocessing kernel).
-  void delta() {
-    for (long row = 0; row < n; ++row)
-      r.delta[row] =
-          delta_row(o, exact, paper, pol.fma_contract, bc.delta, &dout[row * d], &fwd.o[row * d], d);
   }
 
   // Dot product of rows a, b (length d) in the policy's arithmetic; tc: BF16 copies ab, bb.
@@ -182,10 +171,10 @@ template <class Obs> struct fa2_backward {
 
   // 4. dS = P o (dP - delta) for one entry.
   double ds_entry(double p, double dp, long row) {
-    if (exact) return p * (dp - r.delta[row]);
+    if (exact) return p * (dp - in.delta[row]);
     if (paper)
-      return o.to16(o.mul(p, o.to16(o.sub(dp, r.delta[row], site::ds), site::ds), site::ds), site::ds);
-    return o.mul(p, o.sub(dp, r.delta[row], site::ds), site::ds);
+      return o.to16(o.mul(p, o.to16(o.sub(dp, in.delta[row], site::ds), site::ds), site::ds), site::ds);
+    return o.mul(p, o.sub(dp, in.delta[row], site::ds), site::ds);
   }
 
   // 1-4 for the whole tile: P, dP, dS (BF16 copies of P and dS under tc); masked entries stay 0.
@@ -292,7 +281,8 @@ template <class Obs> struct fa2_backward {
   }
 
   // One KV block: clear dK_j, dV_j; every query block that sees it (q_order); write dK_j, dV_j.
-  void kv_block(long jblk) {
+  // Without with_dq, dQ is left to q_pass (the split backward's pass A).
+  void kv_block(long jblk, bool with_dq = true) {
     const long j0 = jblk * bcn, w = std::min(n, j0 + bcn) - j0;
     const long nq = (n + br - 1) / br;
     dv.assign(w * d, 0.0), dk.assign(w * d, 0.0);
@@ -302,10 +292,32 @@ template <class Obs> struct fa2_backward {
       const bwd_tile t{j0, w, iblk * br, std::min(n, iblk * br + br) - iblk * br};
       p_and_ds_tile(t);
       dv_dk_update(t);
+      if (!with_dq) continue;
       dq_block(t);
       dq_add(t);
     }
     write_dk_dv(j0, w);
+  }
+
+  // The KV blocks in processing order (dq_order): the i-th is kv_order(i).
+  long kv_count() const { return (n + bcn - 1) / bcn; }
+  long kv_order(long i) const { return bc.dq_order == block_order::ascending ? i : kv_count() - 1 - i; }
+
+  // Pass B of the split backward: the dQ rows of query block iblk, dQ_i = the dQ_ij of the KV
+  // blocks that it sees, added in dq_order, then written. `quiet` (the same computation with
+  // a null observer) recomputes the tiles, whose roundings pass A (kv_block) has filed.
+  template <class Quiet> void q_pass(long iblk, Quiet &quiet) {
+    const long i0 = iblk * br, rows = std::min(n, i0 + br) - i0;
+    for (long jb = 0; jb < kv_count(); ++jb) {
+      const long j0 = kv_order(jb) * bcn, w = std::min(n, j0 + bcn) - j0;
+      if (cfg.causal && iblk < j0 / br) continue; // no row of the block sees key j0
+      const bwd_tile t{j0, w, i0, rows};
+      quiet.p_and_ds_tile(t);
+      dS.swap(quiet.dS), dSbf.swap(quiet.dSbf), live.swap(quiet.live);
+      dq_block(t);
+      dq_add(t);
+    }
+    write_dq(i0 * d, (i0 + rows) * d);
   }
 
   // 9. dK_j, dV_j: scale, output format.
@@ -319,9 +331,10 @@ template <class Obs> struct fa2_backward {
     }
   }
 
-  // 10. dQ: scale, output format (convert_dQ).
-  void write_dq() {
-    for (double &a : r.dq) {
+  // 10. dQ (elements [e0, e1); all by default): scale, output format (convert_dQ).
+  void write_dq(long e0 = 0, long e1 = -1) {
+    for (long e = e0; e < (e1 < 0 ? n * d : e1); ++e) {
+      double &a = r.dq[e];
       double g = exact ? a * scale : o.mul(a, scale, site::grad_scale);
       if (paper) g = o.to16(g, site::grad_scale);
       if (tc) g = o.to16(g, site::grad_to_bf16);
@@ -330,19 +343,91 @@ template <class Obs> struct fa2_backward {
   }
 };
 
+// Inputs in the policy's format (their roundings filed under site::input), the scales and
+// 0. delta = rowsum(dO o O) (the preprocessing kernel), for one head.
+template <class Obs>
+bwd_prepared prepare_bwd(const forward_config &cfg, const backward_config &bc, const head_view &h,
+                         const double *dout_in, const forward_result &fwd, Obs &obs) {
+  const kernel_policy &pol = cfg.pol;
+  const bool exact = pol.kind == policy_kind::exact, tc = pol.kind == policy_kind::fa2,
+             paper = pol.kind == policy_kind::paper;
+  const f32_ops<Obs> o{&obs};
+  const long n = h.n, d = h.d;
+  bwd_prepared p;
+  p.n = n, p.d = d;
+  const bool bf16_in = tc || paper;
+  auto in = [&](double x) { return exact ? x : bf16_in ? o.to16(x, site::input) : o.to32(x, site::input); };
+  p.q.resize(n * d), p.k.resize(n * d), p.v.resize(n * d), p.dout.resize(n * d);
+  for (long e = 0; e < n * d; ++e)
+    p.q[e] = in(h.q[e]), p.k[e] = in(h.k[e]), p.v[e] = in(h.v[e]), p.dout[e] = in(dout_in[e]);
+  if (tc) {
+    p.qb.resize(n * d), p.kb.resize(n * d), p.vb.resize(n * d), p.dob.resize(n * d);
+    for (long e = 0; e < n * d; ++e)
+      p.qb[e] = as_bf16(p.q[e]), p.kb[e] = as_bf16(p.k[e]), p.vb[e] = as_bf16(p.v[e]),
+      p.dob[e] = as_bf16(p.dout[e]);
+  }
+  p.scale = softmax_scale(pol, d);
+  p.c = exact ? p.scale * fwd_detail::log2e : double(float(p.scale * fwd_detail::log2e));
+  p.out_frac_bits = exact ? 52 : (tc || paper) ? 7 : 23;
+  p.delta.assign(n, 0.0);
+  for (long row = 0; row < n; ++row)
+    p.delta[row] =
+        delta_row(o, exact, paper, pol.fma_contract, bc.delta, &p.dout[row * d], &fwd.o[row * d], d);
+  return p;
+}
+
+// The result of a head sized, delta copied, before its work items write their rows.
+inline void bwd_begin(const bwd_prepared &in, backward_result &r) {
+  r.out_frac_bits = in.out_frac_bits;
+  r.delta = in.delta;
+  r.dq.assign(in.n * in.d, 0.0), r.dk.assign(in.n * in.d, 0.0), r.dv.assign(in.n * in.d, 0.0);
+}
+
 } // namespace bwd_detail
 
 template <class Obs>
 backward_result backward_fa2_head(const forward_config &cfg, const backward_config &bc, const head_view &h,
                                   const double *dout_in, const forward_result &fwd, Obs &obs) {
-  bwd_detail::fa2_backward<Obs> b(cfg, bc, h, fwd, obs);
-  b.load_inputs(dout_in);
-  b.delta();
-  const long nkv = (h.n + b.bcn - 1) / b.bcn;
-  for (long jb = 0; jb < nkv; ++jb)
-    b.kv_block(bc.dq_order == block_order::ascending ? jb : nkv - 1 - jb);
+  const bwd_detail::bwd_prepared in = bwd_detail::prepare_bwd(cfg, bc, h, dout_in, fwd, obs);
+  backward_result r;
+  bwd_detail::bwd_begin(in, r);
+  bwd_detail::fa2_backward<Obs> b(cfg, bc, in, fwd, r, obs);
+  for (long jb = 0; jb < b.kv_count(); ++jb)
+    b.kv_block(b.kv_order(jb));
   b.write_dq();
-  return std::move(b.r);
+  return r;
+}
+
+// The tiled backward split into work items, for running one head on several threads
+// (run.hpp): prepare the head (bwd_detail::prepare_bwd: input roundings and delta) and size
+// its result (bwd_begin); then pass A, one item per KV block i in [0, bwd_kv_items) (dK_j, dV_j,
+// and every tile's roundings); then pass B, one item per query block in [0, bwd_q_items) (dQ:
+// the tiles recomputed without filing them again, the dQ_ij and their additions in dq_order,
+// dQ written). Items of one pass write disjoint rows. Bits of dQ, dK, dV equal
+// backward_fa2_head's; the ledger has the same events, grouped by item.
+inline long bwd_kv_items(const backward_config &bc, long n) {
+  const long b = std::max(1, bc.block_n);
+  return (n + b - 1) / b;
+}
+inline long bwd_q_items(const backward_config &bc, long n) {
+  const long b = std::max(1, bc.block_m);
+  return (n + b - 1) / b;
+}
+
+template <class Obs>
+void bwd_kv_item(const forward_config &cfg, const backward_config &bc, const bwd_detail::bwd_prepared &in,
+                 const forward_result &fwd, backward_result &r, long i, Obs &obs) {
+  bwd_detail::fa2_backward<Obs> b(cfg, bc, in, fwd, r, obs);
+  b.kv_block(b.kv_order(i), false);
+}
+
+template <class Obs>
+void bwd_q_item(const forward_config &cfg, const backward_config &bc, const bwd_detail::bwd_prepared &in,
+                const forward_result &fwd, backward_result &r, long i, Obs &obs) {
+  bwd_detail::fa2_backward<Obs> b(cfg, bc, in, fwd, r, obs);
+  null_observer none;
+  bwd_detail::fa2_backward<null_observer> quiet(cfg, bc, in, fwd, r, none);
+  b.q_pass(i, quiet);
 }
 
 // The backward chosen by `bc.kind`.

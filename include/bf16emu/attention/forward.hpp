@@ -146,11 +146,63 @@ struct row_block {
   trace_state tr;
 };
 
+// One head's inputs as the fa2 form reads them (shared, read-only, by every row block of the
+// head): the inputs in the policy's format, their BF16 copies for the tensor-core model (V
+// transposed, so that every P-bar V dot product reads both operands with unit stride) and
+// the scales.
+struct fa2_prepared {
+  long n = 0, d = 0;
+  std::vector<double> q, k, v;   // inputs in the policy's format
+  std::vector<bf16> qb, kb, vbt; // BF16 copies (fa2): Q, K row-major n x d; V transposed d x n
+  double scale = 0, c = 0, c_ex = 0, tie_tol = 0; // tie_tol in units of the unscaled S
+  int out_frac_bits = 52;
+};
+
+// Inputs in the policy's format (their roundings filed under site::input); the scales.
+template <class Obs> fa2_prepared prepare_fa2(const forward_config &cfg, const head_view &h, Obs &obs) {
+  const kernel_policy &pol = cfg.pol;
+  const bool exact = pol.kind == policy_kind::exact, tc = pol.kind == policy_kind::fa2;
+  const f32_ops<Obs> o{&obs, site_override(pol)};
+  // The tensor cores take BF16 operands: with the input site promoted they are not built.
+  const bool tc_qk = tc && o.at_prec(site::input) == site_prec::policy;
+  fa2_prepared in;
+  const long n = h.n, d = h.d;
+  in.n = n, in.d = d;
+  in.q.assign(h.q, h.q + n * d), in.k.assign(h.k, h.k + n * d), in.v.assign(h.v, h.v + n * d);
+  if (!exact) {
+    for (auto *a : {&in.q, &in.k, &in.v})
+      for (double &x : *a)
+        x = tc ? o.to16(x, site::input) : o.to32(x, site::input);
+  }
+  if (tc_qk) {
+    in.qb.resize(in.q.size()), in.kb.resize(in.k.size()), in.vbt.resize(in.v.size());
+    for (std::size_t i = 0; i < in.q.size(); ++i)
+      in.qb[i] = as_bf16(in.q[i]), in.kb[i] = as_bf16(in.k[i]);
+    for (long j = 0; j < n; ++j)
+      for (long i = 0; i < d; ++i)
+        in.vbt[i * n + j] = as_bf16(in.v[j * d + i]);
+  }
+  in.scale = softmax_scale(pol, d);
+  // c = scale*log2(e) in FP32 (binary64 under exact, or with the exp_arg site promoted to exact)
+  in.c = exact || o.exact_at(site::exp_arg) ? in.scale * log2e : double(float(in.scale * log2e));
+  in.c_ex = softmax_scale(kernel_policy{policy_kind::exact}, d) * log2e;
+  in.tie_tol = unscaled_tie_tol(pol, d);
+  in.out_frac_bits = exact ? 52 : tc ? 7 : 23;
+  return in;
+}
+
+// Where a row block writes its rows: O (n x d) and L (n) of the head, and the element trace.
+struct fa2_output {
+  double *o = nullptr, *lse = nullptr;
+  std::vector<trace_point> *trace = nullptr;
+};
+
+// The row-block computation; one per row block (or per worker), its own observer and scratch.
 template <class Obs> struct fa2_forward {
   const forward_config &cfg;
   const kernel_policy &pol;
-  const head_view &h;
-  forward_result &res;
+  const fa2_prepared &in;
+  fa2_output out;
   Obs &obs;
   const bool exact, tc, poly, quad;
   const long n, d;
@@ -159,41 +211,20 @@ template <class Obs> struct fa2_forward {
   // promoted, the operands are FP32 or binary64 and the dot products are FP32 FMA chains.
   const bool tc_qk, tc_pv;
   const tc_model model;
-  std::vector<double> q, k, v; // inputs in the policy's format
-  std::vector<bf16> qb, kb, vb;
-  double scale = 0, c = 0, c_ex = 0, tie_tol = 0; // tie_tol in units of the unscaled S
-  std::vector<double> S, P, Pb;                   // one row of the current tile: scores, P, P-bar
+  const std::vector<double> &q, &k, &v;
+  const std::vector<bf16> &qb, &kb, &vbt;
+  const double scale, c, c_ex, tie_tol;
+  std::vector<double> S, P, Pb; // one row of the current tile: scores, P, P-bar
   std::vector<bf16> Pbf;
 
-  fa2_forward(const forward_config &cfg_, const head_view &h_, forward_result &res_, Obs &obs_)
-      : cfg(cfg_), pol(cfg_.pol), h(h_), res(res_), obs(obs_), exact(pol.kind == policy_kind::exact),
+  fa2_forward(const forward_config &cfg_, const fa2_prepared &in_, fa2_output out_, Obs &obs_)
+      : cfg(cfg_), pol(cfg_.pol), in(in_), out(out_), obs(obs_), exact(pol.kind == policy_kind::exact),
         tc(pol.kind == policy_kind::fa2), poly(pol.exp == exp_impl::poly_exp2),
-        quad(pol.sum_order == reduce_order::quad_shuffle), n(h_.n), d(h_.d), o{&obs_, site_override(pol)},
+        quad(pol.sum_order == reduce_order::quad_shuffle), n(in_.n), d(in_.d), o{&obs_, site_override(pol)},
         tc_qk(tc && o.at_prec(site::input) == site_prec::policy),
-        tc_pv(tc_qk && o.at_prec(site::p_to_bf16) == site_prec::policy), model(tc_for(pol.arch)) {}
-
-  // Inputs in the policy's format; the scales; the outputs sized.
-  void load_inputs() {
-    q.assign(h.q, h.q + n * d), k.assign(h.k, h.k + n * d), v.assign(h.v, h.v + n * d);
-    if (!exact) {
-      for (auto *a : {&q, &k, &v})
-        for (double &x : *a)
-          x = tc ? o.to16(x, site::input) : o.to32(x, site::input);
-    }
-    if (tc_qk) {
-      qb.resize(q.size()), kb.resize(k.size()), vb.resize(v.size());
-      for (std::size_t i = 0; i < q.size(); ++i)
-        qb[i] = as_bf16(q[i]), kb[i] = as_bf16(k[i]), vb[i] = as_bf16(v[i]);
-    }
-    scale = softmax_scale(pol, d);
-    // c = scale*log2(e) in FP32 (binary64 under exact, or with the exp_arg site promoted to exact)
-    c = exact || o.exact_at(site::exp_arg) ? scale * log2e : double(float(scale * log2e));
-    c_ex = softmax_scale(kernel_policy{policy_kind::exact}, d) * log2e;
-    tie_tol = unscaled_tie_tol(pol, d);
-    res.o.assign(n * d, 0.0);
-    res.lse.assign(n, 0.0);
-    res.out_frac_bits = exact ? 52 : tc ? 7 : 23;
-  }
+        tc_pv(tc_qk && o.at_prec(site::p_to_bf16) == site_prec::policy), model(tc_for(pol.arch)), q(in_.q),
+        k(in_.k), v(in_.v), qb(in_.qb), kb(in_.kb), vbt(in_.vbt), scale(in_.scale), c(in_.c), c_ex(in_.c_ex),
+        tie_tol(in_.tie_tol) {}
 
   row_block begin_row_block(long i0, long br) {
     row_block rb;
@@ -203,7 +234,7 @@ template <class Obs> struct fa2_forward {
     rb.m.assign(rb.rows, ninf), rb.l.assign(rb.rows * 4, 0.0), rb.acc.assign(rb.rows * d, 0.0);
     rb.had_one.assign(rb.rows, 0);
     if (cfg.trace_row >= i0 && cfg.trace_row < i1) {
-      rb.tr.on = true, rb.tr.row = cfg.trace_row, rb.tr.col = cfg.trace_col, rb.tr.out = &res.trace;
+      rb.tr.on = true, rb.tr.row = cfg.trace_row, rb.tr.col = cfg.trace_col, rb.tr.out = out.trace;
     }
     return rb;
   }
@@ -330,10 +361,10 @@ template <class Obs> struct fa2_forward {
             }
             base = of(val), partial = 0;
           };
-          a = tc_dot_at(o, model, Pbf.data(), 1, &vb[j0 * d + i], d, int(w), a, site::pv, true,
+          a = tc_dot_at(o, model, Pbf.data(), 1, &vbt[i * n + j0], 1, int(w), a, site::pv, true,
                         block_step<decltype(step)>{step});
         } else {
-          a = tc_dot_at(o, model, Pbf.data(), 1, &vb[j0 * d + i], d, int(w), a, site::pv, true);
+          a = tc_dot_at(o, model, Pbf.data(), 1, &vbt[i * n + j0], 1, int(w), a, site::pv, true);
         }
       } else {
         for (long j = 0; j < w; ++j) {
@@ -397,28 +428,55 @@ template <class Obs> struct fa2_forward {
         else
           y = o.div(a, lt, site::normalize, rb.had_one[r]);
         if (tc) y = o.to16(y, site::o_to_bf16, rb.had_one[r]);
-        res.o[row * d + i] = y;
+        out.o[row * d + i] = y;
       }
       const double lse = bad ? std::numeric_limits<double>::infinity() : rb.m[r] * scale + std::log(lt);
-      res.lse[row] = exact || o.exact_at(site::lse) ? lse : double(float(lse));
+      out.lse[row] = exact || o.exact_at(site::lse) ? lse : double(float(lse));
     }
+  }
+
+  // Rows [i0, i0 + br): every KV block in the policy's order, then normalise and write.
+  void run_row_block(long i0, long br, long bc) {
+    row_block rb = begin_row_block(i0, br);
+    const long nblk = (rb.kv_end + bc - 1) / bc;
+    for (long bi = 0; bi < nblk; ++bi)
+      kv_block(rb, bi, cfg.pol.kv == kv_order::reverse ? nblk - 1 - bi : bi, bc);
+    normalize_and_write(rb);
   }
 };
 
 } // namespace fwd_detail
 
+// The fa2 form split into work items, for running row blocks of one head on several threads
+// (run.hpp): prepare the head once (prepare_fa2, filing the input roundings), size the result
+// (fa2_begin), then run each row block r in [0, fa2_row_blocks) with its own observer; the
+// blocks write disjoint rows. Run in block order with one observer, this is forward_fa2_form.
+inline long fa2_row_blocks(const forward_config &cfg, long n) {
+  const long br = fwd_detail::tile_sizes(cfg, n).br;
+  return (n + br - 1) / br;
+}
+
+inline void fa2_begin(const fwd_detail::fa2_prepared &in, forward_result &res) {
+  res.o.assign(in.n * in.d, 0.0);
+  res.lse.assign(in.n, 0.0);
+  res.out_frac_bits = in.out_frac_bits;
+}
+
+template <class Obs>
+void fa2_row_block(const forward_config &cfg, const fwd_detail::fa2_prepared &in, long r,
+                   const fwd_detail::fa2_output &out, Obs &obs) {
+  const fwd_detail::tiles ts = fwd_detail::tile_sizes(cfg, in.n);
+  fwd_detail::fa2_forward<Obs> f(cfg, in, out, obs);
+  f.run_row_block(r * ts.br, ts.br, ts.bc);
+}
+
 template <class Obs>
 void forward_fa2_form(const forward_config &cfg, const head_view &h, forward_result &res, Obs &obs) {
-  fwd_detail::fa2_forward<Obs> f(cfg, h, res, obs);
-  f.load_inputs();
-  const fwd_detail::tiles ts = fwd_detail::tile_sizes(cfg, h.n);
-  for (long i0 = 0; i0 < h.n; i0 += ts.br) {
-    fwd_detail::row_block rb = f.begin_row_block(i0, ts.br);
-    const long nblk = (rb.kv_end + ts.bc - 1) / ts.bc;
-    for (long bi = 0; bi < nblk; ++bi)
-      f.kv_block(rb, bi, cfg.pol.kv == kv_order::reverse ? nblk - 1 - bi : bi, ts.bc);
-    f.normalize_and_write(rb);
-  }
+  const fwd_detail::fa2_prepared in = fwd_detail::prepare_fa2(cfg, h, obs);
+  fa2_begin(in, res);
+  const long nrb = fa2_row_blocks(cfg, h.n);
+  for (long r = 0; r < nrb; ++r)
+    fa2_row_block(cfg, in, r, fwd_detail::fa2_output{res.o.data(), res.lse.data(), &res.trace}, obs);
 }
 
 // ---------------------------------------------------------------------------

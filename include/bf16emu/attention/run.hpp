@@ -1,13 +1,16 @@
-// bf16emu attention: runs a policy over batch x heads (heads in parallel), against the
+// bf16emu attention: runs a policy over batch x heads (heads and row blocks in parallel), against the
 // exact policy, and gathers the ledger, the output errors and the element trace. Pure
 // numerics: the JSON and text reports are in src/io/attention.hpp; progress goes through a
 // callback.
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <utility>
 #include <vector>
 
@@ -19,8 +22,6 @@
 #include "bf16emu/parallel.hpp"
 
 namespace bf16emu::attention {
-
-struct run_report;
 
 struct run_options {
   forward_config cfg;
@@ -53,61 +54,25 @@ struct run_report {
 };
 
 namespace run_detail {
-// What one (batch, head) item leaves besides the slices of the report's vectors it owns.
-struct item_result {
-  int out_frac_bits = 52, grad_frac_bits = 52;
+// One head's inputs in the fa2 form (the policy's and the exact run's), prepared by the first
+// of its row-block items to start and released by the last to finish.
+struct head_work {
+  std::once_flag once;
+  std::atomic<long> left{0};
+  fwd_detail::fa2_prepared lp, ex;
 };
 
-// Runs item bh and writes its results into the slices of rep that belong to bh (disjoint
-// from every other item's, so no lock is needed); the traced item also fills rep.trace.
-template <class Obs>
-item_result one_head(const attention_inputs &in, const run_options &opt, long bh, Obs &obs, run_report &rep) {
-  const long hs = in.head_size();
-  head_view h{in.n, in.d, &in.q[bh * hs], &in.k[bh * hs], &in.v[bh * hs]};
+// The configuration a head runs under: the element trace only on the traced head.
+inline forward_config head_config(const attention_inputs &in, const run_options &opt, long bh) {
   forward_config cfg = opt.cfg;
-  const bool traced = opt.cfg.trace_row >= 0 && bh == opt.trace_batch * in.heads + opt.trace_head;
-  if (!traced) cfg.trace_row = -1;
-  forward_result lp = forward_head(cfg, h, obs);
-  forward_result ex;
-  forward_config ecfg = cfg;
-  ecfg.pol.kind = policy_kind::exact;
-  if (opt.with_reference) {
-    null_observer none;
-    ex = forward_head(ecfg, h, none);
-  }
-  backward_result blp, bex;
-  if (opt.backward) {
-    blp = backward_any(cfg, opt.bwd, h, &in.dout[bh * hs], lp, obs);
-    if (opt.with_reference) { // the exact baseline is the reference backward either way
-      null_observer none;
-      bex = backward_head(ecfg, h, &in.dout[bh * hs], ex, none);
-    }
-  }
-  item_result res;
-  std::copy(lp.o.begin(), lp.o.end(), rep.o.begin() + bh * hs);
-  std::copy(lp.lse.begin(), lp.lse.end(), rep.lse.begin() + bh * in.n);
-  res.out_frac_bits = lp.out_frac_bits;
-  if (opt.with_reference) std::copy(ex.o.begin(), ex.o.end(), rep.o_exact.begin() + bh * hs);
-  if (traced) {
-    rep.trace = std::move(lp.trace);
-    const long idx = opt.cfg.trace_row * in.d + opt.cfg.trace_col;
-    rep.trace_final_lp = lp.o[idx];
-    if (opt.with_reference) rep.trace_final_exact = ex.o[idx];
-  }
-  if (opt.backward) {
-    res.grad_frac_bits = blp.out_frac_bits;
-    std::copy(blp.delta.begin(), blp.delta.end(), rep.delta.begin() + bh * in.n);
-    std::copy(blp.dq.begin(), blp.dq.end(), rep.dq.begin() + bh * hs);
-    std::copy(blp.dk.begin(), blp.dk.end(), rep.dk.begin() + bh * hs);
-    std::copy(blp.dv.begin(), blp.dv.end(), rep.dv.begin() + bh * hs);
-    if (opt.with_reference) {
-      std::copy(bex.delta.begin(), bex.delta.end(), rep.delta_exact.begin() + bh * in.n);
-      std::copy(bex.dq.begin(), bex.dq.end(), rep.dq_exact.begin() + bh * hs);
-      std::copy(bex.dk.begin(), bex.dk.end(), rep.dk_exact.begin() + bh * hs);
-      std::copy(bex.dv.begin(), bex.dv.end(), rep.dv_exact.begin() + bh * hs);
-    }
-  }
-  return res;
+  if (!(opt.cfg.trace_row >= 0 && bh == opt.trace_batch * in.heads + opt.trace_head)) cfg.trace_row = -1;
+  return cfg;
+}
+inline forward_config exact_config(const forward_config &cfg) {
+  forward_config e = cfg;
+  e.pol.kind = policy_kind::exact;
+  e.trace_row = -1;
+  return e;
 }
 } // namespace run_detail
 
@@ -134,30 +99,220 @@ inline run_report run_attention(const attention_inputs &in, const run_options &o
     }
   }
   const auto t0 = std::chrono::steady_clock::now();
-  // One result slot and one ledger per item, merged in item order afterwards: the ledger's
-  // compensated sums are not associative, so merging per worker would make their last bits
-  // depend on which thread ran which head.
-  const auto count = static_cast<std::uint64_t>(items);
-  std::vector<ledger> leds(opt.with_ledger ? count : 0);
-  std::vector<run_detail::item_result> slots(static_cast<std::size_t>(items));
-  parallel_for(
-      shard_size(count, opt.part, opt.parts), opt.threads,
-      [&](std::uint64_t j, unsigned) {
-        const std::uint64_t i = opt.part + j * opt.parts;
-        const long bh = static_cast<long>(i);
-        if (opt.with_ledger) {
-          slots[i] = run_detail::one_head(in, opt, bh, leds[i], rep);
+  // The forward runs as (head, row block) items on one parallel_for (the paper policy, whose
+  // form is not split, as one item per head), the backward as one item per head after it.
+  // Each item writes its own rows of the report's vectors. Ledgers: the ledger's compensated
+  // sums are not associative, so the grouping of the events must not depend on which thread
+  // ran which item. Row block 0 files into the head's ledger, after the input roundings (the
+  // head's preparation, whichever item runs it, finishes before any row block of the head
+  // starts); row blocks 1.. file into their own ledgers, merged into the head's in block
+  // order when the head's last row block finishes; the backward then files into the head's
+  // ledger; the heads' ledgers merge into the report in head order. With one row block per
+  // head the events are grouped as when a head was one item.
+  const long hs = in.head_size();
+  const bool split = opt.cfg.pol.kind != policy_kind::paper;
+  const long nrb = split ? fa2_row_blocks(opt.cfg, in.n) : 1;
+  const auto heads = static_cast<std::uint64_t>(items);
+  const std::uint64_t fwd_items = heads * static_cast<std::uint64_t>(nrb);
+  // A run split over processes (run_options::part/parts): this process runs the heads
+  // part + j*parts, j < mine; the others' slots stay zero until opt.exchange.
+  const std::uint64_t mine = shard_size(heads, opt.part, opt.parts);
+  auto head_of = [&](std::uint64_t j) { return opt.part + j * opt.parts; };
+  const bool led = opt.with_ledger;
+  std::vector<ledger> head_leds(led ? heads : 0);
+  std::vector<std::unique_ptr<ledger>> block_leds(led && nrb > 1 ? fwd_items : 0);
+  std::vector<double> lse_exact(opt.backward && opt.with_reference ? rows : 0);
+  std::unique_ptr<run_detail::head_work[]> work(split ? new run_detail::head_work[heads] : nullptr);
+  for (std::uint64_t bh = 0; split && bh < heads; ++bh)
+    work[bh].left = nrb;
+  std::mutex progress_mu;
+  std::uint64_t heads_done = 0;
+  auto head_finished = [&] {
+    if (!opt.progress) return;
+    std::lock_guard<std::mutex> lock(progress_mu);
+    opt.progress(++heads_done, mine);
+  };
+  auto view = [&](long bh) { return head_view{in.n, in.d, &in.q[bh * hs], &in.k[bh * hs], &in.v[bh * hs]}; };
+
+  auto forward_item = [&](std::uint64_t i, auto &obs) {
+    const long bh = static_cast<long>(i / static_cast<std::uint64_t>(nrb)),
+               r = static_cast<long>(i % static_cast<std::uint64_t>(nrb));
+    const head_view h = view(bh);
+    const forward_config cfg = run_detail::head_config(in, opt, bh), ecfg = run_detail::exact_config(cfg);
+    const bool traced = cfg.trace_row >= 0;
+    if (!split) {
+      forward_result lp = forward_head(cfg, h, obs);
+      std::copy(lp.o.begin(), lp.o.end(), rep.o.begin() + bh * hs);
+      std::copy(lp.lse.begin(), lp.lse.end(), rep.lse.begin() + bh * in.n);
+      if (bh == 0) rep.out_frac_bits = lp.out_frac_bits;
+      if (traced) rep.trace = std::move(lp.trace);
+      if (opt.with_reference) {
+        null_observer none;
+        forward_result ex = forward_head(ecfg, h, none);
+        std::copy(ex.o.begin(), ex.o.end(), rep.o_exact.begin() + bh * hs);
+        if (!lse_exact.empty()) std::copy(ex.lse.begin(), ex.lse.end(), lse_exact.begin() + bh * in.n);
+      }
+    } else {
+      run_detail::head_work &w = work[bh];
+      std::call_once(w.once, [&] {
+        if (led) {
+          w.lp = fwd_detail::prepare_fa2(cfg, h, head_leds[bh]);
         } else {
           null_observer none;
-          slots[i] = run_detail::one_head(in, opt, bh, none, rep);
+          w.lp = fwd_detail::prepare_fa2(cfg, h, none);
         }
-      },
-      opt.progress);
-  if (opt.exchange) opt.exchange(leds, rep);
-  for (auto &l : leds)
+        if (opt.with_reference) {
+          null_observer none;
+          w.ex = fwd_detail::prepare_fa2(ecfg, h, none);
+        }
+      });
+      fa2_row_block(
+          cfg, w.lp, r,
+          fwd_detail::fa2_output{&rep.o[bh * hs], &rep.lse[bh * in.n], traced ? &rep.trace : nullptr}, obs);
+      if (opt.with_reference) {
+        null_observer none;
+        double *lse = lse_exact.empty() ? nullptr : &lse_exact[bh * in.n];
+        std::vector<double> scratch;
+        if (!lse) scratch.assign(in.n, 0.0), lse = scratch.data();
+        fa2_row_block(ecfg, w.ex, r, fwd_detail::fa2_output{&rep.o_exact[bh * hs], lse, nullptr}, none);
+      }
+      if (bh == 0 && r == 0) rep.out_frac_bits = w.lp.out_frac_bits;
+      if (--w.left == 0) { // the head's last row block: merge the blocks' ledgers in order
+        w.lp = {}, w.ex = {};
+        for (long b = 1; led && b < nrb; ++b) {
+          auto &l = block_leds[static_cast<std::uint64_t>(bh * nrb + b)];
+          head_leds[bh].merge(*l);
+          l.reset();
+        }
+      }
+    }
+    if (!opt.backward && (!split || r == nrb - 1)) head_finished();
+  };
+  const auto nrb_u = static_cast<std::uint64_t>(nrb);
+  parallel_for(mine * nrb_u, opt.threads, [&](std::uint64_t j, unsigned) {
+    const std::uint64_t i = head_of(j / nrb_u) * nrb_u + j % nrb_u; // the global item
+    if (led && i % static_cast<std::uint64_t>(nrb) == 0) {
+      forward_item(i, head_leds[i / static_cast<std::uint64_t>(nrb)]);
+    } else if (led) {
+      block_leds[i] = std::make_unique<ledger>();
+      forward_item(i, *block_leds[i]);
+    } else {
+      null_observer none;
+      forward_item(i, none);
+    }
+  });
+
+  // The backward of head bh (and the exact baseline's), from the forward results above.
+  auto lp_forward = [&](long bh) {
+    forward_result lp;
+    lp.o.assign(rep.o.begin() + bh * hs, rep.o.begin() + (bh + 1) * hs);
+    lp.lse.assign(rep.lse.begin() + bh * in.n, rep.lse.begin() + (bh + 1) * in.n);
+    lp.out_frac_bits = rep.out_frac_bits;
+    return lp;
+  };
+  auto store_backward = [&](long bh, const backward_result &blp) {
+    if (bh == 0) rep.grad_frac_bits = blp.out_frac_bits;
+    std::copy(blp.delta.begin(), blp.delta.end(), rep.delta.begin() + bh * in.n);
+    std::copy(blp.dq.begin(), blp.dq.end(), rep.dq.begin() + bh * hs);
+    std::copy(blp.dk.begin(), blp.dk.end(), rep.dk.begin() + bh * hs);
+    std::copy(blp.dv.begin(), blp.dv.end(), rep.dv.begin() + bh * hs);
+  };
+  auto exact_backward = [&](long bh) { // the exact baseline is the reference backward either way
+    const forward_config ecfg = run_detail::exact_config(run_detail::head_config(in, opt, bh));
+    forward_result ex;
+    ex.o.assign(rep.o_exact.begin() + bh * hs, rep.o_exact.begin() + (bh + 1) * hs);
+    ex.lse.assign(lse_exact.begin() + bh * in.n, lse_exact.begin() + (bh + 1) * in.n);
+    ex.out_frac_bits = 52;
+    null_observer none;
+    const backward_result bex = backward_head(ecfg, view(bh), &in.dout[bh * hs], ex, none);
+    std::copy(bex.delta.begin(), bex.delta.end(), rep.delta_exact.begin() + bh * in.n);
+    std::copy(bex.dq.begin(), bex.dq.end(), rep.dq_exact.begin() + bh * hs);
+    std::copy(bex.dk.begin(), bex.dk.end(), rep.dk_exact.begin() + bh * hs);
+    std::copy(bex.dv.begin(), bex.dv.end(), rep.dv_exact.begin() + bh * hs);
+  };
+  auto with_observer = [&](ledger *l, auto &&fn) {
+    if (l) {
+      fn(*l);
+    } else {
+      null_observer none;
+      fn(none);
+    }
+  };
+  const bool tiled = opt.backward && opt.bwd.kind == backward_kind::tiled;
+  if (opt.backward && !tiled) { // the reference backward: one item per head
+    parallel_for(mine, opt.threads, [&](std::uint64_t i, unsigned) {
+      const long bh = static_cast<long>(head_of(i));
+      const forward_config cfg = run_detail::head_config(in, opt, bh);
+      const forward_result lp = lp_forward(bh);
+      with_observer(led ? &head_leds[bh] : nullptr, [&](auto &obs) {
+        store_backward(bh, backward_any(cfg, opt.bwd, view(bh), &in.dout[bh * hs], lp, obs));
+      });
+      if (opt.with_reference) exact_backward(bh);
+      head_finished();
+    });
+  }
+  if (tiled) {
+    // The tiled backward in three steps, over waves of as many heads as there are workers (so
+    // that the heads' prepared inputs in memory stay as many as when a head was one item):
+    // per head, the inputs and delta (filed in the head's ledger); then the exact baselines
+    // and pass A (one item per head and KV block); then pass B (one item per head and query
+    // block). The items' ledgers merge into their head's in item order.
+    const long nkv = bwd_kv_items(opt.bwd, in.n), nq = bwd_q_items(opt.bwd, in.n);
+    const std::uint64_t wave = resolve_threads(opt.threads, mine);
+    for (std::uint64_t h0 = 0; h0 < mine; h0 += wave) { // h0: index into this process's heads
+      const std::uint64_t wh = std::min(wave, mine - h0);
+      std::vector<forward_result> lps(wh);
+      std::vector<bwd_detail::bwd_prepared> preps(wh);
+      std::vector<backward_result> res(wh);
+      parallel_for(wh, opt.threads, [&](std::uint64_t i, unsigned) {
+        const long bh = static_cast<long>(head_of(h0 + i));
+        lps[i] = lp_forward(bh);
+        const forward_config cfg = run_detail::head_config(in, opt, bh);
+        with_observer(led ? &head_leds[bh] : nullptr, [&](auto &obs) {
+          preps[i] = bwd_detail::prepare_bwd(cfg, opt.bwd, view(bh), &in.dout[bh * hs], lps[i], obs);
+        });
+        bwd_detail::bwd_begin(preps[i], res[i]);
+      });
+      const std::uint64_t n_ex = opt.with_reference ? wh : 0, n_a = wh * std::uint64_t(nkv),
+                          n_b = wh * std::uint64_t(nq);
+      std::vector<ledger> item_leds(led ? n_a + n_b : 0);
+      parallel_for(n_ex + n_a, opt.threads, [&](std::uint64_t i, unsigned) {
+        if (i < n_ex) return exact_backward(static_cast<long>(head_of(h0 + i)));
+        const std::uint64_t a = i - n_ex, w = a / std::uint64_t(nkv);
+        const long j = static_cast<long>(a % std::uint64_t(nkv));
+        const forward_config cfg = run_detail::head_config(in, opt, static_cast<long>(head_of(h0 + w)));
+        with_observer(led ? &item_leds[a] : nullptr,
+                      [&](auto &obs) { bwd_kv_item(cfg, opt.bwd, preps[w], lps[w], res[w], j, obs); });
+      });
+      parallel_for(n_b, opt.threads, [&](std::uint64_t b, unsigned) {
+        const std::uint64_t w = b / std::uint64_t(nq);
+        const long q = static_cast<long>(b % std::uint64_t(nq));
+        const forward_config cfg = run_detail::head_config(in, opt, static_cast<long>(head_of(h0 + w)));
+        with_observer(led ? &item_leds[n_a + b] : nullptr,
+                      [&](auto &obs) { bwd_q_item(cfg, opt.bwd, preps[w], lps[w], res[w], q, obs); });
+      });
+      for (std::uint64_t w = 0; w < wh; ++w) {
+        const long bh = static_cast<long>(head_of(h0 + w));
+        for (long j = 0; led && j < nkv; ++j)
+          head_leds[bh].merge(item_leds[w * std::uint64_t(nkv) + std::uint64_t(j)]);
+        for (long q = 0; led && q < nq; ++q)
+          head_leds[bh].merge(item_leds[n_a + w * std::uint64_t(nq) + std::uint64_t(q)]);
+        store_backward(bh, res[w]);
+        head_finished();
+      }
+    }
+  }
+  if (opt.exchange) opt.exchange(head_leds, rep); // a split run: the other processes' items
+  if (opt.cfg.trace_row >= 0) {
+    const long bh = opt.trace_batch * in.heads + opt.trace_head;
+    const long idx = bh * hs + opt.cfg.trace_row * in.d + opt.cfg.trace_col;
+    if (bh >= 0 && bh < items) {
+      rep.trace_final_lp = rep.o[idx];
+      if (opt.with_reference) rep.trace_final_exact = rep.o_exact[idx];
+    }
+  }
+  for (auto &l : head_leds)
     rep.led.merge(l);
-  if (!slots.empty())
-    rep.out_frac_bits = slots[0].out_frac_bits, rep.grad_frac_bits = slots[0].grad_frac_bits;
   rep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (opt.with_reference) {
     const auto row = static_cast<std::size_t>(rep.d), head = static_cast<std::size_t>(rep.n * rep.d);

@@ -4,7 +4,8 @@
 // chain of tc::dot (instructions of k products in increasing k, blocks of L inside, each
 // block's FP32 result the next block's c, a partial instruction padded with zero products).
 // With a ledger, each block is filed under one site with error = d - exact block value
-// (binary64, from the model's block trace: trunc_err - sum of the alignment losses).
+// (binary64, from the model's block summary: trunc_err - sum of the alignment losses, the
+// model's fast path computing both).
 #pragma once
 
 #include <cstddef>
@@ -51,17 +52,14 @@ template <class Obs, class Step = no_block_step>
 f32 tc_dot(const tc_model &m, const bf16 *a, std::ptrdiff_t sa, const bf16 *b, std::ptrdiff_t sb, int k,
            f32 c, Obs &obs, site s, bool track_p1, Step step = Step{}) {
   if constexpr (Obs::enabled || Step::enabled) {
-    auto tr = tc::make_block_tracer([&](const tc::block_trace &t) {
+    auto tr = tc::make_block_summary_tracer([&](const tc::block_summary &t) {
       if constexpr (Obs::enabled) {
         if (!t.special) {
           bool p1 = false;
           if (track_p1)
             for (int i = 0; i < t.n_real; ++i)
               p1 |= a[(t.k0 + i) * sa].bits == 0x3f80;
-          double lost = 0;
-          for (int i = 0; i <= t.n_products; ++i)
-            lost += t.terms[i].lost;
-          const double err = t.trunc_err - lost;
+          const double err = t.trunc_err - t.lost;
           const double d = double(to_float(f32::from_bits(t.d_bits)));
           obs.record(s, err, false, p1, (t.d_bits >> 31) != 0, std::fabs(d - err));
         }

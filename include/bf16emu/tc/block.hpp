@@ -21,6 +21,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "bf16emu/core/config.hpp"
 #include "bf16emu/core/format.hpp"
@@ -95,6 +96,28 @@ template <class Fn> struct block_trace_fn {
 };
 template <class Fn> BF16EMU_CXHD block_trace_fn<Fn> make_block_tracer(Fn fn) {
   return block_trace_fn<Fn>{fn};
+}
+
+// A block's summary: what the attention ledger reads from a block (tc_adapter.hpp). A tracer
+// with `static constexpr bool summary = true` receives this instead of block_trace, which lets
+// the model take its fast path (below) for the block. The fields equal those derived from the
+// full trace: lost = sum of terms[i].lost in term order (products, padding zeros, then c),
+// trunc_err = block_trace::trunc_err; both are 0 for special blocks.
+struct block_summary {
+  int block = 0, k0 = 0, n_products = 0, n_real = 0;
+  bool special = false;
+  std::uint64_t d_bits = 0;
+  double trunc_err = 0, lost = 0;
+};
+
+template <class Fn> struct block_summary_fn {
+  static constexpr bool enabled = true;
+  static constexpr bool summary = true;
+  Fn fn;
+  BF16EMU_CXHD void operator()(const block_summary &s) { fn(s); }
+};
+template <class Fn> BF16EMU_CXHD block_summary_fn<Fn> make_block_summary_tracer(Fn fn) {
+  return block_summary_fn<Fn>{fn};
 }
 
 namespace detail {
@@ -191,6 +214,179 @@ BF16EMU_CXHD std::uint64_t special_block(const fp<In> *a, std::ptrdiff_t sa, con
   return c.bits; // not reached: the caller saw a special operand
 }
 
+template <class Tracer, class = void> struct is_summary_tracer { static constexpr bool value = false; };
+template <class Tracer> struct is_summary_tracer<Tracer, decltype(void(Tracer::summary))> {
+  static constexpr bool value = Tracer::summary;
+};
+
+// Hands a finished block to the tracer: the full record, or its summary.
+template <class Tracer> BF16EMU_CXHD void emit_trace(Tracer &tracer, const block_trace &t) {
+  if constexpr (is_summary_tracer<Tracer>::value) {
+    block_summary s;
+    s.block = t.block, s.k0 = t.k0, s.n_products = t.n_products, s.n_real = t.n_real;
+    s.special = t.special, s.d_bits = t.d_bits, s.trunc_err = t.trunc_err;
+    if (!t.special)
+      for (int i = 0; i <= t.n_products; ++i)
+        s.lost += t.terms[i].lost;
+    tracer(s);
+  } else {
+    tracer(t);
+  }
+}
+
+// c's contribution in units of 2^base (truncated in sign-magnitude) and, with Lost, the value
+// it loses to the truncation (exact in binary64).
+template <class Out> BF16EMU_CXHD std::int64_t c_term(const unpacked &uc, int base, double *lost) noexcept {
+  constexpr int mc = Out::frac_bits;
+  const int sh = base - (uc.exp - mc); // (a zero c may sit far above or below emax)
+  const std::uint64_t v = uc.sig == 0 ? 0 : sh <= 0 ? uc.sig << -sh : sh >= 64 ? 0 : uc.sig >> sh;
+  if (lost && uc.sig != 0 && sh > 0) {
+    const std::uint64_t l = sh >= 64 ? uc.sig : uc.sig & ((std::uint64_t{1} << sh) - 1);
+    *lost = double(l) * pow2(uc.exp - mc);
+    if (uc.neg) *lost = -*lost;
+  }
+  return uc.neg ? -std::int64_t(v) : std::int64_t(v);
+}
+
+// The fast path of block_fdpa, for finite blocks of inputs of at most 32 bits whose exact
+// significand products fit 24 bits (bf16, fp16, tf32, fp8) and parameters whose aligned
+// product sum fits an int32 (L * 2^(F+2) <= 2^31, F >= 2 * frac bits). Same arithmetic,
+// reorganised so that the compiler vectorises it at the x86-64 baseline: pass 1 forms the
+// integer significand products and the biased exponent sums without branches; pass 2 aligns
+// them in 32-bit lanes (see below) and sums them. Returns false (having computed nothing the
+// caller uses) for blocks with an Inf or NaN operand: the caller takes the general path.
+template <class In, class Out>
+inline constexpr bool fast_formats = 2 * In::precision <= 24 && In::width <= 32;
+
+template <class In> BF16EMU_CXHD bool fast_params(const block_params &p) noexcept {
+  return p.F >= 2 * In::frac_bits && p.F <= 28 && (std::int64_t{p.L} << (p.F + 2)) <= (std::int64_t{1} << 31);
+}
+
+// Pass 1 runs in 16-bit lanes where the significand products fit (bf16, fp8), else 32-bit.
+// Pass 2 aligns each product by a float multiplication with 2^(its exponent - the block lsb),
+// exact because the product has at most 22 significant bits and the scale is clamped to
+// >= 2^-126 (a product that far below the lsb truncates to 0 either way), and truncates it
+// toward zero with the float -> int32 conversion. That conversion raises the host's inexact
+// flag: callers save and restore the host status around a run of blocks (fast_status).
+// NL: the number of products when fixed at compile time (a full block, the common case;
+// 0: n). Unit: both strides are 1.
+template <class In, class Out, bool Lost, int NL, bool Unit>
+BF16EMU_HD inline bool fast_block(const block_params &p, const fp<In> *a, std::ptrdiff_t sa, const fp<In> *b,
+                                  std::ptrdiff_t sb, int n_, fp<Out> c, block_summary &s) noexcept {
+  if (is_special<Out>(c.bits)) return false;
+  const int n = NL ? NL : n_;
+  if constexpr (Unit) sa = 1, sb = 1;
+  constexpr int m2 = 2 * In::frac_bits;
+  using lane = std::conditional_t<2 * In::precision <= 16 && In::width <= 16, std::uint16_t, std::uint32_t>;
+  using slane = std::make_signed_t<lane>;
+  constexpr lane fmask = lane(In::frac_mask), emask = lane(In::exp_field_max),
+                 hidden = lane(1u << In::frac_bits);
+  lane ps[max_block];
+  slane pe[max_block], ng[max_block];
+  lane spec = 0, zero = lane(n < p.L);
+  slane emaxb = 0; // largest biased exponent sum of a nonzero product (0: none)
+  for (int i = 0; i < n; ++i) {
+    const lane xa = lane(a[i * sa].bits), xb = lane(b[i * sb].bits);
+    spec |= lane(is_special<In>(xa)) | lane(is_special<In>(xb));
+    const lane ba = lane(xa >> In::frac_bits) & emask, bb = lane(xb >> In::frac_bits) & emask;
+    const lane ma = lane((xa & fmask) | (ba != 0 ? hidden : lane(0)));
+    const lane mb = lane((xb & fmask) | (bb != 0 ? hidden : lane(0)));
+    const lane prod = lane(ma * mb);
+    const slane e = slane((ba > 1 ? ba : lane(1)) + (bb > 1 ? bb : lane(1))); // exponent + 2 bias
+    ps[i] = prod, pe[i] = e;
+    ng[i] = slane(-slane(lane(xa ^ xb) >> (In::width - 1))); // 0 or -1
+    zero |= lane(prod == 0);
+    const slane ee = prod != 0 ? e : slane(0);
+    emaxb = ee > emaxb ? ee : emaxb;
+  }
+  if (spec) return false;
+  const unpacked uc = unpack<Out>(c.bits);
+  constexpr int none = -(1 << 30);
+  int emax = emaxb != 0 ? emaxb - 2 * In::bias : none;
+  if (uc.sig == 0)
+    zero = 1;
+  else if (uc.exp > emax)
+    emax = uc.exp;
+  if (emax == none) { // every term is zero: the exact zero sum gives +0
+    s.d_bits = 0, s.trunc_err = 0, s.lost = 0;
+    return true;
+  }
+  if (zero && p.e_zero > emax) emax = p.e_zero;
+  const int base = emax - p.F;
+  // A product's term is trunc(prod * 2^k), k = e - eoff (clamped to [-126, 31]).
+  const int eoff = emax + 2 * In::bias + m2 - p.F;
+  const slane lo = slane(eoff - 126 < -30000 ? -30000 : eoff - 126),
+              hi = slane(eoff + 31 > 30000 ? 30000 : eoff + 31);
+  float xs[Lost ? max_block : 1];
+  std::int32_t ts[Lost ? max_block : 1];
+  std::int32_t sum32 = 0;
+  for (int i = 0; i < n; ++i) {
+    const slane ec = pe[i] < lo ? lo : pe[i] > hi ? hi : pe[i];
+    const std::int32_t k = std::int32_t(ec) - eoff;
+    const float x =
+        float(std::int32_t(ps[i])) * bf16emu::detail::bit_cast<float>(std::uint32_t(k + 127) << 23);
+    const std::int32_t t = std::int32_t(x);
+    if constexpr (Lost) xs[i] = x, ts[i] = t;
+    const std::int32_t g = ng[i];
+    sum32 += (t ^ g) - g;
+  }
+  double lost_c = 0;
+  const std::int64_t sum = std::int64_t(sum32) + c_term<Out>(uc, base, Lost ? &lost_c : nullptr);
+  s.d_bits = sum == 0 ? 0
+                      : round_out<Out>(sum < 0, sum < 0 ? std::uint64_t(-sum) : std::uint64_t(sum), base,
+                                       p.out_frac, p.rounding);
+  if constexpr (Lost) {
+    const double unit = pow2(base);
+    double lost = 0;
+    for (int i = 0; i < n; ++i) { // the bits below the lsb, exact in binary64
+      const double l = double(xs[i] - float(ts[i])) * unit;
+      lost += ng[i] ? -l : l;
+    }
+    s.lost = lost + lost_c;
+    const fp<Out> dv = fp<Out>::from_bits(s.d_bits);
+    const double sum_value = double(sum) * unit;
+    if (dv.is_inf()) {
+      s.trunc_err = dv.sign() ? -__builtin_huge_val() : __builtin_huge_val();
+    } else {
+      const unpacked ud = unpack<Out>(s.d_bits);
+      const double dval = double(ud.sig) * pow2(ud.exp - Out::frac_bits);
+      s.trunc_err = (ud.neg ? -dval : dval) - sum_value;
+    }
+  }
+  return true;
+}
+
+// One block on the fast path, dispatched to its fixed-size instances; false: take the general
+// path (a special operand). The caller holds the host status (fast_status).
+template <class In, class Out, bool Lost>
+BF16EMU_HD inline bool fast_any(const block_params &p, const fp<In> *a, std::ptrdiff_t sa, const fp<In> *b,
+                                std::ptrdiff_t sb, int n, fp<Out> c, block_summary &s) noexcept {
+  const bool unit = sa == 1 && sb == 1;
+  if (n == 16 && unit) return fast_block<In, Out, Lost, 16, true>(p, a, sa, b, sb, n, c, s);
+  if (n == 8 && unit) return fast_block<In, Out, Lost, 8, true>(p, a, sa, b, sb, n, c, s);
+  if (n == 16) return fast_block<In, Out, Lost, 16, false>(p, a, sa, b, sb, n, c, s);
+  return fast_block<In, Out, Lost, 0, false>(p, a, sa, b, sb, n, c, s);
+}
+
+// Saves the host floating-point status on construction and restores it on destruction.
+struct fast_status {
+  unsigned saved;
+  BF16EMU_HD fast_status() noexcept : saved(bf16emu::detail::host_fp_status()) {}
+  BF16EMU_HD ~fast_status() { bf16emu::detail::restore_host_fp_status(saved); }
+  fast_status(const fast_status &) = delete;
+  fast_status &operator=(const fast_status &) = delete;
+};
+
+// One block on the fast path with the host status saved and restored around it.
+template <class In, class Out, bool Lost>
+BF16EMU_HD inline bool fast_one(const block_params &p, const fp<In> *a, std::ptrdiff_t sa, const fp<In> *b,
+                                std::ptrdiff_t sb, int n, fp<Out> c, block_summary &s) noexcept {
+  fast_status st;
+  const bool done = fast_any<In, Out, Lost>(p, a, sa, b, sb, n, c, s);
+  s.d_bits = bf16emu::detail::fp_fence(s.d_bits);
+  return done;
+}
+
 } // namespace detail
 
 // One block: d = sum_{i<n} a[i*sa]*b[i*sb] + c, with L - n zero products padding the block.
@@ -201,6 +397,19 @@ BF16EMU_CXHD fp<Out> block_fdpa(const block_params &p, const fp<In> *a, std::ptr
                                 int k0 = 0) noexcept {
   static_assert(2 * In::precision + 2 <= 62, "input significands too wide for the 64-bit model");
   if (n > p.L) n = p.L;
+  if constexpr (detail::fast_formats<In, Out> &&
+                (!Tracer::enabled || detail::is_summary_tracer<Tracer>::value)) {
+    if (!__builtin_is_constant_evaluated() && detail::fast_params<In>(p)) {
+      block_summary s;
+      if (detail::fast_one<In, Out, Tracer::enabled>(p, a, sa, b, sb, n, c, s)) {
+        if constexpr (Tracer::enabled) {
+          s.block = block_index, s.k0 = k0, s.n_products = p.L, s.n_real = n;
+          tracer(s);
+        }
+        return fp<Out>::from_bits(s.d_bits);
+      }
+    }
+  }
   constexpr int m2 = 2 * In::frac_bits; // products: value = sig * 2^(exp - m2)
   constexpr int mc = Out::frac_bits;    // c:        value = sig * 2^(exp - mc)
 
@@ -231,7 +440,7 @@ BF16EMU_CXHD fp<Out> block_fdpa(const block_params &p, const fp<In> *a, std::ptr
       block_trace t{};
       t.block = block_index, t.k0 = k0, t.n_products = p.L, t.n_real = n, t.special = true;
       t.c_bits = c.bits, t.d_bits = d;
-      tracer(t);
+      detail::emit_trace(tracer, t);
     }
     return fp<Out>::from_bits(d);
   }
@@ -247,7 +456,7 @@ BF16EMU_CXHD fp<Out> block_fdpa(const block_params &p, const fp<In> *a, std::ptr
       t.max_exp = p.e_zero, t.lsb_exp = p.e_zero - p.F, t.c_bits = c.bits;
       for (int i = 0; i <= p.L; ++i)
         t.terms[i] = term_trace{true, p.e_zero, 0, 0.0};
-      tracer(t);
+      detail::emit_trace(tracer, t);
     }
     return fp<Out>::from_bits(0);
   }
@@ -275,11 +484,7 @@ BF16EMU_CXHD fp<Out> block_fdpa(const block_params &p, const fp<In> *a, std::ptr
       sum += pneg[i] ? -std::int64_t(v) : std::int64_t(v);
     }
   }
-  {
-    const int sh = base - (uc.exp - mc); // (a zero c may sit far above or below emax)
-    const std::uint64_t v = uc.sig == 0 ? 0 : sh <= 0 ? uc.sig << -sh : sh >= 64 ? 0 : uc.sig >> sh;
-    sum += uc.neg ? -std::int64_t(v) : std::int64_t(v);
-  }
+  sum += detail::c_term<Out>(uc, base, nullptr);
 
   // One normalisation and rounding into the output format.
   d = sum == 0 ? 0
@@ -317,7 +522,7 @@ BF16EMU_CXHD fp<Out> block_fdpa(const block_params &p, const fp<In> *a, std::ptr
       const double dval = double(ud.sig) * detail::pow2(ud.exp - mc);
       t.trunc_err = (ud.neg ? -dval : dval) - t.sum_value;
     }
-    tracer(t);
+    detail::emit_trace(tracer, t);
   }
   return fp<Out>::from_bits(d);
 }
@@ -328,6 +533,63 @@ BF16EMU_CXHD fp<Out> block_fdpa(const block_params &p, const fp<In> *a, std::ptr
                                 std::ptrdiff_t sb, int n, fp<Out> c) noexcept {
   no_block_trace t;
   return block_fdpa<In, Out>(p, a, sa, b, sb, n, c, t);
+}
+
+namespace detail {
+// Real products in the block at k0 of a chain over K (the rest are padding zeros).
+BF16EMU_CXHD int chain_n(const block_params &p, int K, int k0) noexcept {
+  return K - k0 >= p.L ? p.L : K - k0 > 0 ? K - k0 : 0;
+}
+
+// The chain on the fast path, the host status saved once; blocks with a special operand take
+// the general path.
+template <class In, class Out, class Tracer>
+BF16EMU_HD inline fp<Out> fast_chain(const block_params &p, int padded, const fp<In> *a, std::ptrdiff_t sa,
+                                     const fp<In> *b, std::ptrdiff_t sb, int K, fp<Out> c,
+                                     Tracer &tracer) noexcept {
+  fast_status st;
+  int block = 0;
+  for (int k0 = 0; k0 < padded; k0 += p.L, ++block) {
+    const int n = chain_n(p, K, k0);
+    const std::ptrdiff_t off = n > 0 ? k0 : 0; // never form pointers past the data
+    block_summary s;
+    if (fast_any<In, Out, Tracer::enabled>(p, a + off * sa, sa, b + off * sb, sb, n, c, s)) {
+      if constexpr (Tracer::enabled) {
+        s.block = block, s.k0 = k0, s.n_products = p.L, s.n_real = n;
+        tracer(s);
+      }
+      c = fp<Out>::from_bits(s.d_bits);
+    } else {
+      c = block_fdpa<In, Out>(p, a + off * sa, sa, b + off * sb, sb, n, c, tracer, block, k0);
+    }
+  }
+  c.bits = bf16emu::detail::fp_fence(c.bits);
+  return c;
+}
+} // namespace detail
+
+// A chain of blocks over K products a[k*sa]*b[k*sb], padded to a multiple of instr_k with zero
+// products, each block's result the next block's c (the k order of tc::dot, mma.hpp). On the
+// fast path the host status is saved once for the whole chain.
+template <class In, class Out, class Tracer>
+BF16EMU_CXHD fp<Out> chain_fdpa(const block_params &p, int instr_k, const fp<In> *a, std::ptrdiff_t sa,
+                                const fp<In> *b, std::ptrdiff_t sb, int K, fp<Out> c,
+                                Tracer &tracer) noexcept {
+  if (K <= 0) return c;
+  if (instr_k < p.L) instr_k = p.L;
+  const int padded = (K + instr_k - 1) / instr_k * instr_k;
+  if constexpr (detail::fast_formats<In, Out> &&
+                (!Tracer::enabled || detail::is_summary_tracer<Tracer>::value)) {
+    if (!__builtin_is_constant_evaluated() && detail::fast_params<In>(p))
+      return detail::fast_chain<In, Out>(p, padded, a, sa, b, sb, K, c, tracer);
+  }
+  int block = 0;
+  for (int k0 = 0; k0 < padded; k0 += p.L, ++block) {
+    const int n = detail::chain_n(p, K, k0);
+    const std::ptrdiff_t off = n > 0 ? k0 : 0; // never form pointers past the data
+    c = block_fdpa<In, Out>(p, a + off * sa, sa, b + off * sb, sb, n, c, tracer, block, k0);
+  }
+  return c;
 }
 
 } // namespace bf16emu::tc

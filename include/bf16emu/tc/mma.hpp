@@ -18,16 +18,7 @@ namespace bf16emu::tc {
 template <class In, class Out, class Tracer>
 BF16EMU_CXHD fp<Out> dot(const block_params &p, int instr_k, const fp<In> *a, std::ptrdiff_t sa,
                          const fp<In> *b, std::ptrdiff_t sb, int K, fp<Out> c, Tracer &tracer) noexcept {
-  if (K <= 0) return c;
-  if (instr_k < p.L) instr_k = p.L;
-  const int padded = (K + instr_k - 1) / instr_k * instr_k;
-  int block = 0;
-  for (int k0 = 0; k0 < padded; k0 += p.L, ++block) {
-    const int n = K - k0 >= p.L ? p.L : K - k0 > 0 ? K - k0 : 0;
-    const std::ptrdiff_t off = n > 0 ? k0 : 0; // never form pointers past the data
-    c = block_fdpa<In, Out>(p, a + off * sa, sa, b + off * sb, sb, n, c, tracer, block, k0);
-  }
-  return c;
+  return chain_fdpa<In, Out>(p, instr_k, a, sa, b, sb, K, c, tracer); // block.hpp
 }
 
 template <class In, class Out>
