@@ -140,7 +140,7 @@ void register_ablate(CLI::App &app) {
   s->add_option("--to", o->to, "promote each site to fp32 (default) or exact (binary64)");
   s->add_option("--sites", o->sites,
                 "sites to promote alone, a,b,c (default: every site where the policy rounds inexactly on "
-                "head 0)");
+                "head 0 and that can move O or delta)");
   s->add_option("--pairs", o->pairs, "pairs of sites promoted together, a+b,c+d");
   s->add_flag("--backward", o->backward,
               "delta from the policy's backward (default: binary64 rowsum(dO o O) of the policy's O)");

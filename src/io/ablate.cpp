@@ -166,8 +166,12 @@ std::vector<at::site> rounding_sites(const at::attention_inputs &in, const at::f
   const at::forward_result lp = at::forward_head(cfg, hv, led);
   if (backward && !in.dout.empty()) at::backward_any(cfg, bwd, hv, &in.dout[0], lp, led);
   std::vector<at::site> r;
-  for (int i = 0; i < at::site_count; ++i)
-    if (led.sites[i].all.pos + led.sites[i].all.neg > 0) r.push_back(at::site(i));
+  for (int i = 0; i < at::site_count; ++i) {
+    // O depends on the forward sites before lse; delta on those and on its own rounding. The
+    // lse and the gradient sites cannot move either statistic.
+    const bool moves = i < int(at::site::lse) || at::site(i) == at::site::delta;
+    if (moves && led.sites[i].all.pos + led.sites[i].all.neg > 0) r.push_back(at::site(i));
+  }
   return r;
 }
 

@@ -77,8 +77,9 @@ std::vector<std::vector<at::site>> parse_site_pairs(std::string_view spec, const
 // "a,b,c": a list of sites.
 std::vector<at::site> parse_site_list(std::string_view spec, const char *option = "--sites");
 
-// The sites where `cfg` rounds inexactly on head 0 of `in` (forward, and backward when asked):
-// the ledger's sites with at least one inexact rounding.
+// The sites where `cfg` rounds inexactly on head 0 of `in` and that can move O or delta: the
+// ledger's forward sites before lse and, with `backward`, the delta site, each with at least
+// one inexact rounding.
 std::vector<at::site> rounding_sites(const at::attention_inputs &in, const at::forward_config &cfg,
                                      bool backward, const at::backward_config &bwd);
 
