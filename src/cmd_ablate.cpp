@@ -57,7 +57,7 @@ progress_fn progress_printer() {
 void run(const ablate_cli &o) {
   io::rethrow_as<bad_input>([&] {
     io::ablation_request rq;
-    rq.base.pol = io::parse_policy_name(o.policy);
+    rq.base.pol = io::parse_policy_name(o.policy, "--policy", true);
     rq.base.var = io::parse_variant(o.variant);
     rq.base.causal = o.causal;
     rq.base.pol.beta = o.beta, rq.base.pol.tie_tol = o.tie_tol;
@@ -130,7 +130,7 @@ void register_ablate(CLI::App &app) {
   s->add_option("--skew-cols", o->sink.skew_cols, "sink: share of skewed V columns (default 0.5)");
   s->add_option("--strength", o->sink.strength, "sink: score gap of the repeated key (default 10)");
   s->add_option("--do-bias", o->sink.do_bias, "sink: added to dO in the skewed columns (default 1)");
-  s->add_option("--policy", o->policy, io::policy_names() + " (default paper:bf16)");
+  s->add_option("--policy", o->policy, io::policy_names(true) + " (default paper:bf16)");
   s->add_option("--variant", o->variant, "standard, fa2 (default) or stabilized");
   s->add_option("--beta", o->beta, "stabilized: beta (default 2)");
   s->add_option("--tie-tol", o->tie_tol, "stabilized: tie tolerance (default 1e-3)");

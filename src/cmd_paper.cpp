@@ -111,7 +111,7 @@ std::vector<heads_row> &heads_rows() {
         if (x.stabilized != stab) continue;
         io::head_bias_config c;
         c.label = x.policy;
-        c.cfg.pol = io::parse_policy_name(x.policy);
+        c.cfg.pol = io::parse_policy_name(x.policy, "--policy", true);
         c.cfg.var = rq.reference.var;
         rq.configs.push_back(c);
       }
