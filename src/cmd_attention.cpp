@@ -203,13 +203,15 @@ void register_attention(CLI::App &app) {
   auto o = std::make_shared<attention_cli>();
   auto *s =
       app.add_subcommand("attention", "Reference attention under a rounding policy, with the error ledger");
-  s->footer("Examples:\n"
-            "  bf16emu attention --scenario sink --policy paper --json\n"
-            "  bf16emu attention --scenario sink --policy paper --variant stabilized --beta 4\n"
-            "  bf16emu attention --scenario sink --policy fa2:sm90 --backward --ledger ledger.json\n"
-            "  bf16emu attention --scenario sink --policy fa2:sm80 --bwd tiled --bwd-block-m 64 --json\n"
-            "  bf16emu attention --scenario sink --policy paper --trace-element 0,3 --plot trace.png\n"
-            "Details and numbers: docs/attention.md, docs/paper-reproduction.md");
+  s->footer(
+      "Examples:\n"
+      "  bf16emu attention --scenario sink --policy paper --json\n"
+      "  bf16emu attention --scenario sink --policy paper --variant stabilized --beta 4\n"
+      "  bf16emu attention --scenario sink --policy paper:autocast --heads 24 --site-precision row_sum=fp32\n"
+      "  bf16emu attention --scenario sink --policy fa2:sm90 --backward --ledger ledger.json\n"
+      "  bf16emu attention --scenario sink --policy fa2:sm80 --bwd tiled --bwd-block-m 64 --json\n"
+      "  bf16emu attention --scenario sink --policy paper --trace-element 0,3 --plot trace.png\n"
+      "Details and numbers: docs/attention.md, docs/paper-reproduction.md");
   add_count(s, "--n", o->n, "sequence length (default 256)", 1);
   add_count(s, "--d", o->d, "head dimension (default 64)", 1);
   add_count(s, "--heads", o->heads, "heads (default 1; run in parallel)", 1);

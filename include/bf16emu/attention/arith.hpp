@@ -28,7 +28,7 @@ template <class Obs> struct f32_ops {
   Obs *obs;
   const site_prec *prec = nullptr;
   site_prec at_prec(site s) const { return prec ? prec[int(s)] : site_prec::policy; }
-  bool exact_at(site s) const { return at_prec(s) == site_prec::exact; }
+  bool exact_at(site s) const { return prec && prec[int(s)] == site_prec::exact; }
   site_tracer<Obs> at(site s, bool p1 = false) const { return {obs, s, p1}; }
   double add(double a, double b, site s, bool p1 = false) const {
     if (exact_at(s)) return a + b;

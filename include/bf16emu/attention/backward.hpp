@@ -100,7 +100,7 @@ backward_result backward_head(const forward_config &cfg, const head_view &h, con
   const bool exact = kind == policy_kind::exact, tc = kind == policy_kind::fa2,
              paper = kind == policy_kind::paper;
   const long n = h.n, d = h.d;
-  const f32_ops<Obs> o{&obs, pol.site_precision};
+  const f32_ops<Obs> o{&obs, site_override(pol)};
   const tc_model model = tc_for(pol.arch);
   const site B = site::backward;
   const bool bf16_in = tc || paper;

@@ -168,7 +168,7 @@ template <class Obs> struct fa2_forward {
   fa2_forward(const forward_config &cfg_, const head_view &h_, forward_result &res_, Obs &obs_)
       : cfg(cfg_), pol(cfg_.pol), h(h_), res(res_), obs(obs_), exact(pol.kind == policy_kind::exact),
         tc(pol.kind == policy_kind::fa2), poly(pol.exp == exp_impl::poly_exp2),
-        quad(pol.sum_order == reduce_order::quad_shuffle), n(h_.n), d(h_.d), o{&obs_, pol.site_precision},
+        quad(pol.sum_order == reduce_order::quad_shuffle), n(h_.n), d(h_.d), o{&obs_, site_override(pol)},
         tc_qk(tc && o.at_prec(site::input) == site_prec::policy),
         tc_pv(tc_qk && o.at_prec(site::p_to_bf16) == site_prec::policy), model(tc_for(pol.arch)) {}
 
@@ -444,7 +444,7 @@ void forward_paper(const forward_config &cfg, const head_view &h, forward_result
   const kernel_policy &pol = cfg.pol;
   const bool ac = pol.paper_arith == paper_dtypes::autocast;
   const long n = h.n, d = h.d;
-  const f32_ops<Obs> o{&obs, pol.site_precision};
+  const f32_ops<Obs> o{&obs, site_override(pol)};
   std::vector<double> q(h.q, h.q + n * d), k(h.k, h.k + n * d), v(h.v, h.v + n * d);
   for (auto *a : {&q, &k, &v})
     for (double &x : *a)

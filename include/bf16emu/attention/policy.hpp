@@ -103,6 +103,12 @@ inline bool has_site_override(const kernel_policy &p) {
   return false;
 }
 
+// The override table for f32_ops (arith.hpp): nullptr when no site is overridden, so that the
+// arithmetic's per-operation check is one predictable null test.
+inline const site_prec *site_override(const kernel_policy &p) {
+  return has_site_override(p) ? p.site_precision : nullptr;
+}
+
 // The preset the CUDA kernel implements bit for bit (docs/attention.md, "Kernel contract").
 inline kernel_policy fa2_twin() {
   kernel_policy p;
