@@ -17,7 +17,6 @@
 #include "io/files.hpp"
 #include "io/json.hpp"
 #include "io/memory.hpp"
-#include "io/paper_sections.hpp"
 #include "options.hpp"
 
 // Runs over MPI ranks (src/mpi; a plain run without BF16EMU_WITH_MPI).
@@ -285,90 +284,6 @@ void register_attention(CLI::App &app) {
   add_max_memory(s, o->max_memory);
   s->callback([o] { run(*o); });
 }
-
-// ---------------------------------------------------------------------------
-// `bf16emu paper` section: the attention ledger on the reproduction's sink scenario
-// (docs/paper-reproduction.md, item 1-2 and 6): n 256, d 64, one head, seed 1, Br = Bc = 64,
-// tie share 0.5, multiplicity 8, strength 10, V skew 0.9 on half the columns.
-
-struct paper_row {
-  const char *policy;
-  at::variant var;
-  double beta;
-  at::run_report rep;
-};
-
-std::vector<paper_row> &paper_rows() {
-  static std::vector<paper_row> rows = [] {
-    at::sink_params sp;
-    sp.multiplicity = 8, sp.strength = 10;
-    const at::attention_inputs in = at::scenario_sink(1, 1, 256, 64, 1, sp);
-    std::vector<paper_row> r = {{"paper", at::variant::fa2, 2, {}},
-                                {"paper", at::variant::stabilized, 2, {}},
-                                {"paper", at::variant::stabilized, 7, {}},
-                                {"fa2:sm80", at::variant::fa2, 2, {}},
-                                {"fa2:sm90", at::variant::fa2, 2, {}}};
-    for (auto &x : r) {
-      at::run_options o;
-      at::parse_policy(x.policy, o.cfg.pol);
-      o.cfg.var = x.var;
-      o.cfg.pol.beta = x.beta;
-      x.rep = at::run_attention(in, o);
-    }
-    return r;
-  }();
-  return rows;
-}
-
-// The site with the largest |sum of signed error| on P-bar = 1 events.
-int top_p1_site(const at::run_report &r) {
-  int best = -1;
-  double b = 0;
-  for (int i = 0; i < at::site_count; ++i) {
-    const double v = std::fabs(r.led.sites[i].p_one.sum.value());
-    if (v > b) b = v, best = i;
-  }
-  return best;
-}
-
-void paper_text(std::ostream &out) {
-  out << "sink scenario: n 256, d 64, seed 1, multiplicity 8, strength 10, tie share 0.5, V skew 0.9\n"
-      << "(bf16emu attention --n 256 --scenario sink --multiplicity 8 --strength 10 --seed 1 --policy P "
-         "[--variant stabilized --beta B])\n";
-  char b[256];
-  for (const auto &x : paper_rows()) {
-    const auto &e = x.rep.o_err;
-    const int t = top_p1_site(x.rep);
-    std::snprintf(
-        b, sizeof b,
-        "  %-9s %-10s %-6s O mean signed error %+.3e +- %.1e (z %+6.1f, by rows %+6.1f)  largest P=1 "
-        "site: %s\n",
-        x.policy, at::to_string(x.var),
-        x.var == at::variant::stabilized ? (x.beta == 2 ? "beta 2" : "beta 7") : "", e.mean_signed,
-        e.stderr_signed, e.z(), e.z_rows(), t >= 0 ? at::to_string(at::site(t)) : "-");
-    out << b;
-  }
-  out << "(one head: z and z by rows describe this input. Whether an arithmetic is biased needs\n"
-         " independent heads: add --heads 24 and read z by heads; docs/paper-reproduction.md, 2b)\n";
-}
-
-void paper_json(io::json_writer &w) {
-  w.begin_array();
-  for (const auto &x : paper_rows()) {
-    const auto &e = x.rep.o_err;
-    w.begin_object();
-    w.kv("policy", x.policy).kv("variant", at::to_string(x.var)).kv("beta", x.beta);
-    w.kv("mean_signed", e.mean_signed).kv("stderr_signed", e.stderr_signed).kv("z", e.z());
-    w.kv("stderr_rows", e.stderr_rows).kv("z_rows", e.z_rows());
-    const int t = top_p1_site(x.rep);
-    w.kv("top_p_equals_one_site", t >= 0 ? at::to_string(at::site(t)) : "");
-    w.end_object();
-  }
-  w.end_array();
-}
-
-BF16EMU_PAPER_SECTION(10, "attention_ledger", "Attention error ledger (bf16emu attention)", paper_text,
-                      paper_json);
 
 } // namespace
 

@@ -7,12 +7,16 @@
 // -0.014759540557861328125. With -2.40625 instead the sum -4.703125 is a tie and rounds to
 // the even neighbour -4.6875.
 #include <algorithm>
+#include <cstdio>
 #include <iostream>
 #include <memory>
 #include <string>
 
+#include "bf16emu/attention.hpp"
 #include "command.hpp"
+#include "io/ablate.hpp"
 #include "io/arith_report.hpp"
+#include "io/attention.hpp"
 #include "io/error.hpp"
 #include "io/json.hpp"
 #include "io/names.hpp"
@@ -23,6 +27,8 @@
 namespace bf16emu::cli {
 
 namespace {
+
+namespace at = bf16emu::attention;
 
 struct paper_case {
   const char *key;
@@ -64,6 +70,116 @@ void summary_line(std::ostream &out, const char *key, const io::arith_report &r)
   }
   out << "\n";
 }
+
+// ---------------------------------------------------------------------------
+// The bias over independent heads under the authors' arithmetic (paper:bf16, paper:autocast),
+// unstabilized and stabilized (Algorithm 1, beta 2 as in their attention.py), and under the
+// FlashAttention-2 kernel's (fa2:sm90). Each head is an independent draw of the sink scenario
+// at the settings of the headline bias; H and n are kept small so that `paper` takes seconds
+// (docs/paper-reproduction.md has the 96-head runs and the site ablation).
+
+constexpr long heads_h = 24, heads_n = 128, heads_d = 64;
+constexpr std::uint64_t heads_seed = 1;
+
+at::sink_params heads_sink() {
+  at::sink_params s;
+  s.multiplicity = 8, s.strength = 10;
+  return s;
+}
+
+struct heads_row {
+  const char *policy;
+  bool stabilized;
+  io::head_bias_row res;
+};
+
+// Runs once (text and JSON share it): one run_head_bias per variant, as each has its own exact
+// reference (the exact policy under the same variant).
+std::vector<heads_row> &heads_rows() {
+  static std::vector<heads_row> rows = [] {
+    const at::attention_inputs in = at::scenario_sink(1, heads_h, heads_n, heads_d, heads_seed, heads_sink());
+    std::vector<heads_row> r = {{"paper:bf16", false, {}},
+                                {"paper:autocast", false, {}},
+                                {"fa2:sm90", false, {}},
+                                {"paper:bf16", true, {}},
+                                {"paper:autocast", true, {}}};
+    for (const bool stab : {false, true}) {
+      io::head_bias_request rq;
+      rq.reference.var = stab ? at::variant::stabilized : at::variant::fa2;
+      rq.reference.pol.kind = at::policy_kind::exact;
+      for (const auto &x : r) {
+        if (x.stabilized != stab) continue;
+        io::head_bias_config c;
+        c.label = x.policy;
+        c.cfg.pol = io::parse_policy_name(x.policy, "--policy", true);
+        c.cfg.var = rq.reference.var;
+        rq.configs.push_back(c);
+      }
+      auto res = io::run_head_bias(in, rq);
+      std::size_t k = 0;
+      for (auto &x : r)
+        if (x.stabilized == stab) x.res = std::move(res.at(k++));
+    }
+    return r;
+  }();
+  return rows;
+}
+
+void heads_text(std::ostream &out) {
+  const at::sink_params sp = heads_sink();
+  char b[1024];
+  std::snprintf(
+      b, sizeof b,
+      "sink scenario: %ld independent heads of n %ld, d %ld (seed %llu; multiplicity %d, strength %g,\n"
+      "tie share %g, V skew %g on half the columns, dO + %g there). Per head: the mean signed error of\n"
+      "O (and of delta = rowsum(dO o O), binary64 from the policy's O) against the exact policy;\n"
+      "bias = mean over heads, se over heads, z (heads) = bias / se.\n",
+      heads_h, heads_n, heads_d, (unsigned long long)heads_seed, sp.multiplicity, sp.strength, sp.tie_share,
+      sp.v_skew, sp.do_bias);
+  out << b;
+  std::snprintf(b, sizeof b, "  %-15s %-17s %11s %9s %10s %9s   %11s %10s\n", "policy", "variant", "O bias",
+                "se", "z (heads)", "heads < 0", "delta bias", "z (heads)");
+  out << b;
+  for (const auto &x : heads_rows()) {
+    const auto &o = x.res.o, &dl = x.res.delta;
+    std::snprintf(b, sizeof b, "  %-15s %-17s %+11.3e %9.1e %+10.1f %5llu/%-3llu   %+11.3e %+10.1f\n",
+                  x.policy, x.stabilized ? "stabilized beta 2" : "unstabilized", o.mean, o.se, o.z(),
+                  (unsigned long long)o.negative_heads, (unsigned long long)o.heads, dl.mean, dl.z());
+    out << b;
+  }
+  std::snprintf(
+      b, sizeof b,
+      "(the same: bf16emu attention --scenario sink --multiplicity 8 --strength 10 --n %ld --heads %ld\n"
+      " --policy P [--variant stabilized --beta 2], line \"by heads\"; which site causes it:\n"
+      " bf16emu ablate --policy P)\n",
+      heads_n, heads_h);
+  out << b;
+}
+
+void heads_json(io::json_writer &w) {
+  const at::sink_params sp = heads_sink();
+  w.begin_object();
+  w.kv("scenario", "sink").kv("seed", heads_seed).kv("heads", std::int64_t(heads_h));
+  w.kv("n", std::int64_t(heads_n)).kv("d", std::int64_t(heads_d));
+  w.kv("multiplicity", sp.multiplicity).kv("strength", sp.strength).kv("tie_share", sp.tie_share);
+  w.kv("v_skew", sp.v_skew).kv("skew_cols", sp.skew_cols).kv("do_bias", sp.do_bias);
+  w.key("rows").begin_array();
+  for (const auto &x : heads_rows()) {
+    w.begin_object();
+    w.kv("policy", x.policy).kv("variant", x.stabilized ? "stabilized" : "fa2");
+    if (x.stabilized) w.kv("beta", 2.0);
+    w.key("o");
+    io::write_over_heads_json(w, x.res.o);
+    w.key("delta");
+    io::write_over_heads_json(w, x.res.delta);
+    w.end_object();
+  }
+  w.end_array();
+  w.end_object();
+}
+
+BF16EMU_PAPER_SECTION(5, "bias_over_heads", "Bias over independent heads (z over heads)", heads_text,
+                      heads_json);
 
 std::vector<io::paper_section> sorted_sections() {
   auto s = io::paper_sections();
