@@ -227,7 +227,7 @@ def run_cli(tmp_path, q, k, v, causal, stable, threads=2):
     out = tmp_path / "o.npy"
     cmd = [CLI, "attention", "--policy", "paper:autocast", "--q", str(files["q"]), "--k", str(files["k"]), "--v",
            str(files["v"]), "--variant", "stabilized" if stable else "standard", "--threads", str(threads),
-           "--out-o", str(out)]
+           "--no-ledger", "--out-o", str(out)]
     if causal:
         cmd.append("--causal")
     res = subprocess.run(cmd, capture_output=True, text=True)
@@ -259,15 +259,23 @@ def ulp_distance(a_bits, b_bits):
 def test_twin_fully_masked_tile_sets_the_stable_max_to_zero():
     """N = 600 causal: rows 0..511 visit key tile 2 (keys 512..599) fully masked (max_neg).
     Standard: m stays the row's true max (some rows' max is negative). Stabilized: that tile
-    counts 88 ties at a negative max, so its r_m becomes 0 and m = max(m_old, 0) >= 0."""
+    counts 88 ties at a negative max, so its r_m becomes 0 and m = max(m_old, 0) >= 0.
+    Row 0 sees one key: standard, P = 1, l = RN(1 + RN_f32(1e-10)) = 1 and O = V[0] exactly;
+    stabilized with a negative score, m = 0 rescales by alpha = exp(s) and O is no longer V[0]
+    exactly in every head."""
     q, k, v, _ = sink_inputs(11, 8, 600)
-    _, _, m_std = twin.forward(torch_bf16(q), torch_bf16(k), torch_bf16(v), causal=True, stable=False)
-    _, _, m_stb = twin.forward(torch_bf16(q), torch_bf16(k), torch_bf16(v), causal=True, stable=True)
+    o_std, _, m_std = twin.forward(torch_bf16(q), torch_bf16(k), torch_bf16(v), causal=True, stable=False)
+    o_stb, _, m_stb = twin.forward(torch_bf16(q), torch_bf16(k), torch_bf16(v), causal=True, stable=True)
+    assert (o_std.float().numpy()[0, :, 0] == v[0, :, 0]).all()
     m_std, m_stb = m_std.float().numpy()[0, :, :, 0], m_stb.float().numpy()[0, :, :, 0]
     neg = m_std[:, :512] < 0
     assert neg.sum() > 0
     assert (m_stb[:, :512] >= 0).all()
     assert (m_stb[:, :512][neg] == 0).all()
+    row0_neg = neg[:, 0]
+    assert row0_neg.any()
+    assert (o_stb.float().numpy()[0, ~row0_neg, 0] == v[0, ~row0_neg, 0]).all()
+    assert (o_stb.float().numpy()[0, row0_neg, 0] != v[0, row0_neg, 0]).any()
 
 
 def test_twin_modes_close_to_exact_and_to_each_other():
