@@ -33,7 +33,7 @@ struct attention_cli {
   int block_m = 0, block_n = 0; // 0: the policy's default
   unsigned threads = 0;         // 0: all cores
   std::uint64_t seed = 1, max_memory = 0;
-  std::string kv_order, exp, row_sum, fma, normalize;
+  std::string kv_order, exp, row_sum, fma, normalize, site_precision;
   std::string bwd = "reference", delta, dq_order, bwd_q_order;
   int bwd_block_m = at::backward_config{}.block_m, bwd_block_n = at::backward_config{}.block_n;
   bool bwd_block_given = false;
@@ -52,6 +52,7 @@ at::kernel_policy make_policy(const attention_cli &o) {
   if (!o.row_sum.empty()) p.sum_order = io::parse_row_sum(o.row_sum);
   if (!o.fma.empty()) p.fma_contract = io::parse_on_off(o.fma, "--fma");
   if (!o.normalize.empty()) p.normalize = io::parse_normalize(o.normalize);
+  io::parse_site_precision(o.site_precision, p);
   p.beta = o.beta;
   p.tie_tol = o.tie_tol;
   if (const char *e = at::stabilized_params_error(p)) throw bad_input(e);
@@ -143,6 +144,8 @@ void run(const attention_cli &o) {
   opt.cfg.var = io::parse_variant(o.variant);
   opt.cfg.causal = o.causal;
   opt.bwd = make_backward(o, opt.cfg.pol);
+  if (opt.bwd.kind == at::backward_kind::tiled && at::has_site_override(opt.cfg.pol))
+    throw bad_input("--site-precision is not modelled by --bwd tiled (use the reference backward)");
   opt.backward = o.backward || opt.bwd.kind == at::backward_kind::tiled;
   opt.with_ledger = !o.no_ledger;
   opt.threads = o.threads;
@@ -222,6 +225,9 @@ void register_attention(CLI::App &app) {
   s->add_option("--row-sum", o->row_sum, "sequential or quad (default)");
   s->add_option("--fma", o->fma, "on (default) or off: FMA contraction of the exp2 argument and delta");
   s->add_option("--normalize", o->normalize, "reciprocal (default) or divide");
+  s->add_option("--site-precision", o->site_precision,
+                "promote rounding sites: SITE=fp32|exact,... with the ledger's site names, e.g. "
+                "row_sum=fp32,pv=exact (fp32: roundings to BF16 there round to FP32; exact: binary64)");
   add_count(s, "--seed", o->seed, "scenario seed (default 1)");
   s->add_option("--scenario", o->scenario, "random or sink (default)");
   s->add_option("--tie-share", o->sink.tie_share, "sink: share of rows whose max repeats (default 0.5)");

@@ -133,6 +133,49 @@ at::kernel_policy parse_policy_name(std::string_view s, const char *option) {
   return p;
 }
 
+void parse_site_precision(std::string_view spec, at::kernel_policy &p) {
+  const at::site_prec precs[] = {at::site_prec::fp32, at::site_prec::exact, at::site_prec::policy};
+  bool given[at::site_count] = {};
+  at::kernel_policy r = p;
+  if (spec.empty()) return;
+  for (std::size_t pos = 0, comma = 0; comma != std::string_view::npos; pos = comma + 1) {
+    comma = spec.find(',', pos);
+    const std::string_view tok = spec.substr(pos, comma == std::string_view::npos ? spec.npos : comma - pos);
+    const std::string t(tok);
+    const std::size_t eq = tok.find('=');
+    if (eq == std::string_view::npos)
+      throw input_error("--site-precision: bad token '" + shorten(t) + "' (expected SITE=fp32|exact|policy)");
+    const std::string_view name = tok.substr(0, eq);
+    int found = -1;
+    std::string sites;
+    for (int i = 0; i < at::site_count; ++i) {
+      if (name == at::to_string(at::site(i))) found = i;
+      sites += std::string(i ? ", " : "") + at::to_string(at::site(i));
+    }
+    if (found < 0)
+      throw input_error("--site-precision: unknown site in '" + shorten(t) + "' (sites: " + sites + ")");
+    if (given[found]) throw input_error("--site-precision: site given twice in '" + shorten(t) + "'");
+    given[found] = true;
+    const std::string_view prec = tok.substr(eq + 1);
+    bool ok = false;
+    for (const at::site_prec sp : precs)
+      if (prec == at::to_string(sp)) r.site_precision[found] = sp, ok = true;
+    if (!ok)
+      throw input_error("--site-precision: unknown precision in '" + shorten(t) +
+                        "' (accepted: fp32, exact, policy)");
+  }
+  p = r;
+}
+
+std::string site_precision_text(const at::kernel_policy &p) {
+  std::string r;
+  for (int i = 0; i < at::site_count; ++i)
+    if (p.site_precision[i] != at::site_prec::policy)
+      r += std::string(r.empty() ? "" : ",") + at::to_string(at::site(i)) + "=" +
+           at::to_string(p.site_precision[i]);
+  return r;
+}
+
 const char *to_string(at::kv_order k) noexcept { return name_of(kv_orders, k); }
 const char *to_string(at::exp_impl e) noexcept { return name_of(exp_impls, e); }
 const char *to_string(at::reduce_order r) noexcept { return name_of(row_sums, r); }
@@ -154,6 +197,7 @@ std::string attention_json(const at::run_report &r, const attention_origin *orig
       .kv("row_sum", to_string(c.pol.sum_order));
   w.kv("fma", c.pol.fma_contract);
   if (c.var == at::variant::stabilized) w.kv("beta", c.pol.beta);
+  if (const std::string sp = site_precision_text(c.pol); !sp.empty()) w.kv("site_precision", sp);
   if (origin) {
     const at::sink_params &s = origin->sink;
     w.kv("scenario", origin->scenario).kv("seed", origin->seed).kv("tie_share", s.tie_share);
@@ -217,6 +261,8 @@ void print_attention_text(const at::run_report &r) {
   std::printf("attention %s, variant %s, batch %ld heads %ld n %ld d %ld%s, Br %d Bc %d, %.2f s\n",
               at::policy_name(c.pol).c_str(), at::to_string(c.var), r.batch, r.heads, r.n, r.d,
               c.causal ? " causal" : "", c.pol.block_m, c.pol.block_n, r.seconds);
+  if (const std::string sp = site_precision_text(c.pol); !sp.empty())
+    std::printf("site precision: %s\n", sp.c_str());
   if (r.opt.with_reference) {
     const auto &e = r.o_err;
     std::printf("O vs exact: mean signed %.4e +- %.2e (z = %.1f; by rows +- %.2e, z = %.1f", e.mean_signed,

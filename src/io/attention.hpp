@@ -36,6 +36,15 @@ at::backward_kind parse_backward_kind(std::string_view s, const char *option = "
 at::delta_order parse_delta_order(std::string_view s, const char *option = "--delta");   // fa2 sequential
 at::block_order parse_block_order(std::string_view s, const char *option); // ascending descending
 
+// The per-site precision override: a comma-separated list of SITE=PREC, SITE one of the
+// ledger's site names (attention::to_string(site)), PREC fp32, exact or policy, e.g.
+// "row_sum=fp32,pv=exact"; sets p.site_precision. "" sets nothing. A bad token, an unknown site
+// or precision, or a site given twice throws io::input_error naming the token.
+void parse_site_precision(std::string_view spec, at::kernel_policy &p);
+// The canonical spec of p's override (sites in ledger order, `policy` sites left out); "" when
+// no site is overridden.
+std::string site_precision_text(const at::kernel_policy &p);
+
 // The names the JSON ledger uses (kv_order "forward", exp "poly_exp2", row_sum "quad").
 const char *to_string(at::kv_order k) noexcept;
 const char *to_string(at::exp_impl e) noexcept;

@@ -260,3 +260,50 @@ TEST(AttentionCli, UnknownNamesAreNamed) {
   EXPECT_EQ(run("--n 16 --exp " + std::string(500, 'x')), 2);
   EXPECT_LT(last_stderr().size(), 300u) << last_stderr();
 }
+
+namespace {
+// stdout of `attention args` (exit status in *rc).
+std::string run_stdout(const std::string &args, int *rc) {
+  const std::string out =
+      dir + "/stdout-" + ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".txt";
+  const std::string cmd =
+      std::string("'") + BF16EMU_CLI + "' attention " + args + " > '" + out + "' 2> '" + stderr_path() + "'";
+  const int st = std::system(cmd.c_str());
+  *rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  std::ifstream f(out);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+} // namespace
+
+// --site-precision: a bad token exits 2 naming it; the JSON ledger records the canonical spec
+// (sites in ledger order) only when one is given.
+TEST(AttentionCli, SitePrecisionBadTokensAreNamed) {
+  expect_bad("--n 16 --policy paper --site-precision row_sum=fp33",
+             {"--site-precision", "row_sum=fp33", "fp32, exact"});
+  expect_bad("--n 16 --policy paper --site-precision rowsum=fp32",
+             {"--site-precision", "rowsum=fp32", "row_sum"});
+  expect_bad("--n 16 --policy paper --site-precision pv", {"--site-precision", "'pv'"});
+  expect_bad("--n 16 --policy paper --site-precision pv=exact,,row_sum=fp32", {"--site-precision", "''"});
+  expect_bad("--n 16 --policy paper --site-precision pv=exact,pv=fp32",
+             {"--site-precision", "twice", "pv=fp32"});
+  expect_bad("--n 16 --policy paper --site-precision pv=exact,", {"--site-precision", "''"});
+  expect_bad("--n 16 --policy fa2:sm80 --bwd tiled --site-precision pv=exact",
+             {"--site-precision", "--bwd tiled"});
+  EXPECT_EQ(run("--n 16 --site-precision pv=" + std::string(500, 'x')), 2);
+  EXPECT_LT(last_stderr().size(), 400u) << last_stderr();
+}
+
+TEST(AttentionCli, SitePrecisionInTheLedger) {
+  int rc = -1;
+  const std::string plain = run_stdout("--n 16 --d 16 --policy paper --json", &rc);
+  EXPECT_EQ(rc, 0);
+  EXPECT_EQ(plain.find("site_precision"), std::string::npos) << plain;
+  const std::string sp =
+      run_stdout("--n 16 --d 16 --policy paper --json --site-precision pv=exact,row_sum=fp32", &rc);
+  EXPECT_EQ(rc, 0) << last_stderr();
+  EXPECT_NE(sp.find("\"site_precision\":\"row_sum=fp32,pv=exact\""), std::string::npos) << sp;
+  EXPECT_EQ(sp.find("\"pv\":"), std::string::npos) << "an exact site files no events: " << sp;
+  const std::string text =
+      run_stdout("--n 16 --d 16 --policy paper --site-precision pv=exact,row_sum=fp32", &rc);
+  EXPECT_NE(text.find("site precision: row_sum=fp32,pv=exact"), std::string::npos) << text;
+}

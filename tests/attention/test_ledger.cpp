@@ -10,21 +10,14 @@
 #include <vector>
 
 #include "bf16emu/attention.hpp"
+#include "cases.hpp"
 
 namespace at = bf16emu::attention;
 using bf16emu::f32;
 
 namespace {
 
-at::attention_inputs two_keys() {
-  at::attention_inputs in;
-  in.n = 2, in.d = 16;
-  in.q.assign(32, 0.0), in.k.assign(32, 0.0), in.v.assign(32, 0.0), in.dout.assign(32, 0.0);
-  in.q[0] = in.q[16] = in.k[0] = in.k[16] = 1.0;
-  in.v[0] = 1.0, in.v[16] = std::ldexp(1.0, -8);
-  in.dout[0] = in.dout[16] = 1.0; // dO = e0 in both rows
-  return in;
-}
+using attention_cases::two_keys;
 
 at::run_report run(const at::attention_inputs &in, const char *policy, bool backward = false,
                    bool causal = false) {

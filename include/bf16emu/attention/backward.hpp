@@ -89,7 +89,7 @@ backward_result backward_head(const forward_config &cfg, const head_view &h, con
   const bool exact = kind == policy_kind::exact, tc = kind == policy_kind::fa2,
              paper = kind == policy_kind::paper;
   const long n = h.n, d = h.d;
-  const f32_ops<Obs> o{&obs};
+  const f32_ops<Obs> o{&obs, pol.site_precision};
   const tc_model model = tc_for(pol.arch);
   const site B = site::backward;
   const bool bf16_in = tc || paper;
@@ -118,7 +118,7 @@ backward_result backward_head(const forward_config &cfg, const head_view &h, con
         s += a[t * sa] * b[t * sb];
       return s;
     }
-    if (tc) {
+    if (tc && o.at_prec(B) == site_prec::policy) { // else FP32 operands: FP32 FMA chains below
       ab.resize(len), bb.resize(len);
       for (long t = 0; t < len; ++t)
         ab[t] = as_bf16(o.to16(a[t * sa], B)), bb[t] = as_bf16(o.to16(b[t * sb], B));

@@ -154,7 +154,10 @@ template <class Obs> struct fa2_forward {
   Obs &obs;
   const bool exact, tc, poly, quad;
   const long n, d;
-  const f32_ops<Obs> o;
+  const f32_ops<Obs> o; // with the policy's site precision override
+  // The tensor cores take BF16 operands: with the input site (or, for P-bar V, p_to_bf16)
+  // promoted, the operands are FP32 or binary64 and the dot products are FP32 FMA chains.
+  const bool tc_qk, tc_pv;
   const tc_model model;
   std::vector<double> q, k, v; // inputs in the policy's format
   std::vector<bf16> qb, kb, vb;
@@ -165,8 +168,9 @@ template <class Obs> struct fa2_forward {
   fa2_forward(const forward_config &cfg_, const head_view &h_, forward_result &res_, Obs &obs_)
       : cfg(cfg_), pol(cfg_.pol), h(h_), res(res_), obs(obs_), exact(pol.kind == policy_kind::exact),
         tc(pol.kind == policy_kind::fa2), poly(pol.exp == exp_impl::poly_exp2),
-        quad(pol.sum_order == reduce_order::quad_shuffle), n(h_.n), d(h_.d), o{&obs_},
-        model(tc_for(pol.arch)) {}
+        quad(pol.sum_order == reduce_order::quad_shuffle), n(h_.n), d(h_.d), o{&obs_, pol.site_precision},
+        tc_qk(tc && o.at_prec(site::input) == site_prec::policy),
+        tc_pv(tc_qk && o.at_prec(site::p_to_bf16) == site_prec::policy), model(tc_for(pol.arch)) {}
 
   // Inputs in the policy's format; the scales; the outputs sized.
   void load_inputs() {
@@ -176,13 +180,14 @@ template <class Obs> struct fa2_forward {
         for (double &x : *a)
           x = tc ? o.to16(x, site::input) : o.to32(x, site::input);
     }
-    if (tc) {
+    if (tc_qk) {
       qb.resize(q.size()), kb.resize(k.size()), vb.resize(v.size());
       for (std::size_t i = 0; i < q.size(); ++i)
         qb[i] = as_bf16(q[i]), kb[i] = as_bf16(k[i]), vb[i] = as_bf16(v[i]);
     }
     scale = softmax_scale(pol, d);
-    c = exact ? scale * log2e : double(float(scale * log2e));
+    // c = scale*log2(e) in FP32 (binary64 under exact, or with the exp_arg site promoted to exact)
+    c = exact || o.exact_at(site::exp_arg) ? scale * log2e : double(float(scale * log2e));
     c_ex = softmax_scale(kernel_policy{policy_kind::exact}, d) * log2e;
     tie_tol = unscaled_tie_tol(pol, d);
     res.o.assign(n * d, 0.0);
@@ -222,8 +227,8 @@ template <class Obs> struct fa2_forward {
       }
       if (exact)
         S[j] = dot64(qr, &k[(j0 + j) * d]);
-      else if (tc)
-        S[j] = of(tc_dot(model, &qb[row * d], 1, &kb[(j0 + j) * d], 1, int(d), f32{}, obs, site::qk, false));
+      else if (tc_qk)
+        S[j] = tc_dot_at(o, model, &qb[row * d], 1, &kb[(j0 + j) * d], 1, int(d), 0.0, site::qk, false);
       else {
         double s = 0;
         for (long t = 0; t < d; ++t)
@@ -299,7 +304,7 @@ template <class Obs> struct fa2_forward {
     for (long j = 0; j < w; ++j) {
       Pb[j] = (tc && S[j] != ninf) ? o.to16(P[j], site::p_to_bf16) : P[j];
       if (Pb[j] == 1.0) ++ones;
-      if (tc) Pbf[j] = as_bf16(Pb[j]);
+      if (tc_pv) Pbf[j] = as_bf16(Pb[j]);
     }
     return ones;
   }
@@ -311,7 +316,7 @@ template <class Obs> struct fa2_forward {
     for (long i = 0; i < d; ++i) {
       double &a = rb.acc[r * d + i];
       const bool ti = traced && i == tr.col;
-      if (tc) {
+      if (tc_pv) {
         if (ti) {
           double base = a, partial = 0;
           long next = 0;
@@ -325,10 +330,10 @@ template <class Obs> struct fa2_forward {
             }
             base = of(val), partial = 0;
           };
-          a = of(tc_dot(model, Pbf.data(), 1, &vb[j0 * d + i], d, int(w), as_f32(a), obs, site::pv, true,
-                        block_step<decltype(step)>{step}));
+          a = tc_dot_at(o, model, Pbf.data(), 1, &vb[j0 * d + i], d, int(w), a, site::pv, true,
+                        block_step<decltype(step)>{step});
         } else {
-          a = of(tc_dot(model, Pbf.data(), 1, &vb[j0 * d + i], d, int(w), as_f32(a), obs, site::pv, true));
+          a = tc_dot_at(o, model, Pbf.data(), 1, &vb[j0 * d + i], d, int(w), a, site::pv, true);
         }
       } else {
         for (long j = 0; j < w; ++j) {
@@ -395,7 +400,7 @@ template <class Obs> struct fa2_forward {
         res.o[row * d + i] = y;
       }
       const double lse = bad ? std::numeric_limits<double>::infinity() : rb.m[r] * scale + std::log(lt);
-      res.lse[row] = exact ? lse : double(float(lse));
+      res.lse[row] = exact || o.exact_at(site::lse) ? lse : double(float(lse));
     }
   }
 };
@@ -426,7 +431,7 @@ void forward_paper(const forward_config &cfg, const head_view &h, forward_result
   using namespace fwd_detail;
   const kernel_policy &pol = cfg.pol;
   const long n = h.n, d = h.d;
-  const f32_ops<Obs> o{&obs};
+  const f32_ops<Obs> o{&obs, pol.site_precision};
   std::vector<double> q(h.q, h.q + n * d), k(h.k, h.k + n * d), v(h.v, h.v + n * d);
   for (auto *a : {&q, &k, &v})
     for (double &x : *a)

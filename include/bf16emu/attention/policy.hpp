@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 
+#include "bf16emu/attention/site.hpp"
 #include "bf16emu/tc/presets.hpp"
 
 namespace bf16emu::attention {
@@ -24,6 +25,22 @@ enum class policy_kind : std::uint8_t {
   paper, // all attention state BF16; matmul = FP32 dot rounded to BF16 (the paper's attention.py)
   fa2,   // FlashAttention-2 rounding points on the tensor-core model of `kernel_policy::arch`
 };
+
+// Precision of one rounding site (site.hpp), overriding the policy there (--site-precision).
+//   policy: the policy's own rounding;
+//   fp32:   every rounding to BF16 filed under the site rounds to FP32 instead (FP32 roundings
+//           stay; a tensor-core block stays as the model computes it);
+//   exact:  no rounding at the site: its operations are carried out in binary64 (as under the
+//           exact policy; "exact" means binary64, not infinitely precise).
+// The override acts in the arithmetic layer (f32_ops, rn_f32, exp2_f32 in arith.hpp; tc_dot_at
+// in tc_adapter.hpp). A value that an exact site leaves in binary64 enters a later FP32
+// operation rounded to FP32 (the operation's inputs are FP32), without a ledger event, as the
+// constants of the kernels do.
+enum class site_prec : std::uint8_t { policy, fp32, exact };
+
+inline const char *to_string(site_prec p) {
+  return p == site_prec::policy ? "policy" : p == site_prec::fp32 ? "fp32" : "exact";
+}
 
 enum class kv_order : std::uint8_t { forward, reverse };
 
@@ -64,7 +81,16 @@ struct kernel_policy {
   double tie_tol = 1e-3;
   // Softmax scale; <= 0 means 1/sqrt(d) (rounded to FP32 once).
   double softmax_scale = 0.0;
+  // Per-site precision override (all `policy` by default).
+  site_prec site_precision[site_count] = {};
 };
+
+// True when some site's precision is overridden.
+inline bool has_site_override(const kernel_policy &p) {
+  for (const site_prec s : p.site_precision)
+    if (s != site_prec::policy) return true;
+  return false;
+}
 
 // The preset the CUDA kernel implements bit for bit (docs/attention.md, "Kernel contract").
 inline kernel_policy fa2_twin() {

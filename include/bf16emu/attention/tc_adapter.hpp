@@ -9,6 +9,7 @@
 
 #include <cstddef>
 
+#include "bf16emu/attention/arith.hpp"
 #include "bf16emu/attention/ledger.hpp"
 #include "bf16emu/attention/policy.hpp"
 #include "bf16emu/core.hpp"
@@ -72,6 +73,22 @@ f32 tc_dot(const tc_model &m, const bf16 *a, std::ptrdiff_t sa, const bf16 *b, s
   } else {
     return tc::dot<bfloat16, binary32>(m.block, m.inst_k, a, sa, b, sb, k, c);
   }
+}
+
+// tc_dot under the site precision override of `o` (policy.hpp): at a site promoted to exact,
+// the binary64 sum c + a[0]*b[0] + ... in increasing k (as the exact policy), nothing filed
+// and no block steps; otherwise tc_dot (a promotion to fp32 leaves the model's blocks as they
+// are: they round to FP32 already). The operands are BF16 either way: a caller whose operands
+// a promoted site left in FP32 or binary64 uses FP32 (f32_ops::fma) dot products instead.
+template <class Obs, class Step = no_block_step>
+double tc_dot_at(const f32_ops<Obs> &o, const tc_model &m, const bf16 *a, std::ptrdiff_t sa, const bf16 *b,
+                 std::ptrdiff_t sb, int k, double c, site s, bool track_p1, Step step = Step{}) {
+  if (o.exact_at(s)) {
+    for (int i = 0; i < k; ++i)
+      c += of(a[i * sa]) * of(b[i * sb]);
+    return c;
+  }
+  return of(tc_dot(m, a, sa, b, sb, k, as_f32(c), *o.obs, s, track_p1, step));
 }
 
 } // namespace bf16emu::attention
