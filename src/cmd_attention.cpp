@@ -44,7 +44,7 @@ struct attention_cli {
 };
 
 at::kernel_policy make_policy(const attention_cli &o) {
-  at::kernel_policy p = io::parse_policy_name(o.policy);
+  at::kernel_policy p = io::parse_policy_name(o.policy, "--policy", true);
   if (o.block_m) p.block_m = o.block_m;
   if (o.block_n) p.block_n = o.block_n;
   if (!o.kv_order.empty()) p.kv = io::parse_kv_order(o.kv_order);
@@ -146,6 +146,9 @@ void run(const attention_cli &o) {
   opt.bwd = make_backward(o, opt.cfg.pol);
   if (opt.bwd.kind == at::backward_kind::tiled && at::has_site_override(opt.cfg.pol))
     throw bad_input("--site-precision is not modelled by --bwd tiled (use the reference backward)");
+  if (opt.bwd.kind == at::backward_kind::tiled && opt.cfg.pol.kind == at::policy_kind::paper &&
+      opt.cfg.pol.paper_arith == at::paper_dtypes::autocast)
+    throw bad_input("--policy paper:autocast is not modelled by --bwd tiled (use the reference backward)");
   opt.backward = o.backward || opt.bwd.kind == at::backward_kind::tiled;
   opt.with_ledger = !o.no_ledger;
   opt.threads = o.threads;
@@ -217,9 +220,9 @@ void register_attention(CLI::App &app) {
   s->add_option("--beta", o->beta, "stabilized: beta (default 2)");
   s->add_option("--tie-tol", o->tie_tol,
                 "stabilized: scores within this of the max count as ties (default 1e-3)");
-  add_count(s, "--block-m", o->block_m, "Br (default 64)", 1);
-  add_count(s, "--block-n", o->block_n, "Bc (default 64)", 1);
-  s->add_option("--policy", o->policy, io::policy_names() + " (default fa2:sm80)");
+  add_count(s, "--block-m", o->block_m, "Br (default 64; 512 under paper:autocast)", 1);
+  add_count(s, "--block-n", o->block_n, "Bc (default 64; 512 under paper:autocast)", 1);
+  s->add_option("--policy", o->policy, io::policy_names(true) + " (default fa2:sm80)");
   s->add_option("--kv-order", o->kv_order, "forward or reverse (fa2 default: reverse)");
   s->add_option("--exp", o->exp, "rn (binary64 exp rounded once to FP32) or poly (FMA-only exp2, default)");
   s->add_option("--row-sum", o->row_sum, "sequential or quad (default)");

@@ -115,8 +115,8 @@ BF16EMU_IO_ATTENTION_PARSER(at::delta_order, parse_delta_order, delta_orders)
 BF16EMU_IO_ATTENTION_PARSER(at::block_order, parse_block_order, block_orders)
 #undef BF16EMU_IO_ATTENTION_PARSER
 
-std::string policy_names() {
-  std::string r = "exact, fp32, paper";
+std::string policy_names(bool autocast) {
+  std::string r = std::string("exact, fp32, paper:bf16 (alias paper)") + (autocast ? ", paper:autocast" : "");
   at::kernel_policy p;
   for (const tc::arch a : tc::all_archs) {
     const std::string name = std::string("fa2:") + tc::to_string(a);
@@ -125,11 +125,12 @@ std::string policy_names() {
   return r + ", fa2_twin";
 }
 
-at::kernel_policy parse_policy_name(std::string_view s, const char *option) {
+at::kernel_policy parse_policy_name(std::string_view s, const char *option, bool autocast) {
   at::kernel_policy p;
-  if (!at::parse_policy(s, p))
+  if (!at::parse_policy(s, p) ||
+      (!autocast && p.kind == at::policy_kind::paper && p.paper_arith == at::paper_dtypes::autocast))
     throw input_error(std::string("unknown ") + option + " '" + shorten(std::string(s)) + "' (" +
-                      policy_names() + ")");
+                      policy_names(autocast) + ")");
   return p;
 }
 

@@ -21,10 +21,13 @@ namespace at = bf16emu::attention;
 // Names. Every parser throws io::input_error naming `option`, the bad token (at most ~80
 // characters of it) and the accepted names.
 
-// exact, fp32, paper, fa2_twin, and fa2:ARCH for every GPU generation with a bf16 tensor-core
-// preset (attention::parse_policy); policy_names() lists them for --help and errors.
-at::kernel_policy parse_policy_name(std::string_view s, const char *option = "--policy");
-std::string policy_names();
+// exact, fp32, paper:bf16 (alias paper), fa2_twin, and fa2:ARCH for every GPU generation with a
+// bf16 tensor-core preset (attention::parse_policy); with `autocast` also paper:autocast (the
+// attention forward models it; the pitfall models of cp and bwd-order do not). policy_names()
+// lists them for --help and errors.
+at::kernel_policy parse_policy_name(std::string_view s, const char *option = "--policy",
+                                    bool autocast = false);
+std::string policy_names(bool autocast = false);
 at::kv_order parse_kv_order(std::string_view s, const char *option = "--kv-order");   // forward reverse
 at::exp_impl parse_exp_impl(std::string_view s, const char *option = "--exp");        // rn poly
 at::reduce_order parse_row_sum(std::string_view s, const char *option = "--row-sum"); // sequential quad

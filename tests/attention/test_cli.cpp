@@ -307,3 +307,21 @@ TEST(AttentionCli, SitePrecisionInTheLedger) {
       run_stdout("--n 16 --d 16 --policy paper --site-precision pv=exact,row_sum=fp32", &rc);
   EXPECT_NE(text.find("site precision: row_sum=fp32,pv=exact"), std::string::npos) << text;
 }
+
+// paper:autocast runs with its own tiles (512 x 512, forward key order), causal and stabilized;
+// the alias `paper` keeps its name in the ledger; the tiled backward does not model autocast.
+TEST(AttentionCli, PaperPolicies) {
+  int rc = -1;
+  const std::string ac =
+      run_stdout("--n 40 --d 16 --policy paper:autocast --causal --variant stabilized --json", &rc);
+  EXPECT_EQ(rc, 0) << last_stderr();
+  for (const char *s :
+       {"\"policy\":\"paper:autocast\"", "\"block_m\":512", "\"block_n\":512", "\"kv_order\":\"forward\""})
+    EXPECT_NE(ac.find(s), std::string::npos) << s << " not in " << ac;
+  EXPECT_NE(run_stdout("--n 16 --d 16 --policy paper --json", &rc).find("\"policy\":\"paper\""),
+            std::string::npos);
+  EXPECT_NE(run_stdout("--n 16 --d 16 --policy paper:bf16 --json", &rc).find("\"policy\":\"paper:bf16\""),
+            std::string::npos);
+  expect_bad("--n 16 --policy paper:autocast --bwd tiled", {"paper:autocast", "--bwd tiled"});
+  expect_bad("--n 16 --policy paper:fp8", {"--policy", "paper:fp8", "paper:autocast"});
+}

@@ -22,7 +22,7 @@ namespace bf16emu::attention {
 enum class policy_kind : std::uint8_t {
   exact, // binary64 throughout: the high-precision reference
   fp32,  // IEEE FP32 throughout (sequential FMA dot products), output FP32
-  paper, // all attention state BF16; matmul = FP32 dot rounded to BF16 (the paper's attention.py)
+  paper, // the paper's attention.py (matmul = FP32 dot rounded to BF16), dtypes: paper_dtypes
   fa2,   // FlashAttention-2 rounding points on the tensor-core model of `kernel_policy::arch`
 };
 
@@ -41,6 +41,13 @@ enum class site_prec : std::uint8_t { policy, fp32, exact };
 inline const char *to_string(site_prec p) {
   return p == site_prec::policy ? "policy" : p == site_prec::fp32 ? "fp32" : "exact";
 }
+
+// Whose dtypes the paper policy follows (ucker/why-low-precision-training-fails, attention.py).
+enum class paper_dtypes : std::uint8_t {
+  bf16,     // paper:bf16 (alias `paper`): every attention tensor BF16, each op FP32 then BF16
+  autocast, // paper:autocast: attention.py under torch.amp.autocast(bfloat16), as the authors
+            // trained (train.py): exp, log, sum FP32; P to BF16 only inside the P-bar V einsum
+};
 
 enum class kv_order : std::uint8_t { forward, reverse };
 
@@ -83,6 +90,10 @@ struct kernel_policy {
   double softmax_scale = 0.0;
   // Per-site precision override (all `policy` by default).
   site_prec site_precision[site_count] = {};
+  // kind == paper: whose dtypes; paper_alias: parsed as `paper`, the name policy_name() keeps
+  // for it (the ledgers of `paper` read as before; `paper:bf16` is the same arithmetic).
+  paper_dtypes paper_arith = paper_dtypes::bf16;
+  bool paper_alias = false;
 };
 
 // True when some site's precision is overridden.
@@ -129,12 +140,27 @@ inline const char *to_string(policy_kind k) {
   }
 }
 
-// Parses "exact", "fp32", "paper", "fa2_twin" and "fa2:ARCH" for every canonical arch name
-// (tc::to_string) with a BF16 model: fa2:sm80, fa2:sm86, fa2:sm89, fa2:sm90, fa2:sm100.
-// Returns false for an unknown name (p is left unchanged).
+// Parses "exact", "fp32", "paper:bf16" (alias "paper"), "paper:autocast" (which also sets the
+// authors' 512 x 512 tiles in forward key order, model.py), "fa2_twin" and "fa2:ARCH" for every
+// canonical arch name (tc::to_string) with a BF16 model: fa2:sm80, fa2:sm86, fa2:sm89, fa2:sm90,
+// fa2:sm100. Returns false for an unknown name (p is left unchanged).
 inline bool parse_policy(std::string_view s, kernel_policy &p) {
-  if (s == "exact" || s == "fp32" || s == "paper") {
-    p.kind = s == "exact" ? policy_kind::exact : s == "fp32" ? policy_kind::fp32 : policy_kind::paper;
+  if (s == "exact" || s == "fp32") {
+    p.kind = s == "exact" ? policy_kind::exact : policy_kind::fp32;
+    return true;
+  }
+  if (s == "paper" || s == "paper:bf16") {
+    p.kind = policy_kind::paper;
+    p.paper_arith = paper_dtypes::bf16;
+    p.paper_alias = s == "paper";
+    return true;
+  }
+  if (s == "paper:autocast") {
+    p.kind = policy_kind::paper;
+    p.paper_arith = paper_dtypes::autocast;
+    p.paper_alias = false;
+    p.block_m = p.block_n = 512;
+    p.kv = kv_order::forward;
     return true;
   }
   if (s == "fa2_twin") {
@@ -152,6 +178,10 @@ inline bool parse_policy(std::string_view s, kernel_policy &p) {
 }
 
 inline std::string policy_name(const kernel_policy &p) {
+  if (p.kind == policy_kind::paper)
+    return p.paper_arith == paper_dtypes::autocast ? "paper:autocast"
+           : p.paper_alias                         ? "paper"
+                                                   : "paper:bf16";
   if (p.kind != policy_kind::fa2) return to_string(p.kind);
   return std::string("fa2:") + to_string(p.arch);
 }

@@ -155,7 +155,7 @@ inline run_report run_attention(const attention_inputs &in, const run_options &o
     if (opt.backward) {
       // delta is FP32 (fa2, fp32), BF16 (paper) or binary64 (exact); the gradients are in the
       // backward's output format (the tiled backward under fa2 writes BF16)
-      rep.delta_err = summarize_error(rep.delta, rep.delta_exact, r_frac_grad(opt.cfg.pol.kind), 1,
+      rep.delta_err = summarize_error(rep.delta, rep.delta_exact, delta_frac_bits(opt.cfg.pol), 1,
                                       static_cast<std::size_t>(rep.n));
       const int g = rep.grad_frac_bits;
       rep.dq_err = summarize_error(rep.dq, rep.dq_exact, g, row, head);
