@@ -195,6 +195,21 @@ def test_exp_in_binary64_is_correctly_rounded_to_fp32_for_every_bf16_argument():
     assert close.sum() == 0 and bad.size == 0
 
 
+def test_log_in_binary64_is_correctly_rounded_to_fp32_for_every_positive_bf16_argument():
+    """The same for log (the twin's lse = log(l) + m; l is BF16, so these are all its values)."""
+    if np.finfo(np.longdouble).nmant < 63:
+        pytest.skip("numpy longdouble is not the 80-bit format here")
+    x = bf16_bits_to_f32(np.arange(1, 0x7F80, dtype=np.uint32).astype(np.uint16))
+    got = torch.log(torch.from_numpy(x).to(torch.float64)).to(torch.float32).numpy()
+    e = np.log(x.astype(np.longdouble))
+    lo = (e - abs(e) * np.longdouble(2) ** -58).astype(np.float32)
+    hi = (e + abs(e) * np.longdouble(2) ** -58).astype(np.float32)
+    close = lo != hi
+    bad = np.flatnonzero((got != e.astype(np.float32)) & ~close)
+    print(f"\nlog: {x.size} positive BF16 arguments, {close.sum()} near a boundary, {bad.size} differ")
+    assert close.sum() == 0 and bad.size == 0
+
+
 # ---------------------------------------------------------------------------------------------
 # Inputs
 
@@ -224,22 +239,22 @@ def run_cli(tmp_path, q, k, v, causal, stable, threads=2):
     for name, a in (("q", q), ("k", k), ("v", v)):
         files[name] = tmp_path / f"{name}.npy"
         np.save(files[name], a)
-    out = tmp_path / "o.npy"
+    out, out_lse = tmp_path / "o.npy", tmp_path / "lse.npy"
     cmd = [CLI, "attention", "--policy", "paper:autocast", "--q", str(files["q"]), "--k", str(files["k"]), "--v",
-           str(files["v"]), "--variant", "stabilized" if stable else "standard", "--threads", str(threads),
-           "--no-ledger", "--out-o", str(out)]
+           str(files["v"]), "--variant", "stabilized" if stable else "fa2", "--threads", str(threads),
+           "--no-ledger", "--out-o", str(out), "--out-lse", str(out_lse)]
     if causal:
         cmd.append("--causal")
     res = subprocess.run(cmd, capture_output=True, text=True)
     assert res.returncode == 0, f"{' '.join(cmd)}\n{res.stderr}"
-    o = np.load(out)
-    assert o.shape == q.shape and o.dtype == np.float32
-    return o
+    o, lse = np.load(out), np.load(out_lse)
+    assert o.shape == q.shape and o.dtype == np.float32 and lse.shape == q.shape[:-1]
+    return o, lse
 
 
-def twin_o(q, k, v, causal, stable, mode):
-    o, _, _ = twin.forward(torch_bf16(q), torch_bf16(k), torch_bf16(v), causal=causal, stable=stable, mode=mode)
-    return o
+def twin_o(q, k, v, causal, stable, mode, with_lse=False):
+    o, l, m = twin.forward(torch_bf16(q), torch_bf16(k), torch_bf16(v), causal=causal, stable=stable, mode=mode)
+    return (o, twin.lse(l, m).numpy()) if with_lse else o
 
 
 def ordered(bits):
@@ -302,19 +317,40 @@ BITWISE_SEEDS = [1, 2, 3]
 def test_sequential_twin_matches_cli_bit_for_bit(tmp_path, n, causal, stable):
     seeds = BITWISE_SEEDS + ([4, 5, 6, 7] if LONG else [])
     heads = 4 if LONG else 1
-    total = 0
+    total = total_lse = 0
     for seed in seeds:
-        q, k, v, _ = sink_inputs(seed, heads, n)
-        o_cli = run_cli(tmp_path, q, k, v, causal, stable)
-        o_twin = twin_o(q, k, v, causal, stable, "sequential")
-        cli_bits = f32_to_bf16_bits(o_cli)
-        assert (bf16_bits_to_f32(cli_bits) == o_cli).all(), "CLI's O is not BF16-valued"
-        bad = np.flatnonzero(cli_bits.ravel() != torch_bits(o_twin).ravel())
-        total += o_cli.size
-        assert bad.size == 0, (f"seed {seed}: {bad.size} of {o_cli.size} elements differ; first at flat index "
-                               f"{bad[0]}: CLI {o_cli.ravel()[bad[0]]}, twin {o_twin.float().numpy().ravel()[bad[0]]}")
+        counts = assert_bitwise(tmp_path, f"seed {seed}", *sink_inputs(seed, heads, n)[:3], causal, stable)
+        total, total_lse = total + counts[0], total_lse + counts[1]
     print(f"\nbitwise n={n} causal={causal} stable={stable}: {total} elements over {len(seeds)} seeds x {heads} "
-          f"heads, 0 mismatches")
+          f"heads, 0 mismatches; L: {total_lse} rows, 0 mismatches")
+
+
+@needs_cli
+def test_sequential_twin_matches_cli_where_the_masked_tile_zeroes_the_max(tmp_path):
+    """Stabilized, N = 600 causal, 8 heads: rows whose maximum score is negative get m = 0
+    from the fully masked second key tile (the authors' all-ties behaviour); bitwise too."""
+    q, k, v, _ = sink_inputs(11, 8, 600)
+    _, _, m = twin.forward(torch_bf16(q), torch_bf16(k), torch_bf16(v), causal=True, stable=False)
+    zeroed = int((m.float().numpy()[0, :, :512, 0] < 0).sum())
+    assert zeroed > 0
+    total, total_lse = assert_bitwise(tmp_path, "seed 11", q, k, v, True, True)
+    print(f"\nbitwise n=600 causal stabilized, 8 heads, {zeroed} rows with m zeroed by the masked tile: "
+          f"{total} elements, 0 mismatches; L: {total_lse} rows, 0 mismatches")
+
+
+def assert_bitwise(tmp_path, what, q, k, v, causal, stable):
+    """CLI vs sequential twin: O (BF16 bits) and L (FP32 bits) equal everywhere. Returns the
+    element counts compared."""
+    o_cli, lse_cli = run_cli(tmp_path, q, k, v, causal, stable)
+    o_twin, lse_twin = twin_o(q, k, v, causal, stable, "sequential", with_lse=True)
+    bad_lse = np.flatnonzero(lse_cli.view(np.uint32).ravel() != lse_twin.view(np.uint32).ravel())
+    assert bad_lse.size == 0, f"{what}: L differs in {bad_lse.size} of {lse_cli.size} rows"
+    cli_bits = f32_to_bf16_bits(o_cli)
+    assert (bf16_bits_to_f32(cli_bits) == o_cli).all(), "CLI's O is not BF16-valued"
+    bad = np.flatnonzero(cli_bits.ravel() != torch_bits(o_twin).ravel())
+    assert bad.size == 0, (f"{what}: {bad.size} of {o_cli.size} elements differ; first at flat index {bad[0]}: "
+                           f"CLI {o_cli.ravel()[bad[0]]}, twin {o_twin.float().numpy().ravel()[bad[0]]}")
+    return o_cli.size, lse_cli.size
 
 
 # ---------------------------------------------------------------------------------------------
@@ -345,7 +381,7 @@ def test_native_twin_agreement_and_bias_over_96_heads(tmp_path, n, causal, stabl
     is printed only: it does not accumulate in FP32 (docs/pytorch-twin.md)."""
     heads, d = 96, 64
     q, k, v, _ = sink_inputs(77, heads, n, d)
-    o_cli = run_cli(tmp_path, q, k, v, causal, stable)
+    o_cli, _ = run_cli(tmp_path, q, k, v, causal, stable)
     cli_bits = f32_to_bf16_bits(o_cli).ravel()
     assert (cli_bits == torch_bits(twin_o(q, k, v, causal, stable, "sequential")).ravel()).all()
     exact = twin.reference(torch.from_numpy(q), torch.from_numpy(k), torch.from_numpy(v), causal).numpy()

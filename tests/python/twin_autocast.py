@@ -159,6 +159,12 @@ def forward(q, k, v, causal=True, stable=False, beta=2.0, mode="sequential", til
     return torch.cat(o_rows, dim=-2), torch.cat(l_rows, dim=-2), torch.cat(m_rows, dim=-2)
 
 
+def lse(l, m):
+    """The forward's lse = log(l) + m: log on autocast's FP32 list (binary64 log rounded once
+    to FP32), plus the BF16 m in FP32. Shape (..., n)."""
+    return (torch.log(l.to(torch.float64)).to(F32) + m.to(F32))[..., 0]
+
+
 def delta(do, o, mode="sequential"):
     """Backward's D = (dO * O).sum(-1) as the spec models it: the product BF16 (one rounding),
     the sum FP32 (increasing column order in "sequential" mode). Shape (..., n)."""
