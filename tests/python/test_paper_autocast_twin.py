@@ -278,7 +278,7 @@ def test_twin_fully_masked_tile_sets_the_stable_max_to_zero():
     Row 0 sees one key: standard, P = 1, l = RN(1 + RN_f32(1e-10)) = 1 and O = V[0] exactly;
     stabilized with a negative score, m = 0 rescales by alpha = exp(s) and O is no longer V[0]
     exactly in every head."""
-    q, k, v, _ = sink_inputs(11, 8, 600)
+    q, k, v, _ = sink_inputs(4, 2, 600)  # row 0's one score: +24.6 in head 0, -8.2 in head 1
     o_std, _, m_std = twin.forward(torch_bf16(q), torch_bf16(k), torch_bf16(v), causal=True, stable=False)
     o_stb, _, m_stb = twin.forward(torch_bf16(q), torch_bf16(k), torch_bf16(v), causal=True, stable=True)
     assert (o_std.float().numpy()[0, :, 0] == v[0, :, 0]).all()
@@ -327,14 +327,14 @@ def test_sequential_twin_matches_cli_bit_for_bit(tmp_path, n, causal, stable):
 
 @needs_cli
 def test_sequential_twin_matches_cli_where_the_masked_tile_zeroes_the_max(tmp_path):
-    """Stabilized, N = 600 causal, 8 heads: rows whose maximum score is negative get m = 0
+    """Stabilized, N = 600 causal, 2 heads: rows whose maximum score is negative get m = 0
     from the fully masked second key tile (the authors' all-ties behaviour); bitwise too."""
-    q, k, v, _ = sink_inputs(11, 8, 600)
+    q, k, v, _ = sink_inputs(4, 2, 600)
     _, _, m = twin.forward(torch_bf16(q), torch_bf16(k), torch_bf16(v), causal=True, stable=False)
     zeroed = int((m.float().numpy()[0, :, :512, 0] < 0).sum())
     assert zeroed > 0
-    total, total_lse = assert_bitwise(tmp_path, "seed 11", q, k, v, True, True)
-    print(f"\nbitwise n=600 causal stabilized, 8 heads, {zeroed} rows with m zeroed by the masked tile: "
+    total, total_lse = assert_bitwise(tmp_path, "seed 4", q, k, v, True, True)
+    print(f"\nbitwise n=600 causal stabilized, seed 4, 2 heads, {zeroed} rows with m zeroed by the masked tile: "
           f"{total} elements, 0 mismatches; L: {total_lse} rows, 0 mismatches")
 
 
@@ -367,11 +367,12 @@ def z_over_heads(e):
     return e.mean() / (e.std(ddof=1) / np.sqrt(e.size))
 
 
-STAT_CASES = [(128, True, False), (128, True, True)]
+STAT_CASES = [(96, True, False), (96, True, True)]
+LONG_STAT_CASES = [(128, True, False), (128, True, True), (600, True, False), (600, True, True)]
 
 
 @needs_cli
-@pytest.mark.parametrize("n,causal,stable", STAT_CASES + ([(600, True, False), (600, True, True)] if LONG else []))
+@pytest.mark.parametrize("n,causal,stable", STAT_CASES + (LONG_STAT_CASES if LONG else []))
 def test_native_twin_agreement_and_bias_over_96_heads(tmp_path, n, causal, stable):
     """96 independent heads of the sink inputs. The CLI's O (bitwise the sequential twin's)
     against the "native" twin (torch's FP32 kernels with autocast's dtypes): agreement rate
@@ -383,7 +384,8 @@ def test_native_twin_agreement_and_bias_over_96_heads(tmp_path, n, causal, stabl
     q, k, v, _ = sink_inputs(77, heads, n, d)
     o_cli, _ = run_cli(tmp_path, q, k, v, causal, stable)
     cli_bits = f32_to_bf16_bits(o_cli).ravel()
-    assert (cli_bits == torch_bits(twin_o(q, k, v, causal, stable, "sequential")).ravel()).all()
+    if LONG:  # the default tier checks this on the cases above
+        assert (cli_bits == torch_bits(twin_o(q, k, v, causal, stable, "sequential")).ravel()).all()
     exact = twin.reference(torch.from_numpy(q), torch.from_numpy(k), torch.from_numpy(v), causal).numpy()
     skew = d // 2
     e_cli, s_cli = head_bias(o_cli, exact, skew)
