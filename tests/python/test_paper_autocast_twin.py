@@ -20,6 +20,7 @@ torch, NumPy, pytest or the CLI is missing.
 
 import fractions
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -351,6 +352,37 @@ def assert_bitwise(tmp_path, what, q, k, v, causal, stable):
     assert bad.size == 0, (f"{what}: {bad.size} of {o_cli.size} elements differ; first at flat index {bad[0]}: "
                            f"CLI {o_cli.ravel()[bad[0]]}, twin {o_twin.float().numpy().ravel()[bad[0]]}")
     return o_cli.size, lse_cli.size
+
+
+@needs_cli
+@pytest.mark.parametrize("causal", [False, True])
+def test_delta_matches_cli_to_one_fp32_ulp_of_any_row(tmp_path, causal):
+    """delta = sum(RN_bf16(dO * O)) in FP32 (the spec's reading; docs/pytorch-twin.md finding 3).
+    The CLI writes no delta tensor, only delta - delta_exact's mean and max over rows (--backward
+    --json), so those are compared: the twin's delta from its own O, delta_exact = sum dO * O_exact
+    in binary64. The tolerance is a thousandth of the smallest change that one FP32 ulp in one
+    row (|delta| >= 2^-10) makes to the mean, so a single differing row fails."""
+    n = 256
+    q, k, v, do = sink_inputs(3, 1, n)
+    for name, a in (("q", q), ("k", k), ("v", v), ("do", do)):
+        np.save(tmp_path / f"{name}.npy", a)
+    cmd = [CLI, "attention", "--policy", "paper:autocast", "--backward", "--json"] + \
+          [x for name in ("q", "k", "v", "do") for x in (f"--{name}", str(tmp_path / f"{name}.npy"))] + \
+          (["--causal"] if causal else [])
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    cli = json.loads(res.stdout)["delta_error"]
+    o, _, _ = twin.forward(torch_bf16(q), torch_bf16(k), torch_bf16(v), causal=causal)
+    d_twin = twin.delta(torch_bf16(do), o).numpy()
+    exact = twin.reference(torch.from_numpy(q), torch.from_numpy(k), torch.from_numpy(v), causal).numpy()
+    err = d_twin.astype(np.float64) - (do.astype(np.float64) * exact).sum(-1)
+    one_ulp = np.spacing(np.maximum(np.abs(d_twin), np.float32(2 ** -10))).min().astype(np.float64) / err.size
+    tol = one_ulp / 1000
+    print(f"\ndelta causal={causal}: {err.size} rows, mean error twin {err.mean():+.15e} CLI {cli['mean_signed']:+.15e} "
+          f"(tolerance {tol:.1e}), max |error| twin {np.abs(err).max():.15e} CLI {cli['max_abs']:.15e}")
+    assert cli["n"] == err.size
+    assert abs(err.mean() - cli["mean_signed"]) <= tol
+    assert abs(np.abs(err).max() - cli["max_abs"]) <= np.spacing(np.float32(cli["max_abs"])) / 1000
 
 
 # ---------------------------------------------------------------------------------------------
