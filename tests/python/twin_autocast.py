@@ -1,0 +1,184 @@
+"""A PyTorch (CPU) twin of `bf16emu attention --policy paper:autocast`.
+
+The authors' FlashAttentionFunction.forward (ucker/why-low-precision-training-fails, attention.py;
+called from model.py with causal=True and 512 x 512 tiles; train.py runs it under CUDA autocast
+with dtype bfloat16), written again here with every dtype of CUDA autocast made explicit. CPU
+autocast has other op lists than CUDA autocast, so no autocast is used: every operation is an
+FP32 operation on explicitly widened operands followed, where autocast stores BF16, by an
+explicit `.to(torch.bfloat16)` (round to nearest even; tests/python/test_paper_autocast_twin.py
+checks that torch does exactly that). The site-by-site dtypes are those of docs/pytorch-twin.md.
+
+Two modes for the two non-elementwise kinds of operation:
+
+  "sequential"  matmuls with exact products and FP32 accumulation in increasing index order
+                (a Python loop of vectorised FP32 adds), the tile row sum likewise, and exp as
+                torch.exp in binary64 rounded once to FP32. This is the order bf16emu models,
+                so the result must agree with it bit for bit.
+  "native"      torch's own kernels with autocast's dtypes: the matmul in FP32 on the BF16
+                operands rounded to BF16, torch.exp on FP32, torch's FP32 sum; compared
+                statistically.
+  "native-bf16" as "native" but the matmuls are torch's BF16 matmul itself, which on the
+                CPU (torch 1.13) does not accumulate in FP32; reported, not asserted.
+
+Inputs and outputs are torch tensors of shape (..., n, d); Q, K, V (and dO) are BF16.
+"""
+
+import math
+
+import torch
+
+BF16 = torch.bfloat16
+F32 = torch.float32
+MAX_NEG = -torch.finfo(BF16).max  # -0x1.fep127, the authors' mask fill (bf16 0xFF7F)
+EPSILON = 1e-10                   # their clamp of the tile row sum (an FP32 scalar on the GPU)
+TIE_TOL = 1e-3                    # their STABLE tolerance (a Python float, FP32 on the GPU)
+TILE = 512                        # model.py: q_bucket_size = k_bucket_size = 512
+MODES = ("sequential", "native", "native-bf16")
+
+
+def _f32_scalar(x):
+    """A Python float as CUDA passes it to a kernel: rounded once to FP32."""
+    return torch.tensor(x, dtype=torch.float64).to(F32)
+
+
+def _bf16(x):
+    return x.to(BF16)
+
+
+def matmul_sequential(a, b):
+    """a @ b for BF16 a (..., i, t) and b (..., t, j): exact products (a BF16 x BF16 product
+    has at most 16 significant bits), accumulated in FP32 in increasing t, then one rounding
+    to BF16."""
+    a32, b32 = a.to(F32), b.to(F32)
+    acc = torch.zeros((*a.shape[:-1], b.shape[-1]), dtype=F32)
+    for t in range(a.shape[-1]):
+        acc = acc + a32[..., :, t:t + 1] * b32[..., t:t + 1, :]
+    return _bf16(acc)
+
+
+def matmul_native(a, b):
+    """autocast's BF16 matmul (BF16 operands, FP32 accumulation, BF16 result) with torch's own
+    FP32 kernel and its summation order."""
+    return _bf16(torch.matmul(a.to(F32), b.to(F32)))
+
+
+def matmul_native_bf16(a, b):
+    """torch's own BF16 matmul kernel. On torch 1.13's CPU build it does not accumulate in
+    FP32 (docs/pytorch-twin.md), so it is not autocast's CUDA arithmetic."""
+    return torch.matmul(a, b)
+
+
+def exp_sequential(x):
+    """exp of a BF16 (or FP32) tensor, FP32 result: binary64 exp rounded once to FP32."""
+    return torch.exp(x.to(torch.float64)).to(F32)
+
+
+def exp_native(x):
+    return torch.exp(x.to(F32))
+
+
+def rowsum_sequential(p):
+    """Sum over the last axis in FP32, increasing index order."""
+    acc = torch.zeros_like(p[..., 0:1])
+    for j in range(p.shape[-1]):
+        acc = acc + p[..., j:j + 1]
+    return acc
+
+
+def rowsum_native(p):
+    return p.sum(dim=-1, keepdim=True)
+
+
+KERNELS = {
+    "sequential": (matmul_sequential, exp_sequential, rowsum_sequential),
+    "native": (matmul_native, exp_native, rowsum_native),
+    "native-bf16": (matmul_native_bf16, exp_native, rowsum_native),
+}
+
+
+def forward(q, k, v, causal=True, stable=False, beta=2.0, mode="sequential", tile=TILE):
+    """The authors' tiled forward under CUDA autocast (bf16). Returns (O, l, m): O BF16, the
+    carried row sum l BF16 (all_row_sums has q's dtype) and the running max m BF16."""
+    if mode not in KERNELS:
+        raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
+    mm, exp, rowsum = KERNELS[mode]
+    n, d = q.shape[-2], q.shape[-1]
+    if k.shape[-2] != n:
+        raise ValueError("the twin models self-attention (as many keys as queries)")
+    scale = _f32_scalar(d ** -0.5)
+    tie_tol = _f32_scalar(TIE_TOL)
+    eps = _f32_scalar(EPSILON)
+    beta32 = _f32_scalar(beta)
+    max_neg = torch.tensor(MAX_NEG, dtype=BF16)
+
+    o_rows, l_rows, m_rows = [], [], []
+    for r0 in range(0, n, tile):
+        qc = q[..., r0:r0 + tile, :]
+        rows = qc.shape[-2]
+        o = torch.zeros_like(qc)                                          # BF16
+        l = torch.zeros((*qc.shape[:-1], 1), dtype=BF16)                  # BF16
+        m = torch.full((*qc.shape[:-1], 1), MAX_NEG, dtype=BF16)          # BF16
+        for c0 in range(0, n, tile):                                      # forward key order
+            kc, vc = k[..., c0:c0 + tile, :], v[..., c0:c0 + tile, :]
+            cols = kc.shape[-2]
+            # 1-2. S = einsum(q, k) (BF16) * scale: FP32 product, stored BF16.
+            s = _bf16(mm(qc, kc.transpose(-1, -2)).to(F32) * scale)
+            # 3. causal fill with -max(bf16) (not -inf); every tile is visited, masked or not.
+            if causal and r0 < c0 + tile - 1:  # the authors' test (k_bucket_size, not cols)
+                gi = torch.arange(r0, r0 + rows).unsqueeze(-1)
+                gj = torch.arange(c0, c0 + cols).unsqueeze(0)
+                s = s.masked_fill(gj > gi, max_neg)
+            # 4. block max (BF16, exact).
+            rm = s.amax(dim=-1, keepdim=True)
+            # 5. STABLE: r_m - 1e-3 computed in FP32, stored BF16; ties counted against it.
+            if stable:
+                close = s >= _bf16(rm.to(F32) - tie_tol)
+                many = close.sum(dim=-1, keepdim=True) > 1
+                rm = torch.where(many & (rm > 0), _bf16(rm.to(F32) * beta32), rm)
+                rm = torch.where(many & (rm < 0), torch.zeros_like(rm), rm)
+            # 6. m_new = max(r_m, m_old), BF16.
+            m_new = torch.maximum(rm, m)
+            # 7. P = exp(S - m_new): BF16 difference, FP32 exp.
+            p = exp(_bf16(s.to(F32) - m_new.to(F32)))
+            # 8. tile row sum in FP32, clamped at RN_f32(1e-10).
+            l_blk = torch.clamp(rowsum(p), min=float(eps))
+            # 9. P V: P cast to BF16 by autocast, BF16 matmul.
+            pv = mm(_bf16(p), vc)
+            # 10. alpha = exp(m_old - m_new): BF16 difference, FP32 exp.
+            alpha = exp(_bf16(m.to(F32) - m_new.to(F32)))
+            # 11. l_new = alpha * l_old + l_blk in FP32 (two roundings), stored BF16 by copy_.
+            l = _bf16(alpha * l.to(F32) + l_blk)
+            # 12. O.mul_(alpha).add_(PV): each an FP32 result stored BF16.
+            o = _bf16(o.to(F32) * alpha)
+            o = _bf16(o.to(F32) + pv.to(F32))
+            m = m_new
+        # O.div_(l): BF16 / BF16 computed in FP32, stored BF16.
+        o_rows.append(_bf16(o.to(F32) / l.to(F32)))
+        l_rows.append(l)
+        m_rows.append(m)
+    return torch.cat(o_rows, dim=-2), torch.cat(l_rows, dim=-2), torch.cat(m_rows, dim=-2)
+
+
+def lse(l, m):
+    """The forward's lse = log(l) + m: log on autocast's FP32 list (binary64 log rounded once
+    to FP32), plus the BF16 m in FP32. Shape (..., n)."""
+    return (torch.log(l.to(torch.float64)).to(F32) + m.to(F32))[..., 0]
+
+
+def delta(do, o, mode="sequential"):
+    """Backward's D = (dO * O).sum(-1) as the spec models it: the product BF16 (one rounding),
+    the sum FP32 (increasing column order in "sequential" mode). Shape (..., n)."""
+    prod = _bf16(do.to(F32) * o.to(F32)).to(F32)
+    rowsum = KERNELS[mode][2]
+    return rowsum(prod)[..., 0]
+
+
+def reference(q, k, v, causal=True):
+    """Exact attention (binary64) on the same BF16 inputs: the O that errors are measured
+    against."""
+    q64, k64, v64 = q.to(torch.float64), k.to(torch.float64), v.to(torch.float64)
+    s = torch.matmul(q64, k64.transpose(-1, -2)) / math.sqrt(q.shape[-1])
+    if causal:
+        n = q.shape[-2]
+        s = s.masked_fill(torch.ones(n, n, dtype=torch.bool).triu(1), float("-inf"))
+    return torch.matmul(torch.softmax(s, dim=-1), v64)
