@@ -1,0 +1,430 @@
+// bf16emu::bulk kernels: one copy per SIMD target (Highway's foreach_target re-includes this
+// file once per target), chosen at run time by HWY_DYNAMIC_DISPATCH. See bulk.hpp for the
+// contract and docs/performance-bulk.md for the design and the measurements.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "bulk/bulk.cpp"
+#include <hwy/foreach_target.h> // must come before highway.h
+
+#include <hwy/highway.h>
+
+#include <algorithm>
+
+#include "bulk/bulk.hpp"
+
+// Target-independent helpers (compiled once).
+#ifndef BF16EMU_BULK_SHARED
+#define BF16EMU_BULK_SHARED
+namespace bf16emu::bulk::detail {
+
+// What a kernel needs besides the arrays.
+struct args {
+  env e;
+  bool stream = false; // stochastic with a random_stream: random = counter_random(seed, offset + i)
+  std::uint64_t seed = 0, offset = 0;
+};
+
+inline env element_env(const args &a, std::size_t i) noexcept {
+  env e = a.e;
+  if (a.stream) e.random = counter_random(a.seed, a.offset + i);
+  return e;
+}
+
+// The scalar reference for one element of each kernel.
+template <class Out>
+inline result<Out> scalar_convert(std::uint32_t x, const args &a, std::size_t i) noexcept {
+  return convert<Out>(f32{x}, element_env(a, i));
+}
+
+enum class arith_op : std::uint8_t { add, sub, mul };
+inline result<bfloat16> scalar_arith(arith_op op, std::uint16_t x, std::uint16_t y, const args &a,
+                                     std::size_t i) noexcept {
+  const env e = element_env(a, i);
+  switch (op) {
+  case arith_op::add: return add(bf16{x}, bf16{y}, e);
+  case arith_op::sub: return sub(bf16{x}, bf16{y}, e);
+  default: return mul(bf16{x}, bf16{y}, e);
+  }
+}
+
+} // namespace bf16emu::bulk::detail
+#endif
+
+HWY_BEFORE_NAMESPACE();
+namespace bf16emu::bulk::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+using detail::args;
+using rm = round_mode;
+
+// Calls fn(std::integral_constant<round_mode, M>{}) for the run-time mode m.
+template <class Fn> HWY_INLINE std::uint8_t with_mode(rm m, Fn &&fn) {
+  switch (m) {
+  case rm::nearest_even: return fn(std::integral_constant<rm, rm::nearest_even>{});
+  case rm::nearest_away: return fn(std::integral_constant<rm, rm::nearest_away>{});
+  case rm::toward_zero: return fn(std::integral_constant<rm, rm::toward_zero>{});
+  case rm::upward: return fn(std::integral_constant<rm, rm::upward>{});
+  case rm::downward: return fn(std::integral_constant<rm, rm::downward>{});
+  case rm::to_odd: return fn(std::integral_constant<rm, rm::to_odd>{});
+  default: return fn(std::integral_constant<rm, rm::stochastic>{});
+  }
+}
+
+// The random words of elements i .. i + Lanes - 1 (the caller keeps offset + i + Lanes within
+// one block of 2^32 elements, so the key is the same for every lane).
+template <class D> HWY_INLINE hn::Vec<D> random_lanes(D d, const args &a, std::size_t i) {
+  if (!a.stream) return hn::Set(d, a.e.random);
+  const std::uint64_t idx = a.offset + i;
+  auto x = hn::Xor(hn::Iota(d, std::uint32_t(idx)), hn::Set(d, stream_key(a.seed, idx >> 32)));
+  x = hn::Xor(x, hn::ShiftRight<16>(x));
+  x = hn::Mul(x, hn::Set(d, 0x7FEB352Du));
+  x = hn::Xor(x, hn::ShiftRight<15>(x));
+  x = hn::Mul(x, hn::Set(d, 0x846CA68Bu));
+  return hn::Xor(x, hn::ShiftRight<16>(x));
+}
+
+// The rounding rule of round.hpp `rounds_up<Mode>` on 0/1 lanes (guard, round, sticky, the
+// last kept bit, the sign), for the kernels that build a cut window (add, mul). The answer
+// still has to be masked with inexact = guard | round | sticky.
+template <rm Mode, class V> HWY_INLINE V rounds_up_lanes(V kept, V g, V r, V s, V sign, V frac32, V random) {
+  const auto d = hn::DFromV<V>();
+  const V one = hn::Set(d, 1u);
+  const V lsb = hn::And(kept, one);
+  if constexpr (Mode == rm::nearest_even)
+    return hn::And(g, hn::Or(hn::Or(r, s), lsb));
+  else if constexpr (Mode == rm::nearest_away)
+    return g;
+  else if constexpr (Mode == rm::toward_zero)
+    return hn::Zero(d);
+  else if constexpr (Mode == rm::upward)
+    return hn::Xor(sign, one);
+  else if constexpr (Mode == rm::downward)
+    return sign;
+  else if constexpr (Mode == rm::to_odd)
+    return hn::Xor(lsb, one);
+  else
+    return hn::And(hn::VecFromMask(d, hn::Gt(frac32, hn::Not(random))), one);
+}
+
+// ---------------------------------------------------------------------------
+// fp32 -> bf16 / tf32 (same exponent range). Per lane the rounding is an addition below the
+// cut and a shift: r = (x + inc) >> sh, inc being the mode's increment (nearest-even
+// half - 1 + last kept bit; nearest-away half; upward/downward all ones below the cut for
+// positive/negative x; stochastic the top sh bits of the random word, which carries out of
+// the cut exactly when rounds_up's frac32 > ~random does; to-odd ORs in "anything below").
+// The carry runs into the exponent field as in round_pack. NaN lanes take the policy's NaN;
+// subnormal inputs are exact under the ieee and inputs-as-zero policies. Lanes left to the
+// scalar core: subnormal inputs under flush_outputs, and inexact subnormal inputs under
+// after-rounding tininess until one of them has raised underflow (from then on such a lane
+// cannot add a flag: its result is the vector's, its flags underflow | inexact).
+template <class Out, rm Mode>
+std::uint8_t narrow_same_range(const std::uint32_t *HWY_RESTRICT in, typename Out::storage *HWY_RESTRICT out,
+                               std::size_t n, const args &a) {
+  using S = typename Out::storage;
+  constexpr int sh = binary32::frac_bits - Out::frac_bits;
+  constexpr std::uint32_t low = (1u << sh) - 1, half = 1u << (sh - 1);
+  const hn::ScalableTag<std::uint32_t> d;
+  const hn::RebindToSigned<decltype(d)> di;
+  const std::size_t N = hn::Lanes(d);
+  const env &e = a.e;
+  const std::uint32_t sat_pos =
+      std::uint32_t(bf16emu::detail::overflow_to_inf(false, e) ? Out::inf_bits : Out::max_finite_bits);
+  const std::uint32_t sat_neg =
+      std::uint32_t(Out::sign_mask) |
+      std::uint32_t(bf16emu::detail::overflow_to_inf(true, e) ? Out::inf_bits : Out::max_finite_bits);
+  const std::uint32_t nan_const = std::uint32_t(bf16emu::detail::default_nan<Out>(e, 0).value.bits);
+  const bool nan_ieee = e.nan == nan_policy::ieee;
+  const unsigned subn = static_cast<unsigned>(e.subnormal);
+  const bool daz = (subn & static_cast<unsigned>(subnormals::inputs_as_zero)) != 0;
+  const bool ftz_only = !daz && (subn & static_cast<unsigned>(subnormals::flush_outputs)) != 0;
+  const bool tiny_before = e.tiny == tininess::before_rounding;
+  std::uint8_t flags = 0;
+
+  const auto abs = hn::Set(d, 0x7FFFFFFFu);
+  const auto lowv = hn::Set(d, low);
+  const auto inf32 = hn::Set(d, 0x7F800000u);
+  const auto one = hn::Set(d, 1u);
+  auto acc_inexact = hn::Zero(d), acc_over = hn::Zero(d), acc_snan = hn::Zero(d), acc_under = hn::Zero(d);
+  HWY_ALIGN std::uint32_t tmp_r[hn::MaxLanes(d)];
+  std::size_t i = 0;
+  for (; i + N <= n; i += N) {
+    const auto x = hn::LoadU(d, in + i);
+    const auto mag = hn::And(x, abs);
+    const auto lowbits = hn::And(x, lowv);
+    hn::Vec<decltype(d)> r;
+    if constexpr (Mode == rm::to_odd) {
+      r = hn::Or(hn::ShiftRight<sh>(x), hn::ShiftRight<sh>(hn::Add(lowbits, lowv)));
+    } else {
+      hn::Vec<decltype(d)> inc;
+      const auto negm = hn::BitCast(d, hn::BroadcastSignBit(hn::BitCast(di, x)));
+      if constexpr (Mode == rm::nearest_even)
+        inc = hn::Add(hn::Set(d, half - 1), hn::And(hn::ShiftRight<sh>(x), one));
+      else if constexpr (Mode == rm::nearest_away)
+        inc = hn::Set(d, half);
+      else if constexpr (Mode == rm::toward_zero)
+        inc = hn::Zero(d);
+      else if constexpr (Mode == rm::upward)
+        inc = hn::AndNot(negm, lowv);
+      else if constexpr (Mode == rm::downward)
+        inc = hn::And(negm, lowv);
+      else
+        inc = hn::ShiftRight<32 - sh>(random_lanes(d, a, i));
+      r = hn::ShiftRight<sh>(hn::Add(x, inc));
+    }
+    // Classes (mag < 2^31, so signed compares are exact).
+    const auto magi = hn::BitCast(di, mag);
+    const auto nan = hn::RebindMask(d, hn::Gt(magi, hn::BitCast(di, inf32)));
+    const auto finite = hn::RebindMask(d, hn::Lt(magi, hn::BitCast(di, inf32)));
+    const auto sub = hn::Lt(hn::Sub(mag, one), hn::Set(d, 0x007FFFFFu));
+    const auto rmag = hn::And(r, hn::Set(d, std::uint32_t(Out::abs_mask)));
+    const auto over = hn::And(finite, hn::Gt(rmag, hn::Set(d, std::uint32_t(Out::max_finite_bits))));
+    const auto sat = hn::IfThenElse(hn::RebindMask(d, hn::Lt(hn::BitCast(di, x), hn::Zero(di))),
+                                    hn::Set(d, sat_neg), hn::Set(d, sat_pos));
+    r = hn::IfThenElse(over, sat, r);
+    const auto nanres = nan_ieee ? hn::Or(hn::ShiftRight<sh>(x), hn::Set(d, std::uint32_t(Out::quiet_bit)))
+                                 : hn::Set(d, nan_const);
+    r = hn::IfThenElse(nan, nanres, r);
+    acc_over = hn::Or(acc_over, hn::VecFromMask(d, over));
+    acc_snan = hn::Or(acc_snan, hn::AndNot(x, hn::VecFromMask(d, nan)));
+    auto settled_low = hn::IfThenZeroElse(nan, lowbits);
+    auto need = hn::FirstN(d, 0);
+    if (daz) {
+      r = hn::IfThenElse(sub, hn::ShiftRight<sh>(hn::AndNot(abs, x)), r);
+      settled_low = hn::IfThenZeroElse(sub, settled_low);
+    } else if (ftz_only) {
+      need = sub;
+    } else if (tiny_before) {
+      acc_under = hn::Or(acc_under, hn::IfThenElseZero(sub, lowbits));
+    } else if (!(flags & flag::underflow)) {
+      need = hn::And(sub, hn::Ne(lowbits, hn::Zero(d)));
+    }
+    acc_inexact = hn::Or(acc_inexact, settled_low);
+    if (HWY_UNLIKELY(!hn::AllFalse(d, need))) {
+      hn::Store(r, d, tmp_r);
+      HWY_ALIGN std::uint32_t tmp_need[hn::MaxLanes(d)];
+      hn::Store(hn::VecFromMask(d, need), d, tmp_need);
+      for (std::size_t j = 0; j < N; ++j) {
+        if (!tmp_need[j]) continue;
+        const result<Out> s = detail::scalar_convert<Out>(in[i + j], a, i + j);
+        tmp_r[j] = s.value.bits;
+        flags |= s.flags;
+      }
+      r = hn::Load(d, tmp_r);
+    }
+    if constexpr (sizeof(S) == 2) {
+      const hn::Rebind<std::uint16_t, decltype(d)> d16;
+      hn::StoreU(hn::DemoteTo(d16, hn::BitCast(di, r)), d16, out + i);
+    } else {
+      hn::StoreU(r, d, out + i);
+    }
+  }
+  const auto any = [&](auto v, std::uint32_t bits) {
+    return !hn::AllTrue(d, hn::Eq(hn::And(v, hn::Set(d, bits)), hn::Zero(d)));
+  };
+  if (any(acc_inexact, low)) flags |= flag::inexact;
+  if (any(acc_over, 1u)) flags |= flag::overflow | flag::inexact;
+  if (any(acc_snan, 0x00400000u)) flags |= flag::invalid;
+  if (any(acc_under, low)) flags |= flag::underflow | flag::inexact;
+  for (; i < n; ++i) {
+    const result<Out> s = detail::scalar_convert<Out>(in[i], a, i);
+    out[i] = s.value.bits;
+    flags |= s.flags;
+  }
+  return flags;
+}
+
+std::uint8_t f32_to_bf16(const std::uint32_t *in, std::uint16_t *out, std::size_t n, const args &a) {
+  return with_mode(a.e.mode,
+                   [&](auto m) { return narrow_same_range<bfloat16, decltype(m)::value>(in, out, n, a); });
+}
+std::uint8_t f32_to_tf32(const std::uint32_t *in, std::uint32_t *out, std::size_t n, const args &a) {
+  return with_mode(
+      a.e.mode, [&](auto m) { return narrow_same_range<tensorfloat32, decltype(m)::value>(in, out, n, a); });
+}
+
+} // namespace bf16emu::bulk::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace bf16emu::bulk {
+HWY_EXPORT(f32_to_bf16);
+HWY_EXPORT(f32_to_tf32);
+
+namespace {
+
+detail::args make_args(const env &e, const random_stream *rng) {
+  detail::args a;
+  a.e = e;
+  if (rng && e.mode == round_mode::stochastic) {
+    a.stream = true;
+    a.seed = rng->seed;
+    a.offset = rng->offset;
+  }
+  return a;
+}
+
+// Runs kernel(first, count, args) over pieces of the array that stay within one block of 2^32
+// stream elements (the SIMD random lanes share one key).
+template <class Fn> std::uint8_t in_blocks(std::size_t n, const detail::args &a, Fn &&kernel) {
+  if (!a.stream) return kernel(std::size_t{0}, n, a);
+  std::uint8_t flags = 0;
+  std::size_t done = 0;
+  while (done < n) {
+    detail::args piece = a;
+    piece.offset = a.offset + done;
+    const std::uint64_t room = (std::uint64_t{1} << 32) - (piece.offset & 0xFFFFFFFFull);
+    const std::size_t count = std::size_t(std::min<std::uint64_t>(room, n - done));
+    flags |= kernel(done, count, piece);
+    done += count;
+  }
+  return flags;
+}
+
+template <class Out>
+std::uint8_t convert_scalar(const f32 *in, fp<Out> *out, std::size_t n, const detail::args &a) {
+  std::uint8_t flags = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const result<Out> r = detail::scalar_convert<Out>(in[i].bits, a, i);
+    out[i] = r.value;
+    flags |= r.flags;
+  }
+  return flags;
+}
+
+template <class In> std::uint8_t widen_scalar(const fp<In> *in, f32 *out, std::size_t n, const env &e) {
+  std::uint8_t flags = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const result<binary32> r = convert<binary32>(in[i], e);
+    out[i] = r.value;
+    flags |= r.flags;
+  }
+  return flags;
+}
+
+} // namespace
+
+// fp<F> is standard-layout with one member: its array is an array of bit patterns.
+std::uint8_t convert_n(const f32 *in, bf16 *out, std::size_t n, const env &e,
+                       const random_stream *rng) noexcept {
+  if (n == 0) return 0;
+  return in_blocks(n, make_args(e, rng), [&](std::size_t first, std::size_t count, const detail::args &a) {
+    return HWY_DYNAMIC_DISPATCH(f32_to_bf16)(&in[first].bits, &out[first].bits, count, a);
+  });
+}
+std::uint8_t convert_n(const f32 *in, tf32 *out, std::size_t n, const env &e,
+                       const random_stream *rng) noexcept {
+  if (n == 0) return 0;
+  return in_blocks(n, make_args(e, rng), [&](std::size_t first, std::size_t count, const detail::args &a) {
+    return HWY_DYNAMIC_DISPATCH(f32_to_tf32)(&in[first].bits, &out[first].bits, count, a);
+  });
+}
+std::uint8_t convert_n(const f32 *in, f16 *out, std::size_t n, const env &e,
+                       const random_stream *rng) noexcept {
+  return convert_scalar(in, out, n, make_args(e, rng));
+}
+std::uint8_t convert_n(const f32 *in, e4m3 *out, std::size_t n, const env &e,
+                       const random_stream *rng) noexcept {
+  return convert_scalar(in, out, n, make_args(e, rng));
+}
+std::uint8_t convert_n(const f32 *in, e5m2 *out, std::size_t n, const env &e,
+                       const random_stream *rng) noexcept {
+  return convert_scalar(in, out, n, make_args(e, rng));
+}
+
+std::uint8_t convert_n(const bf16 *in, f32 *out, std::size_t n, const env &e) noexcept {
+  return widen_scalar(in, out, n, e);
+}
+std::uint8_t convert_n(const tf32 *in, f32 *out, std::size_t n, const env &e) noexcept {
+  return widen_scalar(in, out, n, e);
+}
+std::uint8_t convert_n(const f16 *in, f32 *out, std::size_t n, const env &e) noexcept {
+  return widen_scalar(in, out, n, e);
+}
+std::uint8_t convert_n(const e4m3 *in, f32 *out, std::size_t n, const env &e) noexcept {
+  return widen_scalar(in, out, n, e);
+}
+std::uint8_t convert_n(const e5m2 *in, f32 *out, std::size_t n, const env &e) noexcept {
+  return widen_scalar(in, out, n, e);
+}
+
+namespace {
+
+template <class Fn> std::uint8_t arith_scalar(std::size_t n, const detail::args &a, Fn &&op) {
+  std::uint8_t flags = 0;
+  for (std::size_t i = 0; i < n; ++i)
+    flags |= op(i, detail::element_env(a, i));
+  return flags;
+}
+
+} // namespace
+
+std::uint8_t add_n(const bf16 *a, const bf16 *b, bf16 *out, std::size_t n, const env &e,
+                   const random_stream *rng) noexcept {
+  return arith_scalar(n, make_args(e, rng), [&](std::size_t i, const env &ei) {
+    const result<bfloat16> r = add(a[i], b[i], ei);
+    out[i] = r.value;
+    return r.flags;
+  });
+}
+std::uint8_t sub_n(const bf16 *a, const bf16 *b, bf16 *out, std::size_t n, const env &e,
+                   const random_stream *rng) noexcept {
+  return arith_scalar(n, make_args(e, rng), [&](std::size_t i, const env &ei) {
+    const result<bfloat16> r = sub(a[i], b[i], ei);
+    out[i] = r.value;
+    return r.flags;
+  });
+}
+std::uint8_t mul_n(const bf16 *a, const bf16 *b, bf16 *out, std::size_t n, const env &e,
+                   const random_stream *rng) noexcept {
+  return arith_scalar(n, make_args(e, rng), [&](std::size_t i, const env &ei) {
+    const result<bfloat16> r = mul(a[i], b[i], ei);
+    out[i] = r.value;
+    return r.flags;
+  });
+}
+std::uint8_t fma_n(const bf16 *a, const bf16 *b, const bf16 *c, bf16 *out, std::size_t n, const env &e,
+                   const random_stream *rng) noexcept {
+  return arith_scalar(n, make_args(e, rng), [&](std::size_t i, const env &ei) {
+    const result<bfloat16> r = fma(a[i], b[i], c[i], ei);
+    out[i] = r.value;
+    return r.flags;
+  });
+}
+
+result<binary32> dot_n(const bf16 *a, const bf16 *b, std::size_t n, f32 init, dot_order order, const env &e,
+                       const random_stream *rng) noexcept {
+  const detail::args args = make_args(e, rng);
+  std::uint8_t flags = 0;
+  if (order == dot_order::sequential) {
+    f32 acc = init;
+    for (std::size_t i = 0; i < n; ++i) {
+      const result<binary32> r = fma_to<binary32>(a[i], b[i], acc, detail::element_env(args, i));
+      acc = r.value;
+      flags |= r.flags;
+    }
+    return {acc, flags};
+  }
+  f32 p[16] = {};
+  p[0] = init;
+  for (std::size_t i = 0; i < n; ++i) {
+    const result<binary32> r = fma_to<binary32>(a[i], b[i], p[i % 16], detail::element_env(args, i));
+    p[i % 16] = r.value;
+    flags |= r.flags;
+  }
+  std::size_t k = 0;
+  for (std::size_t w = 8; w >= 1; w /= 2) {
+    for (std::size_t j = 0; j < w; ++j) {
+      const result<binary32> r = add(p[j], p[j + w], detail::element_env(args, n + k++));
+      p[j] = r.value;
+      flags |= r.flags;
+    }
+  }
+  return {p[0], flags};
+}
+
+const char *target_name() noexcept {
+  // The target HWY_DYNAMIC_DISPATCH uses: the best one both compiled and supported.
+  const std::int64_t best = hwy::SupportedTargets() & HWY_TARGETS;
+  return hwy::TargetName(best & -best);
+}
+
+} // namespace bf16emu::bulk
+#endif
