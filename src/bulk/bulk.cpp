@@ -68,18 +68,26 @@ template <class Fn> HWY_INLINE std::uint8_t with_mode(rm m, Fn &&fn) {
   }
 }
 
-// The random words of elements i .. i + Lanes - 1 (the caller keeps offset + i + Lanes within
-// one block of 2^32 elements, so the key is the same for every lane).
-template <class D> HWY_INLINE hn::Vec<D> random_lanes(D d, const args &a, std::size_t i) {
-  if (!a.stream) return hn::Set(d, a.e.random);
-  const std::uint64_t idx = a.offset + i;
-  auto x = hn::Xor(hn::Iota(d, std::uint32_t(idx)), hn::Set(d, stream_key(a.seed, idx >> 32)));
-  x = hn::Xor(x, hn::ShiftRight<16>(x));
-  x = hn::Mul(x, hn::Set(d, 0x7FEB352Du));
-  x = hn::Xor(x, hn::ShiftRight<15>(x));
-  x = hn::Mul(x, hn::Set(d, 0x846CA68Bu));
-  return hn::Xor(x, hn::ShiftRight<16>(x));
-}
+// The random words of a stream, Lanes at a time: lowbias32(counter ^ key) with the counter
+// kept in a vector (the caller keeps offset .. offset + n within one block of 2^32 elements,
+// so the key is the same for every lane).
+template <class D> struct random_lanes {
+  using V = hn::Vec<D>;
+  V counter, key, step;
+  random_lanes(D d, const args &a)
+      : counter(hn::Iota(d, std::uint32_t(a.offset))), key(hn::Set(d, stream_key(a.seed, a.offset >> 32))),
+        step(hn::Set(d, std::uint32_t(hn::Lanes(d)))) {}
+  // The words of the next Lanes elements.
+  HWY_INLINE V next(D d) {
+    V x = hn::Xor(counter, key);
+    counter = hn::Add(counter, step);
+    x = hn::Xor(x, hn::ShiftRight<16>(x));
+    x = hn::Mul(x, hn::Set(d, 0x7FEB352Du));
+    x = hn::Xor(x, hn::ShiftRight<15>(x));
+    x = hn::Mul(x, hn::Set(d, 0x846CA68Bu));
+    return hn::Xor(x, hn::ShiftRight<16>(x));
+  }
+};
 
 // The rounding rule of round.hpp `rounds_up<Mode>` on 0/1 lanes (guard, round, sticky, the
 // last kept bit, the sign), for the kernels that build a cut window (add, mul). The answer
@@ -144,6 +152,8 @@ std::uint8_t narrow_same_range(const std::uint32_t *HWY_RESTRICT in, typename Ou
   const auto one = hn::Set(d, 1u);
   auto acc_inexact = hn::Zero(d), acc_over = hn::Zero(d), acc_snan = hn::Zero(d), acc_under = hn::Zero(d);
   HWY_ALIGN std::uint32_t tmp_r[hn::MaxLanes(d)];
+  random_lanes<decltype(d)> rnd(d, a);
+  const auto fixed_random = hn::Set(d, e.random);
   std::size_t i = 0;
   for (; i + N <= n; i += N) {
     const auto x = hn::LoadU(d, in + i);
@@ -166,7 +176,7 @@ std::uint8_t narrow_same_range(const std::uint32_t *HWY_RESTRICT in, typename Ou
       else if constexpr (Mode == rm::downward)
         inc = hn::And(negm, lowv);
       else
-        inc = hn::ShiftRight<32 - sh>(random_lanes(d, a, i));
+        inc = hn::ShiftRight<32 - sh>(a.stream ? rnd.next(d) : fixed_random);
       r = hn::ShiftRight<sh>(hn::Add(x, inc));
     }
     // Classes (mag < 2^31, so signed compares are exact).

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "bf16emu/parallel.hpp"
 #include "bulk/bulk.hpp"
 
 namespace bf = bf16emu;
@@ -151,6 +152,204 @@ template <class Out> void narrow_suite() {
   });
 }
 
+// bf16 values of every class: zeros, subnormals, min/max normal, Inf, quiet and signaling
+// NaNs, 1 and its neighbours, both signs.
+std::vector<std::uint16_t> bf16_specials() {
+  std::vector<std::uint16_t> v = {0x0000, 0x0001, 0x0040, 0x007F, 0x0080, 0x0081, 0x00FF, 0x0100,
+                                  0x3F80, 0x3F81, 0x3FFF, 0x4000, 0x7F00, 0x7F7E, 0x7F7F, 0x7F80,
+                                  0x7F81, 0x7FBF, 0x7FC0, 0x7FFF, 0x3B80, 0x4380, 0x0180, 0x0200};
+  const std::size_t k = v.size();
+  for (std::size_t i = 0; i < k; ++i)
+    v.push_back(std::uint16_t(v[i] | 0x8000u));
+  return v;
+}
+
+// Operand pairs: random patterns, specials, b near a's exponent (ties, cancellation, the
+// near/far boundary), b = +-a, with random c for fma.
+struct bf16_triples {
+  std::vector<std::uint16_t> a, b, c;
+};
+bf16_triples bf16_operands(std::size_t n, std::mt19937_64 &rng) {
+  const std::vector<std::uint16_t> sp = bf16_specials();
+  bf16_triples t;
+  const auto pick = [&](std::uint64_t r) {
+    return (r & 3) == 0 ? sp[(r >> 2) % sp.size()] : std::uint16_t(r >> 40);
+  };
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint64_t r = rng(), q = rng();
+    const std::uint16_t a = pick(r);
+    std::uint16_t b = pick(q);
+    switch ((q >> 8) % 5) {
+    case 0: { // exponent within 0..20 of a's, random fraction and sign
+      const int ea = (a >> 7) & 0xFF;
+      int eb = ea + int((q >> 16) % 41) - 20;
+      eb = eb < 0 ? 0 : (eb > 255 ? 255 : eb);
+      b = std::uint16_t((q & 0x8000) | (unsigned(eb) << 7) | ((q >> 24) & 0x7F));
+      break;
+    }
+    case 1: b = std::uint16_t(a ^ ((q >> 16) & 1 ? 0x8000 : 0)); break; // +-a
+    case 2: b = std::uint16_t(a ^ 0x8000 ^ ((q >> 16) & 1)); break;     // -a, last bit off
+    default: break;
+    }
+    t.a.push_back(a);
+    t.b.push_back(b);
+    t.c.push_back(pick(rng()));
+  }
+  return t;
+}
+
+enum class arith { add, sub, mul, fma };
+const char *name(arith k) {
+  return k == arith::add ? "add" : k == arith::sub ? "sub" : k == arith::mul ? "mul" : "fma";
+}
+
+bf::result<bf::bfloat16> scalar(arith k, bf::bf16 a, bf::bf16 b, bf::bf16 c, const env &e) {
+  switch (k) {
+  case arith::add: return bf::add(a, b, e);
+  case arith::sub: return bf::sub(a, b, e);
+  case arith::mul: return bf::mul(a, b, e);
+  default: return bf::fma(a, b, c, e);
+  }
+}
+
+std::uint8_t run(arith k, const bf::bf16 *a, const bf::bf16 *b, const bf::bf16 *c, bf::bf16 *out,
+                 std::size_t n, const env &e, const bk::random_stream *rng) {
+  switch (k) {
+  case arith::add: return bk::add_n(a, b, out, n, e, rng);
+  case arith::sub: return bk::sub_n(a, b, out, n, e, rng);
+  case arith::mul: return bk::mul_n(a, b, out, n, e, rng);
+  default: return bk::fma_n(a, b, c, out, n, e, rng);
+  }
+}
+
+// One kernel call on misaligned copies (one element into their buffers), against the scalar core.
+void check_arith(arith k, const bf16_triples &t, const env &e, const bk::random_stream *rng) {
+  const std::size_t n = t.a.size();
+  std::vector<bf::bf16> a(n + 1), b(n + 1), c(n + 1), out(n + 2, bf::bf16{0x5A5A});
+  for (std::size_t i = 0; i < n; ++i) {
+    a[i + 1].bits = t.a[i];
+    b[i + 1].bits = t.b[i];
+    c[i + 1].bits = t.c[i];
+  }
+  const std::uint8_t flags = run(k, a.data() + 1, b.data() + 1, c.data() + 1, out.data() + 1, n, e, rng);
+  std::uint8_t want_flags = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const bf::result<bf::bfloat16> r = scalar(k, a[i + 1], b[i + 1], c[i + 1], element_env(e, rng, i));
+    want_flags |= r.flags;
+    ASSERT_EQ(out[i + 1].bits, r.value.bits)
+        << name(k) << " a=" << hex<int>(t.a[i]) << " b=" << hex<int>(t.b[i]) << " c=" << hex<int>(t.c[i])
+        << " i=" << i << " n=" << n << " mode=" << bf::to_string(e.mode) << " sub=" << int(e.subnormal)
+        << " nan=" << int(e.nan) << " sat=" << e.saturate;
+  }
+  ASSERT_EQ(out[0].bits, 0x5A5A);
+  ASSERT_EQ(out[n + 1].bits, 0x5A5A);
+  ASSERT_EQ(flags, want_flags) << name(k) << " n=" << n << " mode=" << bf::to_string(e.mode)
+                               << " sub=" << int(e.subnormal) << " tiny=" << int(e.tiny);
+}
+
+void arith_suite(arith k) {
+  std::mt19937_64 rng(0x5EED0002 + unsigned(k));
+  const bk::random_stream stream{0xBADC0DEull, (std::uint64_t{1} << 32) - 40}; // crosses a key block
+  for_each_target([&] {
+    for (const env &e : envs()) {
+      for (const std::size_t n : lengths) {
+        const bf16_triples t = bf16_operands(n, rng);
+        check_arith(k, t, e, nullptr);
+        if (e.mode == round_mode::stochastic) check_arith(k, t, e, &stream);
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+      // Every special against every special.
+      bf16_triples all;
+      const auto sp = bf16_specials();
+      for (const auto x : sp)
+        for (const auto y : sp) {
+          all.a.push_back(x);
+          all.b.push_back(y);
+          all.c.push_back(sp[(x + 3u * y) % sp.size()]);
+        }
+      check_arith(k, all, e, nullptr);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+  });
+}
+
+// In place: out == a.
+void check_in_place(arith k) {
+  std::mt19937_64 rng(0x5EED0003);
+  for_each_target([&] {
+    const bf16_triples t = bf16_operands(1001, rng);
+    std::vector<bf::bf16> a(t.a.size()), b(t.a.size()), c(t.a.size()), want(t.a.size());
+    for (std::size_t i = 0; i < t.a.size(); ++i) {
+      a[i].bits = t.a[i];
+      b[i].bits = t.b[i];
+      c[i].bits = t.c[i];
+      want[i] = scalar(k, a[i], b[i], c[i], env{}).value;
+    }
+    run(k, a.data(), b.data(), c.data(), a.data(), a.size(), env{}, nullptr);
+    for (std::size_t i = 0; i < a.size(); ++i)
+      ASSERT_EQ(a[i].bits, want[i].bits) << name(k) << " i=" << i;
+  });
+}
+
+template <class In> void widen_suite() {
+  std::mt19937_64 rng(0x5EED0004);
+  for_each_target([&] {
+    for (const env &e : envs()) {
+      for (const std::size_t n : {std::size_t(0), std::size_t(1), std::size_t(7), std::size_t(17),
+                                  std::size_t(300), std::size_t(4099)}) {
+        std::vector<bf::fp<In>> in(n + 1);
+        for (auto &x : in)
+          x.bits = typename In::storage(rng() & ((std::uint64_t{1} << In::width) - 1));
+        std::vector<bf::f32> out(n + 2, bf::f32{0x5A5A5A5Au});
+        const std::uint8_t flags = bk::convert_n(in.data() + 1, out.data() + 1, n, e);
+        std::uint8_t want = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+          const bf::result<bf::binary32> r = bf::convert<bf::binary32>(in[i + 1], e);
+          want |= r.flags;
+          ASSERT_EQ(out[i + 1].bits, r.value.bits)
+              << bf::format_name<In>() << " x=" << hex<int>(in[i + 1].bits) << " nan=" << int(e.nan)
+              << " sub=" << int(e.subnormal);
+        }
+        ASSERT_EQ(out[0].bits, 0x5A5A5A5Au);
+        ASSERT_EQ(out[n + 1].bits, 0x5A5A5A5Au);
+        ASSERT_EQ(flags, want) << bf::format_name<In>() << " n=" << n;
+      }
+    }
+  });
+}
+
+// The dot product's two documented orders, restated with the scalar core.
+bf::result<bf::binary32> dot_reference(const std::vector<bf::bf16> &a, const std::vector<bf::bf16> &b,
+                                       bf::f32 init, bk::dot_order order, const env &e,
+                                       const bk::random_stream *rng) {
+  std::uint8_t flags = 0;
+  const std::size_t n = a.size();
+  if (order == bk::dot_order::sequential) {
+    bf::f32 acc = init;
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto r = bf::fma_to<bf::binary32>(a[i], b[i], acc, element_env(e, rng, i));
+      acc = r.value;
+      flags |= r.flags;
+    }
+    return {acc, flags};
+  }
+  std::vector<bf::f32> p(16);
+  p[0] = init;
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto r = bf::fma_to<bf::binary32>(a[i], b[i], p[i % 16], element_env(e, rng, i));
+    p[i % 16] = r.value;
+    flags |= r.flags;
+  }
+  std::size_t k = 0;
+  for (const std::size_t w : {8, 4, 2, 1})
+    for (std::size_t j = 0; j < w; ++j) {
+      const auto r = bf::add(p[j], p[j + w], element_env(e, rng, n + k++));
+      p[j] = r.value;
+      flags |= r.flags;
+    }
+  return {p[0], flags};
+}
+
 } // namespace
 
 TEST(Bulk, CounterRandomKnownAnswers) {
@@ -189,3 +388,92 @@ TEST(Bulk, ConvertF32ToTf32) { narrow_suite<bf::tensorfloat32>(); }
 TEST(Bulk, ConvertF32ToFp16) { narrow_suite<bf::binary16>(); }
 TEST(Bulk, ConvertF32ToE4m3) { narrow_suite<bf::float8_e4m3>(); }
 TEST(Bulk, ConvertF32ToE5m2) { narrow_suite<bf::float8_e5m2>(); }
+
+TEST(Bulk, WidenBf16) { widen_suite<bf::bfloat16>(); }
+TEST(Bulk, WidenTf32) { widen_suite<bf::tensorfloat32>(); }
+TEST(Bulk, WidenFp16) { widen_suite<bf::binary16>(); }
+TEST(Bulk, WidenE4m3) { widen_suite<bf::float8_e4m3>(); }
+TEST(Bulk, WidenE5m2) { widen_suite<bf::float8_e5m2>(); }
+
+TEST(Bulk, AddN) { arith_suite(arith::add); }
+TEST(Bulk, SubN) { arith_suite(arith::sub); }
+TEST(Bulk, MulN) { arith_suite(arith::mul); }
+TEST(Bulk, FmaN) { arith_suite(arith::fma); }
+TEST(Bulk, InPlace) {
+  for (const arith k : {arith::add, arith::sub, arith::mul, arith::fma})
+    check_in_place(k);
+}
+
+TEST(Bulk, DotBothOrders) {
+  std::mt19937_64 rng(0x5EED0005);
+  const bk::random_stream stream{77, 5};
+  for_each_target([&] {
+    for (const env &e : envs()) {
+      for (const std::size_t n : {std::size_t(0), std::size_t(1), std::size_t(15), std::size_t(16),
+                                  std::size_t(17), std::size_t(100), std::size_t(1000)}) {
+        const bf16_triples t = bf16_operands(n, rng);
+        std::vector<bf::bf16> a(n), b(n);
+        for (std::size_t i = 0; i < n; ++i) {
+          // Mostly moderate values (long sums stay finite), some specials from the generator.
+          a[i].bits = (rng() & 7) ? std::uint16_t((t.a[i] & 0x807F) | ((120 + rng() % 16) << 7)) : t.a[i];
+          b[i].bits = (rng() & 7) ? std::uint16_t((t.b[i] & 0x807F) | ((120 + rng() % 16) << 7)) : t.b[i];
+        }
+        const bf::f32 init{std::uint32_t(rng() % 3 == 0 ? 0x3F800000u : 0u)};
+        for (const auto order : {bk::dot_order::sequential, bk::dot_order::blocked16}) {
+          for (const bk::random_stream *r : {static_cast<const bk::random_stream *>(nullptr), &stream}) {
+            const auto want = dot_reference(a, b, init, order, e, r);
+            const auto got = bk::dot_n(a.data(), b.data(), n, init, order, e, r);
+            ASSERT_EQ(got.value.bits, want.value.bits)
+                << "n=" << n << " order=" << int(order) << " mode=" << bf::to_string(e.mode);
+            ASSERT_EQ(got.flags, want.flags) << "n=" << n << " order=" << int(order);
+          }
+        }
+      }
+    }
+  });
+}
+
+// Long tier (label long, ctest -R bulk_add_all_pairs): every bf16 pair through add_n on the
+// chosen target, each mode, rows rotating four environments, stochastic with a stream.
+TEST(BulkLong, AddAllPairs) {
+  const unsigned threads = bf::resolve_threads(0, 65536);
+  for (int m = 0; m < bf::round_mode_count; ++m) {
+    std::vector<std::uint64_t> bad(65536, 0);
+    bf::parallel_for(65536, threads, [&](std::uint64_t row, unsigned) {
+      env e;
+      e.mode = round_mode(m);
+      e.random = std::uint32_t(row * 2654435761u);
+      switch (row % 4) {
+      case 1:
+        e.subnormal = bf::subnormals::flush_both;
+        e.tiny = bf::tininess::before_rounding;
+        break;
+      case 2:
+        e.saturate = true;
+        e.nan = bf::nan_policy::cuda;
+        break;
+      case 3:
+        e.subnormal = bf::subnormals::inputs_as_zero;
+        e.nan = bf::nan_policy::pytorch;
+        break;
+      default: break;
+      }
+      const bk::random_stream stream{row, row << 16};
+      std::vector<bf::bf16> a(65536, bf::bf16{std::uint16_t(row)}), b(65536), out(65536);
+      for (std::size_t j = 0; j < 65536; ++j)
+        b[j].bits = std::uint16_t(j);
+      const std::uint8_t flags = bk::add_n(a.data(), b.data(), out.data(), 65536, e, &stream);
+      std::uint8_t want = 0;
+      for (std::size_t j = 0; j < 65536; ++j) {
+        const auto r = bf::add(a[j], b[j], element_env(e, &stream, j));
+        want |= r.flags;
+        bad[row] += r.value.bits != out[j].bits;
+      }
+      bad[row] += flags != want;
+    });
+    std::uint64_t total = 0;
+    for (const auto x : bad)
+      total += x;
+    EXPECT_EQ(total, 0u) << "mode " << bf::to_string(round_mode(m));
+  }
+}
