@@ -152,6 +152,19 @@ std::uint8_t narrow_same_range(const std::uint32_t *HWY_RESTRICT in, typename Ou
   const auto one = hn::Set(d, 1u);
   auto acc_inexact = hn::Zero(d), acc_over = hn::Zero(d), acc_snan = hn::Zero(d), acc_under = hn::Zero(d);
   HWY_ALIGN std::uint32_t tmp_r[hn::MaxLanes(d)];
+  // Lanes with 2^-126 <= |x| < max_finite + half an ulp of Out rounded down to Out's grid.
+  constexpr std::uint32_t edge = std::uint32_t(Out::max_finite_bits) << sh;
+  const auto fast_bias = hn::Set(d, 0x80000000u - 0x00800000u);
+  const auto fast_limit = hn::Set(di, std::int32_t(edge + 0x80000000u - 0x00800000u));
+  auto acc_fast = hn::Zero(d);
+  const auto store = [&](auto v, std::size_t at) {
+    if constexpr (sizeof(S) == 2) {
+      const hn::Rebind<std::uint16_t, decltype(d)> d16;
+      hn::StoreU(hn::DemoteTo(d16, hn::BitCast(di, v)), d16, out + at);
+    } else {
+      hn::StoreU(v, d, out + at);
+    }
+  };
   random_lanes<decltype(d)> rnd(d, a);
   const auto fixed_random = hn::Set(d, e.random);
   std::size_t i = 0;
@@ -178,6 +191,14 @@ std::uint8_t narrow_same_range(const std::uint32_t *HWY_RESTRICT in, typename Ou
       else
         inc = hn::ShiftRight<32 - sh>(a.stream ? rnd.next(d) : fixed_random);
       r = hn::ShiftRight<sh>(hn::Add(x, inc));
+    }
+    // Fast vector: every lane normal and below `edge` (max_finite of Out, shifted to fp32), so
+    // r cannot overflow and the only flag is inexact. One signed compare: mag + 2^31 - 2^23
+    // lies in [INT32_MIN, edge + 2^31 - 2^23) exactly for those lanes.
+    if (HWY_LIKELY(hn::AllTrue(di, hn::Lt(hn::BitCast(di, hn::Add(mag, fast_bias)), fast_limit)))) {
+      acc_fast = hn::Or(acc_fast, x);
+      store(r, i);
+      continue;
     }
     // Classes (mag < 2^31, so signed compares are exact).
     const auto magi = hn::BitCast(di, mag);
@@ -219,17 +240,12 @@ std::uint8_t narrow_same_range(const std::uint32_t *HWY_RESTRICT in, typename Ou
       }
       r = hn::Load(d, tmp_r);
     }
-    if constexpr (sizeof(S) == 2) {
-      const hn::Rebind<std::uint16_t, decltype(d)> d16;
-      hn::StoreU(hn::DemoteTo(d16, hn::BitCast(di, r)), d16, out + i);
-    } else {
-      hn::StoreU(r, d, out + i);
-    }
+    store(r, i);
   }
   const auto any = [&](auto v, std::uint32_t bits) {
     return !hn::AllTrue(d, hn::Eq(hn::And(v, hn::Set(d, bits)), hn::Zero(d)));
   };
-  if (any(acc_inexact, low)) flags |= flag::inexact;
+  if (any(acc_inexact, low) || any(acc_fast, low)) flags |= flag::inexact;
   if (any(acc_over, 1u)) flags |= flag::overflow | flag::inexact;
   if (any(acc_snan, 0x00400000u)) flags |= flag::invalid;
   if (any(acc_under, low)) flags |= flag::underflow | flag::inexact;
@@ -250,6 +266,159 @@ std::uint8_t f32_to_tf32(const std::uint32_t *in, std::uint32_t *out, std::size_
       a.e.mode, [&](auto m) { return narrow_same_range<tensorfloat32, decltype(m)::value>(in, out, n, a); });
 }
 
+// ---------------------------------------------------------------------------
+// bf16 add / sub / mul. Per lane the exact result goes into a cut window at the bf16 quantum
+// (kept, guard, round, sticky and, for stochastic rounding, the 32 bits below the cut), then
+// the shared rule above rounds it and the carry runs into the exponent field:
+//   mul: the product of two 8-bit significands has at most 16 bits, so the native fp32
+//        product is exact whenever it is a normal number (or Inf: exact product >= 2^128,
+//        an overflow in every mode); the window is that product.
+//   add: with exponent difference d <= 15 the native fp32 sum is exact (d + 9 bits); the
+//        window is that sum. With d >= 16 the smaller operand lies below 2^-15 bf16 ulps of
+//        the larger: the window is the larger operand plus a sticky bit (same signs), or the
+//        larger minus one unit with guard = round = sticky = 1 (opposite signs; the unit is the
+//        one below, half as large when the larger is a power of two); the stochastic bits are
+//        the smaller operand's significand shifted to that unit.
+// Scalar lanes: an operand that is zero, subnormal, Inf or NaN; a sum or product that is zero
+// or below 2^-126 (tiny).
+enum class bop { add, sub, mul };
+
+template <bop Op, rm Mode>
+std::uint8_t bf16_arith(const std::uint16_t *pa, const std::uint16_t *pb, std::uint16_t *out, std::size_t n,
+                        const args &a) {
+  const hn::ScalableTag<std::uint32_t> d;
+  const hn::RebindToSigned<decltype(d)> di;
+  const hn::RebindToFloat<decltype(d)> df;
+  const hn::Rebind<std::uint16_t, decltype(d)> d16;
+  const std::size_t N = hn::Lanes(d);
+  const env &e = a.e;
+  const std::uint32_t sat_pos = std::uint32_t(
+      bf16emu::detail::overflow_to_inf(false, e) ? bfloat16::inf_bits : bfloat16::max_finite_bits);
+  const std::uint32_t sat_neg =
+      0x8000u | std::uint32_t(bf16emu::detail::overflow_to_inf(true, e) ? bfloat16::inf_bits
+                                                                        : bfloat16::max_finite_bits);
+  const auto abs = hn::Set(d, 0x7FFFFFFFu);
+  const auto one = hn::Set(d, 1u);
+  const auto min_normal = hn::Set(d, 0x00800000u);
+  const auto normal_span = hn::Set(d, 0x7F000000u);
+  auto acc_inexact = hn::Zero(d), acc_over = hn::Zero(d);
+  random_lanes<decltype(d)> rnd(d, a);
+  const auto fixed_random = hn::Set(d, e.random);
+  std::uint8_t flags = 0;
+  // The window of an exact fp32 magnitude m (normal, or Inf for an overflow) at the bf16 cut.
+  const auto window = [&](auto m, auto &kept, auto &g, auto &r, auto &st, auto &frac32) {
+    kept = hn::ShiftRight<16>(m);
+    g = hn::And(hn::ShiftRight<15>(m), one);
+    r = hn::And(hn::ShiftRight<14>(m), one);
+    st = hn::ShiftRight<14>(hn::Add(hn::And(m, hn::Set(d, 0x3FFFu)), hn::Set(d, 0x3FFFu)));
+    frac32 = hn::ShiftLeft<16>(m);
+  };
+  std::size_t i = 0;
+  for (; i + N <= n; i += N) {
+    const auto a16 = hn::LoadU(d16, pa + i), b16 = hn::LoadU(d16, pb + i);
+    const auto fa = hn::ShiftLeft<16>(hn::PromoteTo(d, a16));
+    auto fb = hn::ShiftLeft<16>(hn::PromoteTo(d, b16));
+    if constexpr (Op == bop::sub) fb = hn::Xor(fb, hn::Set(d, 0x80000000u));
+    const auto ma = hn::And(fa, abs), mb = hn::And(fb, abs);
+    auto ok =
+        hn::And(hn::Lt(hn::Sub(ma, min_normal), normal_span), hn::Lt(hn::Sub(mb, min_normal), normal_span));
+    hn::Vec<decltype(d)> kept, g, r, st, frac32, sign;
+    if constexpr (Op == bop::mul) {
+      const auto p = hn::BitCast(d, hn::Mul(hn::BitCast(df, fa), hn::BitCast(df, fb)));
+      const auto mp = hn::And(p, abs);
+      ok = hn::And(ok, hn::Not(hn::Lt(mp, min_normal)));
+      window(mp, kept, g, r, st, frac32);
+      sign = hn::ShiftRight<31>(p);
+    } else {
+      // Near: the exact native sum.
+      const auto s = hn::BitCast(d, hn::Add(hn::BitCast(df, fa), hn::BitCast(df, fb)));
+      const auto ms = hn::And(s, abs);
+      window(ms, kept, g, r, st, frac32);
+      sign = hn::ShiftRight<31>(s);
+      const auto dexp =
+          hn::BitCast(d, hn::Abs(hn::BitCast(di, hn::Sub(hn::ShiftRight<23>(ma), hn::ShiftRight<23>(mb)))));
+      const auto near = hn::Lt(dexp, hn::Set(d, 16u));
+      ok = hn::And(ok, hn::Or(hn::Not(near), hn::Not(hn::Lt(ms, min_normal))));
+      // Far: the larger operand and the sign of the tail.
+      const auto b_big = hn::Lt(ma, mb);
+      const auto big = hn::IfThenElse(b_big, fb, fa);
+      const auto neg = hn::ShiftRight<31>(hn::Xor(fa, fb)); // 1: opposite signs
+      const auto kb = hn::ShiftRight<16>(hn::And(big, abs));
+      kept = hn::IfThenElse(near, kept, hn::Sub(kb, neg));
+      g = hn::IfThenElse(near, g, neg);
+      r = hn::IfThenElse(near, r, neg);
+      st = hn::IfThenElse(near, st, one);
+      sign = hn::IfThenElse(near, sign, hn::ShiftRight<31>(big));
+      if constexpr (Mode == rm::stochastic) {
+        // t = small significand * 2^-d' units (d' = d, or d - 1 below a power of two); the
+        // bits below the cut are floor(t * 2^32) (same signs) or 2^32 - ceil(t * 2^32).
+        const auto small = hn::IfThenElse(b_big, fa, fb);
+        const auto ssig = hn::Or(hn::And(hn::ShiftRight<16>(small), hn::Set(d, 0x7Fu)), hn::Set(d, 0x80u));
+        const auto pow2 = hn::VecFromMask(d, hn::Eq(hn::And(kb, hn::Set(d, 0x7Fu)), hn::Zero(d)));
+        const auto dd = hn::Sub(dexp, hn::And(hn::And(pow2, neg), one));
+        const auto left = hn::Lt(dd, hn::Set(d, 33u));
+        const auto lc = hn::IfThenElseZero(left, hn::Sub(hn::Set(d, 32u), dd));
+        const auto rc = hn::IfThenZeroElse(left, hn::Min(hn::Sub(dd, hn::Set(d, 32u)), hn::Set(d, 31u)));
+        const auto t32 = hn::IfThenElse(left, hn::Shl(ssig, lc), hn::Shr(ssig, rc));
+        const auto lost = hn::Sub(ssig, hn::Shl(hn::Shr(ssig, rc), rc)); // bits shifted out (0 when left)
+        const auto ceil = hn::Add(t32, hn::IfThenZeroElse(hn::Eq(lost, hn::Zero(d)), one));
+        const auto frac_far = hn::IfThenElse(hn::Eq(neg, one), hn::Sub(hn::Zero(d), ceil), t32);
+        frac32 = hn::IfThenElse(near, frac32, frac_far);
+      }
+    }
+    const auto random = Mode == rm::stochastic && a.stream ? rnd.next(d) : fixed_random;
+    const auto inexact = hn::Or(hn::Or(g, r), st);
+    const auto up = rounds_up_lanes<Mode>(kept, g, r, st, sign, frac32, random);
+    const auto rounded = hn::Add(kept, hn::And(up, inexact));
+    const auto over = hn::Gt(rounded, hn::Set(d, std::uint32_t(bfloat16::max_finite_bits)));
+    const auto sneg = hn::Eq(sign, one);
+    auto res = hn::IfThenElse(over, hn::IfThenElse(sneg, hn::Set(d, sat_neg), hn::Set(d, sat_pos)),
+                              hn::Or(hn::ShiftLeft<15>(sign), rounded));
+    acc_inexact = hn::Or(acc_inexact, hn::IfThenElseZero(ok, inexact));
+    acc_over = hn::Or(acc_over, hn::VecFromMask(d, hn::And(ok, over)));
+    if (HWY_UNLIKELY(!hn::AllTrue(d, ok))) {
+      HWY_ALIGN std::uint32_t tr[hn::MaxLanes(d)], tok[hn::MaxLanes(d)];
+      HWY_ALIGN std::uint16_t ta[hn::MaxLanes(d)], tb[hn::MaxLanes(d)];
+      hn::Store(res, d, tr);
+      hn::Store(hn::VecFromMask(d, ok), d, tok);
+      hn::Store(a16, d16, ta);
+      hn::Store(b16, d16, tb);
+      for (std::size_t j = 0; j < N; ++j) {
+        if (tok[j]) continue;
+        const result<bfloat16> s = detail::scalar_arith(detail::arith_op(Op), ta[j], tb[j], a, i + j);
+        tr[j] = s.value.bits;
+        flags |= s.flags;
+      }
+      res = hn::Load(d, tr);
+    }
+    hn::StoreU(hn::DemoteTo(d16, hn::BitCast(di, res)), d16, out + i);
+  }
+  if (!hn::AllTrue(d, hn::Eq(acc_inexact, hn::Zero(d)))) flags |= flag::inexact;
+  if (!hn::AllTrue(d, hn::Eq(acc_over, hn::Zero(d)))) flags |= flag::overflow | flag::inexact;
+  for (; i < n; ++i) {
+    const result<bfloat16> s = detail::scalar_arith(detail::arith_op(Op), pa[i], pb[i], a, i);
+    out[i] = s.value.bits;
+    flags |= s.flags;
+  }
+  return flags;
+}
+
+std::uint8_t bf16_add(const std::uint16_t *x, const std::uint16_t *y, std::uint16_t *out, std::size_t n,
+                      const args &a) {
+  return with_mode(a.e.mode,
+                   [&](auto m) { return bf16_arith<bop::add, decltype(m)::value>(x, y, out, n, a); });
+}
+std::uint8_t bf16_sub(const std::uint16_t *x, const std::uint16_t *y, std::uint16_t *out, std::size_t n,
+                      const args &a) {
+  return with_mode(a.e.mode,
+                   [&](auto m) { return bf16_arith<bop::sub, decltype(m)::value>(x, y, out, n, a); });
+}
+std::uint8_t bf16_mul(const std::uint16_t *x, const std::uint16_t *y, std::uint16_t *out, std::size_t n,
+                      const args &a) {
+  return with_mode(a.e.mode,
+                   [&](auto m) { return bf16_arith<bop::mul, decltype(m)::value>(x, y, out, n, a); });
+}
+
 } // namespace bf16emu::bulk::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
@@ -257,6 +426,9 @@ HWY_AFTER_NAMESPACE();
 namespace bf16emu::bulk {
 HWY_EXPORT(f32_to_bf16);
 HWY_EXPORT(f32_to_tf32);
+HWY_EXPORT(bf16_add);
+HWY_EXPORT(bf16_sub);
+HWY_EXPORT(bf16_mul);
 
 namespace {
 
@@ -368,26 +540,23 @@ template <class Fn> std::uint8_t arith_scalar(std::size_t n, const detail::args 
 
 std::uint8_t add_n(const bf16 *a, const bf16 *b, bf16 *out, std::size_t n, const env &e,
                    const random_stream *rng) noexcept {
-  return arith_scalar(n, make_args(e, rng), [&](std::size_t i, const env &ei) {
-    const result<bfloat16> r = add(a[i], b[i], ei);
-    out[i] = r.value;
-    return r.flags;
+  if (n == 0) return 0;
+  return in_blocks(n, make_args(e, rng), [&](std::size_t first, std::size_t count, const detail::args &x) {
+    return HWY_DYNAMIC_DISPATCH(bf16_add)(&a[first].bits, &b[first].bits, &out[first].bits, count, x);
   });
 }
 std::uint8_t sub_n(const bf16 *a, const bf16 *b, bf16 *out, std::size_t n, const env &e,
                    const random_stream *rng) noexcept {
-  return arith_scalar(n, make_args(e, rng), [&](std::size_t i, const env &ei) {
-    const result<bfloat16> r = sub(a[i], b[i], ei);
-    out[i] = r.value;
-    return r.flags;
+  if (n == 0) return 0;
+  return in_blocks(n, make_args(e, rng), [&](std::size_t first, std::size_t count, const detail::args &x) {
+    return HWY_DYNAMIC_DISPATCH(bf16_sub)(&a[first].bits, &b[first].bits, &out[first].bits, count, x);
   });
 }
 std::uint8_t mul_n(const bf16 *a, const bf16 *b, bf16 *out, std::size_t n, const env &e,
                    const random_stream *rng) noexcept {
-  return arith_scalar(n, make_args(e, rng), [&](std::size_t i, const env &ei) {
-    const result<bfloat16> r = mul(a[i], b[i], ei);
-    out[i] = r.value;
-    return r.flags;
+  if (n == 0) return 0;
+  return in_blocks(n, make_args(e, rng), [&](std::size_t first, std::size_t count, const detail::args &x) {
+    return HWY_DYNAMIC_DISPATCH(bf16_mul)(&a[first].bits, &b[first].bits, &out[first].bits, count, x);
   });
 }
 std::uint8_t fma_n(const bf16 *a, const bf16 *b, const bf16 *c, bf16 *out, std::size_t n, const env &e,
