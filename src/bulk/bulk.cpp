@@ -267,6 +267,63 @@ std::uint8_t f32_to_tf32(const std::uint32_t *in, std::uint32_t *out, std::size_
 }
 
 // ---------------------------------------------------------------------------
+// bf16 / tf32 -> fp32: a shift. NaN lanes take the policy's NaN (invalid for a signaling one);
+// subnormal inputs stay (ieee), become signed zeros (inputs_as_zero), or are flushed with
+// underflow | inexact (flush_outputs only: the exact fp32 value is tiny).
+template <class In>
+std::uint8_t widen_same_range(const typename In::storage *HWY_RESTRICT in, std::uint32_t *HWY_RESTRICT out,
+                              std::size_t n, const env &e) {
+  constexpr int sh = binary32::frac_bits - In::frac_bits;
+  const hn::ScalableTag<std::uint32_t> d;
+  const hn::RebindToSigned<decltype(d)> di;
+  const std::size_t N = hn::Lanes(d);
+  const auto abs = hn::Set(d, 0x7FFFFFFFu);
+  const auto inf32 = hn::BitCast(di, hn::Set(d, 0x7F800000u));
+  const bool nan_ieee = e.nan == nan_policy::ieee;
+  const auto nan_const = hn::Set(d, std::uint32_t(bf16emu::detail::default_nan<binary32>(e, 0).value.bits));
+  const unsigned subn = static_cast<unsigned>(e.subnormal);
+  const bool daz = (subn & static_cast<unsigned>(subnormals::inputs_as_zero)) != 0;
+  const bool ftz = !daz && (subn & static_cast<unsigned>(subnormals::flush_outputs)) != 0;
+  auto acc_snan = hn::Zero(d), acc_sub = hn::Zero(d);
+  std::size_t i = 0;
+  for (; i + N <= n; i += N) {
+    hn::Vec<decltype(d)> v;
+    if constexpr (sizeof(typename In::storage) == 2)
+      v = hn::PromoteTo(d, hn::LoadU(hn::Rebind<std::uint16_t, decltype(d)>(), in + i));
+    else
+      v = hn::LoadU(d, in + i);
+    auto x = hn::ShiftLeft<sh>(v);
+    const auto mag = hn::And(x, abs);
+    const auto nan = hn::RebindMask(d, hn::Gt(hn::BitCast(di, mag), inf32));
+    acc_snan = hn::Or(acc_snan, hn::AndNot(x, hn::VecFromMask(d, nan)));
+    x = hn::IfThenElse(nan, nan_ieee ? hn::Or(x, hn::Set(d, 0x00400000u)) : nan_const, x);
+    if (daz || ftz) {
+      const auto sub = hn::Lt(hn::Sub(mag, hn::Set(d, 1u)), hn::Set(d, 0x007FFFFFu));
+      x = hn::IfThenElse(sub, hn::AndNot(abs, x), x);
+      acc_sub = hn::Or(acc_sub, hn::VecFromMask(d, sub));
+    }
+    hn::StoreU(x, d, out + i);
+  }
+  std::uint8_t flags = 0;
+  if (!hn::AllTrue(d, hn::Eq(hn::And(acc_snan, hn::Set(d, 0x00400000u)), hn::Zero(d))))
+    flags |= flag::invalid;
+  if (ftz && !hn::AllTrue(d, hn::Eq(acc_sub, hn::Zero(d)))) flags |= flag::underflow | flag::inexact;
+  for (; i < n; ++i) {
+    const result<binary32> r = convert<binary32>(fp<In>{in[i]}, e);
+    out[i] = r.value.bits;
+    flags |= r.flags;
+  }
+  return flags;
+}
+
+std::uint8_t bf16_to_f32(const std::uint16_t *in, std::uint32_t *out, std::size_t n, const env &e) {
+  return widen_same_range<bfloat16>(in, out, n, e);
+}
+std::uint8_t tf32_to_f32(const std::uint32_t *in, std::uint32_t *out, std::size_t n, const env &e) {
+  return widen_same_range<tensorfloat32>(in, out, n, e);
+}
+
+// ---------------------------------------------------------------------------
 // bf16 add / sub / mul. Per lane the exact result goes into a cut window at the bf16 quantum
 // (kept, guard, round, sticky and, for stochastic rounding, the 32 bits below the cut), then
 // the shared rule above rounds it and the carry runs into the exponent field:
@@ -426,6 +483,8 @@ HWY_AFTER_NAMESPACE();
 namespace bf16emu::bulk {
 HWY_EXPORT(f32_to_bf16);
 HWY_EXPORT(f32_to_tf32);
+HWY_EXPORT(bf16_to_f32);
+HWY_EXPORT(tf32_to_f32);
 HWY_EXPORT(bf16_add);
 HWY_EXPORT(bf16_sub);
 HWY_EXPORT(bf16_mul);
@@ -512,10 +571,10 @@ std::uint8_t convert_n(const f32 *in, e5m2 *out, std::size_t n, const env &e,
 }
 
 std::uint8_t convert_n(const bf16 *in, f32 *out, std::size_t n, const env &e) noexcept {
-  return widen_scalar(in, out, n, e);
+  return n == 0 ? 0 : HWY_DYNAMIC_DISPATCH(bf16_to_f32)(&in[0].bits, &out[0].bits, n, e);
 }
 std::uint8_t convert_n(const tf32 *in, f32 *out, std::size_t n, const env &e) noexcept {
-  return widen_scalar(in, out, n, e);
+  return n == 0 ? 0 : HWY_DYNAMIC_DISPATCH(tf32_to_f32)(&in[0].bits, &out[0].bits, n, e);
 }
 std::uint8_t convert_n(const f16 *in, f32 *out, std::size_t n, const env &e) noexcept {
   return widen_scalar(in, out, n, e);
