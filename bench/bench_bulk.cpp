@@ -189,6 +189,30 @@ BENCHMARK(BM_bulk_bf16<op::sub>)->Arg(0);
 BENCHMARK(BM_bulk_bf16<op::mul>)->Arg(0)->Arg(6);
 BENCHMARK(BM_bulk_bf16<op::fma>)->Arg(0);
 
+// The same kernels on normal operands only (|x| in [2^-20, 2^20), random sign and fraction):
+// every lane stays on the SIMD path, the case of typical data.
+template <op Op> void BM_bulk_bf16_normal(benchmark::State &state) {
+  std::mt19937 rng(31);
+  std::vector<bf::bf16> a(kN), b(kN), out(kN);
+  for (std::size_t i = 0; i < kN; ++i) {
+    a[i].bits = std::uint16_t(((rng() & 1) << 15) | ((107 + rng() % 40) << 7) | (rng() & 0x7F));
+    b[i].bits = std::uint16_t(((rng() & 1) << 15) | ((107 + rng() % 40) << 7) | (rng() & 0x7F));
+  }
+  const bf::env e = mode_env(state);
+  for (auto _ : state) {
+    std::uint8_t f = 0;
+    if constexpr (Op == op::add)
+      f = bk::add_n(a.data(), b.data(), out.data(), kN, e, &kStream);
+    else
+      f = bk::mul_n(a.data(), b.data(), out.data(), kN, e, &kStream);
+    benchmark::DoNotOptimize(f);
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(state.iterations() * std::int64_t(kN));
+}
+BENCHMARK(BM_bulk_bf16_normal<op::add>)->Arg(0)->Arg(6);
+BENCHMARK(BM_bulk_bf16_normal<op::mul>)->Arg(0)->Arg(6);
+
 // Dot products of random normal values (|x| in [2^-4, 2^4)), sequential and blocked16.
 void BM_bulk_dot(benchmark::State &state) {
   std::mt19937 rng(5);

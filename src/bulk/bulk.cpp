@@ -362,6 +362,14 @@ std::uint8_t bf16_arith(const std::uint16_t *pa, const std::uint16_t *pb, std::u
   random_lanes<decltype(d)> rnd(d, a);
   const auto fixed_random = hn::Set(d, e.random);
   std::uint8_t flags = 0;
+  const bool daz =
+      (static_cast<unsigned>(e.subnormal) & static_cast<unsigned>(subnormals::inputs_as_zero)) != 0;
+  const bool nan_ieee = e.nan == nan_policy::ieee;
+  const auto default_nan = hn::Set(d, std::uint32_t(bf16emu::detail::default_nan<bfloat16>(e, 0).value.bits));
+  auto acc_invalid = hn::Zero(d);
+  const auto neg_lanes = [](auto x, auto y) {
+    return hn::ShiftRight<31>(hn::Xor(x, y));
+  }; // 1: opposite signs
   // The window of an exact fp32 magnitude m (normal, or Inf for an overflow) at the bf16 cut.
   const auto window = [&](auto m, auto &kept, auto &g, auto &r, auto &st, auto &frac32) {
     kept = hn::ShiftRight<16>(m);
@@ -399,7 +407,7 @@ std::uint8_t bf16_arith(const std::uint16_t *pa, const std::uint16_t *pb, std::u
       // Far: the larger operand and the sign of the tail.
       const auto b_big = hn::Lt(ma, mb);
       const auto big = hn::IfThenElse(b_big, fb, fa);
-      const auto neg = hn::ShiftRight<31>(hn::Xor(fa, fb)); // 1: opposite signs
+      const auto neg = neg_lanes(fa, fb);
       const auto kb = hn::ShiftRight<16>(hn::And(big, abs));
       kept = hn::IfThenElse(near, kept, hn::Sub(kb, neg));
       g = hn::IfThenElse(near, g, neg);
@@ -434,6 +442,44 @@ std::uint8_t bf16_arith(const std::uint16_t *pa, const std::uint16_t *pb, std::u
     acc_inexact = hn::Or(acc_inexact, hn::IfThenElseZero(ok, inexact));
     acc_over = hn::Or(acc_over, hn::VecFromMask(d, hn::And(ok, over)));
     if (HWY_UNLIKELY(!hn::AllTrue(d, ok))) {
+      if constexpr (Op != bop::mul) {
+        // Special operands settled in vector form, as add_impl and special.hpp decide them:
+        // a NaN operand (the first NaN, by policy; invalid for a signaling one), an
+        // infinity (Inf - Inf: the default NaN, invalid), a zero with a zero or normal
+        // other operand (the zero-sum sign rule; x + 0 = x, exact).
+        const auto inf = hn::Set(d, 0x7F800000u);
+        const auto nan_a = hn::Gt(ma, inf), nan_b = hn::Gt(mb, inf);
+        const auto inf_a = hn::Eq(ma, inf), inf_b = hn::Eq(mb, inf);
+        const auto zero_a = daz ? hn::Lt(ma, min_normal) : hn::Eq(ma, hn::Zero(d));
+        const auto zero_b = daz ? hn::Lt(mb, min_normal) : hn::Eq(mb, hn::Zero(d));
+        const auto normal_a = hn::Lt(hn::Sub(ma, min_normal), normal_span);
+        const auto normal_b = hn::Lt(hn::Sub(mb, min_normal), normal_span);
+        const auto quiet = hn::Set(d, 0x00400000u);
+        acc_invalid =
+            hn::Or(acc_invalid, hn::VecFromMask(d, hn::Or(hn::AndNot(hn::TestBit(fa, quiet), nan_a),
+                                                          hn::AndNot(hn::TestBit(fb, quiet), nan_b))));
+        const auto fb_orig = hn::ShiftLeft<16>(hn::PromoteTo(d, b16));
+        const auto nan_res =
+            nan_ieee ? hn::Or(hn::ShiftRight<16>(hn::IfThenElse(nan_a, fa, fb_orig)), hn::Set(d, 0x40u))
+                     : default_nan;
+        const auto opposite = hn::Eq(neg_lanes(fa, fb), one);
+        const auto inf_inf = hn::And(hn::And(inf_a, inf_b), opposite);
+        acc_invalid = hn::Or(acc_invalid, hn::VecFromMask(d, hn::AndNot(hn::Or(nan_a, nan_b), inf_inf)));
+        const auto inf_res =
+            hn::IfThenElse(inf_inf, default_nan, hn::ShiftRight<16>(hn::IfThenElse(inf_a, fa, fb)));
+        // Both zero: the common sign, or (opposite signs) -0 only when rounding downward.
+        const auto zero_sign = hn::IfThenElse(opposite, hn::Set(d, Mode == rm::downward ? 0x8000u : 0u),
+                                              hn::ShiftRight<16>(hn::And(fa, hn::Set(d, 0x80000000u))));
+        const auto zero_res = hn::IfThenElse(
+            zero_a, hn::IfThenElse(zero_b, zero_sign, hn::ShiftRight<16>(fb)), hn::ShiftRight<16>(fa));
+        const auto any_nan = hn::Or(nan_a, nan_b), any_inf = hn::Or(inf_a, inf_b);
+        const auto zero_ok = hn::Or(hn::And(zero_a, hn::Or(zero_b, normal_b)), hn::And(zero_b, normal_a));
+        res = hn::IfThenElse(any_nan, nan_res,
+                             hn::IfThenElse(any_inf, inf_res, hn::IfThenElse(zero_ok, zero_res, res)));
+        ok = hn::Or(ok, hn::Or(any_nan, hn::Or(any_inf, zero_ok)));
+      }
+    }
+    if (HWY_UNLIKELY(!hn::AllTrue(d, ok))) {
       HWY_ALIGN std::uint32_t tr[hn::MaxLanes(d)], tok[hn::MaxLanes(d)];
       HWY_ALIGN std::uint16_t ta[hn::MaxLanes(d)], tb[hn::MaxLanes(d)];
       hn::Store(res, d, tr);
@@ -452,6 +498,7 @@ std::uint8_t bf16_arith(const std::uint16_t *pa, const std::uint16_t *pb, std::u
   }
   if (!hn::AllTrue(d, hn::Eq(acc_inexact, hn::Zero(d)))) flags |= flag::inexact;
   if (!hn::AllTrue(d, hn::Eq(acc_over, hn::Zero(d)))) flags |= flag::overflow | flag::inexact;
+  if (!hn::AllTrue(d, hn::Eq(acc_invalid, hn::Zero(d)))) flags |= flag::invalid;
   for (; i < n; ++i) {
     const result<bfloat16> s = detail::scalar_arith(detail::arith_op(Op), pa[i], pb[i], a, i);
     out[i] = s.value.bits;
