@@ -579,6 +579,21 @@ std::uint8_t convert_scalar(const f32 *in, fp<Out> *out, std::size_t n, const de
 
 template <class In> std::uint8_t widen_scalar(const fp<In> *in, f32 *out, std::size_t n, const env &e) {
   std::uint8_t flags = 0;
+  if constexpr (In::width <= 8) {
+    if (n >= 1024) { // a table of the 256 scalar results, then lookups
+      result<binary32> table[256];
+      for (unsigned x = 0; x < 256; ++x)
+        table[x] = convert<binary32>(fp<In>{typename In::storage(x)}, e);
+      bool seen[256] = {};
+      for (std::size_t i = 0; i < n; ++i) {
+        out[i] = table[in[i].bits].value;
+        seen[in[i].bits] = true;
+      }
+      for (unsigned x = 0; x < 256; ++x)
+        if (seen[x]) flags |= table[x].flags;
+      return flags;
+    }
+  }
   for (std::size_t i = 0; i < n; ++i) {
     const result<binary32> r = convert<binary32>(in[i], e);
     out[i] = r.value;

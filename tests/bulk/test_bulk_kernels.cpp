@@ -295,8 +295,9 @@ template <class In> void widen_suite() {
   std::mt19937_64 rng(0x5EED0004);
   for_each_target([&] {
     for (const env &e : envs()) {
-      for (const std::size_t n : {std::size_t(0), std::size_t(1), std::size_t(7), std::size_t(17),
-                                  std::size_t(300), std::size_t(4099)}) {
+      for (const std::size_t n :
+           {std::size_t(0), std::size_t(1), std::size_t(7), std::size_t(17), std::size_t(300),
+            std::size_t(1023), std::size_t(1024), std::size_t(4099)}) {
         std::vector<bf::fp<In>> in(n + 1);
         for (auto &x : in)
           x.bits = typename In::storage(rng() & ((std::uint64_t{1} << In::width) - 1));
