@@ -336,8 +336,10 @@ std::uint8_t tf32_to_f32(const std::uint32_t *in, std::uint32_t *out, std::size_
 //        larger minus one unit with guard = round = sticky = 1 (opposite signs; the unit is the
 //        one below, half as large when the larger is a power of two); the stochastic bits are
 //        the smaller operand's significand shifted to that unit.
-// Scalar lanes: an operand that is zero, subnormal, Inf or NaN; a sum or product that is zero
-// or below 2^-126 (tiny).
+// Subnormal operands of add/sub are windowed too (exponent field 0 counts as 1, no hidden
+// bit). Scalar lanes: a subnormal operand of mul (or of add/sub when inputs are read as zero:
+// those, zeros, Inf and NaN operands of add/sub are settled by the special-operand block); a
+// sum or product that is zero or below 2^-126 (tiny).
 enum class bop { add, sub, mul };
 
 template <bop Op, rm Mode>
@@ -358,6 +360,7 @@ std::uint8_t bf16_arith(const std::uint16_t *pa, const std::uint16_t *pb, std::u
   const auto one = hn::Set(d, 1u);
   const auto min_normal = hn::Set(d, 0x00800000u);
   const auto normal_span = hn::Set(d, 0x7F000000u);
+  const auto finite_span = hn::Set(d, 0x7F7FFFFFu);
   auto acc_inexact = hn::Zero(d), acc_over = hn::Zero(d);
   random_lanes<decltype(d)> rnd(d, a);
   const auto fixed_random = hn::Set(d, e.random);
@@ -385,8 +388,12 @@ std::uint8_t bf16_arith(const std::uint16_t *pa, const std::uint16_t *pb, std::u
     auto fb = hn::ShiftLeft<16>(hn::PromoteTo(d, b16));
     if constexpr (Op == bop::sub) fb = hn::Xor(fb, hn::Set(d, 0x80000000u));
     const auto ma = hn::And(fa, abs), mb = hn::And(fb, abs);
-    auto ok =
-        hn::And(hn::Lt(hn::Sub(ma, min_normal), normal_span), hn::Lt(hn::Sub(mb, min_normal), normal_span));
+    // Operands the window handles: normal ones, and for add/sub also subnormal ones (unless
+    // read as zero): a subnormal sits on the grid of 2^-126's binade, exactly as fp32 holds it.
+    auto ok = Op != bop::mul && !daz
+                  ? hn::And(hn::Lt(hn::Sub(ma, one), finite_span), hn::Lt(hn::Sub(mb, one), finite_span))
+                  : hn::And(hn::Lt(hn::Sub(ma, min_normal), normal_span),
+                            hn::Lt(hn::Sub(mb, min_normal), normal_span));
     hn::Vec<decltype(d)> kept, g, r, st, frac32, sign;
     if constexpr (Op == bop::mul) {
       const auto p = hn::BitCast(d, hn::Mul(hn::BitCast(df, fa), hn::BitCast(df, fb)));
@@ -400,8 +407,9 @@ std::uint8_t bf16_arith(const std::uint16_t *pa, const std::uint16_t *pb, std::u
       const auto ms = hn::And(s, abs);
       window(ms, kept, g, r, st, frac32);
       sign = hn::ShiftRight<31>(s);
-      const auto dexp =
-          hn::BitCast(d, hn::Abs(hn::BitCast(di, hn::Sub(hn::ShiftRight<23>(ma), hn::ShiftRight<23>(mb)))));
+      // Exponent gap, a subnormal's exponent field 0 counting as 1 (its binade's scale).
+      const auto ea = hn::Max(hn::ShiftRight<23>(ma), one), eb = hn::Max(hn::ShiftRight<23>(mb), one);
+      const auto dexp = hn::BitCast(d, hn::Abs(hn::BitCast(di, hn::Sub(ea, eb))));
       const auto near = hn::Lt(dexp, hn::Set(d, 16u));
       ok = hn::And(ok, hn::Or(hn::Not(near), hn::Not(hn::Lt(ms, min_normal))));
       // Far: the larger operand and the sign of the tail.
@@ -418,7 +426,9 @@ std::uint8_t bf16_arith(const std::uint16_t *pa, const std::uint16_t *pb, std::u
         // t = small significand * 2^-d' units (d' = d, or d - 1 below a power of two); the
         // bits below the cut are floor(t * 2^32) (same signs) or 2^32 - ceil(t * 2^32).
         const auto small = hn::IfThenElse(b_big, fa, fb);
-        const auto ssig = hn::Or(hn::And(hn::ShiftRight<16>(small), hn::Set(d, 0x7Fu)), hn::Set(d, 0x80u));
+        const auto small_mag = hn::And(small, abs); // hidden bit only for a normal operand
+        const auto ssig = hn::Or(hn::And(hn::ShiftRight<16>(small_mag), hn::Set(d, 0x7Fu)),
+                                 hn::IfThenZeroElse(hn::Lt(small_mag, min_normal), hn::Set(d, 0x80u)));
         const auto pow2 = hn::VecFromMask(d, hn::Eq(hn::And(kb, hn::Set(d, 0x7Fu)), hn::Zero(d)));
         const auto dd = hn::Sub(dexp, hn::And(hn::And(pow2, neg), one));
         const auto left = hn::Lt(dd, hn::Set(d, 33u));
