@@ -73,36 +73,6 @@ void BM_native_f32_to_bf16(benchmark::State &state) {
 }
 BENCHMARK(BM_native_f32_to_bf16);
 
-void BM_bulk_f32_to_bf16(benchmark::State &state) {
-  const auto &bits = f32_bits();
-  std::vector<bf::f32> in(kN);
-  for (std::size_t i = 0; i < kN; ++i)
-    in[i].bits = bits[i];
-  std::vector<bf::bf16> out(kN);
-  const bf::env e = mode_env(state);
-  for (auto _ : state) {
-    benchmark::DoNotOptimize(bk::convert_n(in.data(), out.data(), kN, e, &kStream));
-    benchmark::ClobberMemory();
-  }
-  state.SetItemsProcessed(state.iterations() * std::int64_t(kN));
-}
-BENCHMARK(BM_bulk_f32_to_bf16)->DenseRange(0, bf::round_mode_count - 1);
-
-void BM_bulk_f32_to_tf32(benchmark::State &state) {
-  const auto &bits = f32_bits();
-  std::vector<bf::f32> in(kN);
-  for (std::size_t i = 0; i < kN; ++i)
-    in[i].bits = bits[i];
-  std::vector<bf::tf32> out(kN);
-  const bf::env e = mode_env(state);
-  for (auto _ : state) {
-    benchmark::DoNotOptimize(bk::convert_n(in.data(), out.data(), kN, e, &kStream));
-    benchmark::ClobberMemory();
-  }
-  state.SetItemsProcessed(state.iterations() * std::int64_t(kN));
-}
-BENCHMARK(BM_bulk_f32_to_tf32)->Arg(0)->Arg(6);
-
 template <class Out> void BM_bulk_f32_to(benchmark::State &state) {
   const auto &bits = f32_bits();
   std::vector<bf::f32> in(kN);
@@ -116,6 +86,8 @@ template <class Out> void BM_bulk_f32_to(benchmark::State &state) {
   }
   state.SetItemsProcessed(state.iterations() * std::int64_t(kN));
 }
+BENCHMARK(BM_bulk_f32_to<bf::bfloat16>)->DenseRange(0, bf::round_mode_count - 1);
+BENCHMARK(BM_bulk_f32_to<bf::tensorfloat32>)->Arg(0)->Arg(6);
 BENCHMARK(BM_bulk_f32_to<bf::binary16>)->Arg(0);
 BENCHMARK(BM_bulk_f32_to<bf::float8_e4m3>)->Arg(0);
 BENCHMARK(BM_bulk_f32_to<bf::float8_e5m2>)->Arg(0);

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 
+#include "bf16emu/core/bulk.hpp"
 #include "bulk/bulk.hpp"
 
 // Target-independent helpers (compiled once).
@@ -55,18 +56,8 @@ namespace hn = hwy::HWY_NAMESPACE;
 using detail::args;
 using rm = round_mode;
 
-// Calls fn(std::integral_constant<round_mode, M>{}) for the run-time mode m.
-template <class Fn> HWY_INLINE std::uint8_t with_mode(rm m, Fn &&fn) {
-  switch (m) {
-  case rm::nearest_even: return fn(std::integral_constant<rm, rm::nearest_even>{});
-  case rm::nearest_away: return fn(std::integral_constant<rm, rm::nearest_away>{});
-  case rm::toward_zero: return fn(std::integral_constant<rm, rm::toward_zero>{});
-  case rm::upward: return fn(std::integral_constant<rm, rm::upward>{});
-  case rm::downward: return fn(std::integral_constant<rm, rm::downward>{});
-  case rm::to_odd: return fn(std::integral_constant<rm, rm::to_odd>{});
-  default: return fn(std::integral_constant<rm, rm::stochastic>{});
-  }
-}
+// fn(std::integral_constant<round_mode, M>{}) for the run-time mode m (core/bulk.hpp).
+using bf16emu::detail::with_fixed_mode;
 
 // The random words of a stream, Lanes at a time: lowbias32(counter ^ key) with the counter
 // kept in a vector (the caller keeps offset .. offset + n within one block of 2^32 elements,
@@ -258,11 +249,11 @@ std::uint8_t narrow_same_range(const std::uint32_t *HWY_RESTRICT in, typename Ou
 }
 
 std::uint8_t f32_to_bf16(const std::uint32_t *in, std::uint16_t *out, std::size_t n, const args &a) {
-  return with_mode(a.e.mode,
-                   [&](auto m) { return narrow_same_range<bfloat16, decltype(m)::value>(in, out, n, a); });
+  return with_fixed_mode(
+      a.e.mode, [&](auto m) { return narrow_same_range<bfloat16, decltype(m)::value>(in, out, n, a); });
 }
 std::uint8_t f32_to_tf32(const std::uint32_t *in, std::uint32_t *out, std::size_t n, const args &a) {
-  return with_mode(
+  return with_fixed_mode(
       a.e.mode, [&](auto m) { return narrow_same_range<tensorfloat32, decltype(m)::value>(in, out, n, a); });
 }
 
@@ -519,18 +510,18 @@ std::uint8_t bf16_arith(const std::uint16_t *pa, const std::uint16_t *pb, std::u
 
 std::uint8_t bf16_add(const std::uint16_t *x, const std::uint16_t *y, std::uint16_t *out, std::size_t n,
                       const args &a) {
-  return with_mode(a.e.mode,
-                   [&](auto m) { return bf16_arith<bop::add, decltype(m)::value>(x, y, out, n, a); });
+  return with_fixed_mode(a.e.mode,
+                         [&](auto m) { return bf16_arith<bop::add, decltype(m)::value>(x, y, out, n, a); });
 }
 std::uint8_t bf16_sub(const std::uint16_t *x, const std::uint16_t *y, std::uint16_t *out, std::size_t n,
                       const args &a) {
-  return with_mode(a.e.mode,
-                   [&](auto m) { return bf16_arith<bop::sub, decltype(m)::value>(x, y, out, n, a); });
+  return with_fixed_mode(a.e.mode,
+                         [&](auto m) { return bf16_arith<bop::sub, decltype(m)::value>(x, y, out, n, a); });
 }
 std::uint8_t bf16_mul(const std::uint16_t *x, const std::uint16_t *y, std::uint16_t *out, std::size_t n,
                       const args &a) {
-  return with_mode(a.e.mode,
-                   [&](auto m) { return bf16_arith<bop::mul, decltype(m)::value>(x, y, out, n, a); });
+  return with_fixed_mode(a.e.mode,
+                         [&](auto m) { return bf16_arith<bop::mul, decltype(m)::value>(x, y, out, n, a); });
 }
 
 } // namespace bf16emu::bulk::HWY_NAMESPACE
