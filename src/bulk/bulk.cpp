@@ -423,7 +423,9 @@ std::uint8_t bf16_arith(const std::uint16_t *pa, const std::uint16_t *pb, std::u
         const auto pow2 = hn::VecFromMask(d, hn::Eq(hn::And(kb, hn::Set(d, 0x7Fu)), hn::Zero(d)));
         const auto dd = hn::Sub(dexp, hn::And(hn::And(pow2, neg), one));
         const auto left = hn::Lt(dd, hn::Set(d, 33u));
-        const auto lc = hn::IfThenElseZero(left, hn::Sub(hn::Set(d, 32u), dd));
+        // Shift counts stay below 32 in every lane (near lanes too, whose result is not used):
+        // the SCALAR target shifts in C++, where a count of 32 is undefined.
+        const auto lc = hn::IfThenElseZero(left, hn::Min(hn::Sub(hn::Set(d, 32u), dd), hn::Set(d, 31u)));
         const auto rc = hn::IfThenZeroElse(left, hn::Min(hn::Sub(dd, hn::Set(d, 32u)), hn::Set(d, 31u)));
         const auto t32 = hn::IfThenElse(left, hn::Shl(ssig, lc), hn::Shr(ssig, rc));
         const auto lost = hn::Sub(ssig, hn::Shl(hn::Shr(ssig, rc), rc)); // bits shifted out (0 when left)
