@@ -20,6 +20,7 @@ required=(
   "libcli11-dev:file:/usr/include/CLI/CLI.hpp"
   "libgtest-dev:file:/usr/include/gtest/gtest.h"
   "libbenchmark-dev:file:/usr/include/benchmark/benchmark.h"
+  "libhwy-dev:file:/usr/include/hwy/highway.h"
   "gnuplot-nox:cmd:gnuplot"
   "clang-format:cmd:clang-format"
   "clang-14:cmd:clang++-14"

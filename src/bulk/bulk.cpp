@@ -1,0 +1,733 @@
+// bf16emu::bulk kernels: one copy per SIMD target (Highway's foreach_target re-includes this
+// file once per target), chosen at run time by HWY_DYNAMIC_DISPATCH. See bulk.hpp for the
+// contract and docs/performance-bulk.md for the design and the measurements.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "bulk/bulk.cpp"
+#include <hwy/foreach_target.h> // must come before highway.h
+
+#include <hwy/highway.h>
+
+#include <algorithm>
+
+#include "bf16emu/core/bulk.hpp"
+#include "bulk/bulk.hpp"
+
+// Target-independent helpers (compiled once).
+#ifndef BF16EMU_BULK_SHARED
+#define BF16EMU_BULK_SHARED
+namespace bf16emu::bulk::detail {
+
+// What a kernel needs besides the arrays.
+struct args {
+  env e;
+  bool stream = false; // stochastic with a random_stream: random = counter_random(seed, offset + i)
+  std::uint64_t seed = 0, offset = 0;
+};
+
+inline env element_env(const args &a, std::size_t i) noexcept {
+  env e = a.e;
+  if (a.stream) e.random = counter_random(a.seed, a.offset + i);
+  return e;
+}
+
+// The scalar reference for one element of each kernel.
+template <class Out>
+inline result<Out> scalar_convert(std::uint32_t x, const args &a, std::size_t i) noexcept {
+  return convert<Out>(f32{x}, element_env(a, i));
+}
+
+enum class arith_op : std::uint8_t { add, sub, mul };
+inline result<bfloat16> scalar_arith(arith_op op, std::uint16_t x, std::uint16_t y, const args &a,
+                                     std::size_t i) noexcept {
+  const env e = element_env(a, i);
+  switch (op) {
+  case arith_op::add: return add(bf16{x}, bf16{y}, e);
+  case arith_op::sub: return sub(bf16{x}, bf16{y}, e);
+  default: return mul(bf16{x}, bf16{y}, e);
+  }
+}
+
+} // namespace bf16emu::bulk::detail
+#endif
+
+HWY_BEFORE_NAMESPACE();
+namespace bf16emu::bulk::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+using detail::args;
+using rm = round_mode;
+
+// fn(std::integral_constant<round_mode, M>{}) for the run-time mode m (core/bulk.hpp).
+using bf16emu::detail::with_fixed_mode;
+
+// The random words of a stream, Lanes at a time: lowbias32(counter ^ key) with the counter
+// kept in a vector (the caller keeps offset .. offset + n within one block of 2^32 elements,
+// so the key is the same for every lane).
+template <class D> struct random_lanes {
+  using V = hn::Vec<D>;
+  V counter, key, step;
+  random_lanes(D d, const args &a)
+      : counter(hn::Iota(d, std::uint32_t(a.offset))), key(hn::Set(d, stream_key(a.seed, a.offset >> 32))),
+        step(hn::Set(d, std::uint32_t(hn::Lanes(d)))) {}
+  // The words of the next Lanes elements.
+  HWY_INLINE V next(D d) {
+    V x = hn::Xor(counter, key);
+    counter = hn::Add(counter, step);
+    x = hn::Xor(x, hn::ShiftRight<16>(x));
+    x = hn::Mul(x, hn::Set(d, 0x7FEB352Du));
+    x = hn::Xor(x, hn::ShiftRight<15>(x));
+    x = hn::Mul(x, hn::Set(d, 0x846CA68Bu));
+    return hn::Xor(x, hn::ShiftRight<16>(x));
+  }
+};
+
+// The rounding rule of round.hpp `rounds_up<Mode>` on 0/1 lanes (guard, round, sticky, the
+// last kept bit, the sign), for the kernels that build a cut window (add, mul). The answer
+// still has to be masked with inexact = guard | round | sticky.
+template <rm Mode, class V> HWY_INLINE V rounds_up_lanes(V kept, V g, V r, V s, V sign, V frac32, V random) {
+  const auto d = hn::DFromV<V>();
+  const V one = hn::Set(d, 1u);
+  const V lsb = hn::And(kept, one);
+  if constexpr (Mode == rm::nearest_even)
+    return hn::And(g, hn::Or(hn::Or(r, s), lsb));
+  else if constexpr (Mode == rm::nearest_away)
+    return g;
+  else if constexpr (Mode == rm::toward_zero)
+    return hn::Zero(d);
+  else if constexpr (Mode == rm::upward)
+    return hn::Xor(sign, one);
+  else if constexpr (Mode == rm::downward)
+    return sign;
+  else if constexpr (Mode == rm::to_odd)
+    return hn::Xor(lsb, one);
+  else
+    return hn::And(hn::VecFromMask(d, hn::Gt(frac32, hn::Not(random))), one);
+}
+
+// ---------------------------------------------------------------------------
+// fp32 -> bf16 / tf32 (same exponent range). Per lane the rounding is an addition below the
+// cut and a shift: r = (x + inc) >> sh, inc being the mode's increment (nearest-even
+// half - 1 + last kept bit; nearest-away half; upward/downward all ones below the cut for
+// positive/negative x; stochastic the top sh bits of the random word, which carries out of
+// the cut exactly when rounds_up's frac32 > ~random does; to-odd ORs in "anything below").
+// The carry runs into the exponent field as in round_pack. NaN lanes take the policy's NaN;
+// subnormal inputs are exact under the ieee and inputs-as-zero policies. Lanes left to the
+// scalar core: subnormal inputs under flush_outputs, and inexact subnormal inputs under
+// after-rounding tininess until one of them has raised underflow (from then on such a lane
+// cannot add a flag: its result is the vector's, its flags underflow | inexact).
+template <class Out, rm Mode>
+std::uint8_t narrow_same_range(const std::uint32_t *HWY_RESTRICT in, typename Out::storage *HWY_RESTRICT out,
+                               std::size_t n, const args &a) {
+  using S = typename Out::storage;
+  constexpr int sh = binary32::frac_bits - Out::frac_bits;
+  constexpr std::uint32_t low = (1u << sh) - 1, half = 1u << (sh - 1);
+  const hn::ScalableTag<std::uint32_t> d;
+  const hn::RebindToSigned<decltype(d)> di;
+  const std::size_t N = hn::Lanes(d);
+  const env &e = a.e;
+  const std::uint32_t sat_pos =
+      std::uint32_t(bf16emu::detail::overflow_to_inf(false, e) ? Out::inf_bits : Out::max_finite_bits);
+  const std::uint32_t sat_neg =
+      std::uint32_t(Out::sign_mask) |
+      std::uint32_t(bf16emu::detail::overflow_to_inf(true, e) ? Out::inf_bits : Out::max_finite_bits);
+  const std::uint32_t nan_const = std::uint32_t(bf16emu::detail::default_nan<Out>(e, 0).value.bits);
+  const bool nan_ieee = e.nan == nan_policy::ieee;
+  const unsigned subn = static_cast<unsigned>(e.subnormal);
+  const bool daz = (subn & static_cast<unsigned>(subnormals::inputs_as_zero)) != 0;
+  const bool ftz_only = !daz && (subn & static_cast<unsigned>(subnormals::flush_outputs)) != 0;
+  const bool tiny_before = e.tiny == tininess::before_rounding;
+  std::uint8_t flags = 0;
+
+  const auto abs = hn::Set(d, 0x7FFFFFFFu);
+  const auto lowv = hn::Set(d, low);
+  const auto inf32 = hn::Set(d, 0x7F800000u);
+  const auto one = hn::Set(d, 1u);
+  auto acc_inexact = hn::Zero(d), acc_over = hn::Zero(d), acc_snan = hn::Zero(d), acc_under = hn::Zero(d);
+  HWY_ALIGN std::uint32_t tmp_r[hn::MaxLanes(d)];
+  // Lanes with 2^-126 <= |x| < max_finite + half an ulp of Out rounded down to Out's grid.
+  constexpr std::uint32_t edge = std::uint32_t(Out::max_finite_bits) << sh;
+  const auto fast_bias = hn::Set(d, 0x80000000u - 0x00800000u);
+  const auto fast_limit = hn::Set(di, std::int32_t(edge + 0x80000000u - 0x00800000u));
+  auto acc_fast = hn::Zero(d);
+  const auto store = [&](auto v, std::size_t at) {
+    if constexpr (sizeof(S) == 2) {
+      const hn::Rebind<std::uint16_t, decltype(d)> d16;
+      hn::StoreU(hn::DemoteTo(d16, hn::BitCast(di, v)), d16, out + at);
+    } else {
+      hn::StoreU(v, d, out + at);
+    }
+  };
+  random_lanes<decltype(d)> rnd(d, a);
+  const auto fixed_random = hn::Set(d, e.random);
+  std::size_t i = 0;
+  for (; i + N <= n; i += N) {
+    const auto x = hn::LoadU(d, in + i);
+    const auto mag = hn::And(x, abs);
+    const auto lowbits = hn::And(x, lowv);
+    hn::Vec<decltype(d)> r;
+    if constexpr (Mode == rm::to_odd) {
+      r = hn::Or(hn::ShiftRight<sh>(x), hn::ShiftRight<sh>(hn::Add(lowbits, lowv)));
+    } else {
+      hn::Vec<decltype(d)> inc;
+      const auto negm = hn::BitCast(d, hn::BroadcastSignBit(hn::BitCast(di, x)));
+      if constexpr (Mode == rm::nearest_even)
+        inc = hn::Add(hn::Set(d, half - 1), hn::And(hn::ShiftRight<sh>(x), one));
+      else if constexpr (Mode == rm::nearest_away)
+        inc = hn::Set(d, half);
+      else if constexpr (Mode == rm::toward_zero)
+        inc = hn::Zero(d);
+      else if constexpr (Mode == rm::upward)
+        inc = hn::AndNot(negm, lowv);
+      else if constexpr (Mode == rm::downward)
+        inc = hn::And(negm, lowv);
+      else
+        inc = hn::ShiftRight<32 - sh>(a.stream ? rnd.next(d) : fixed_random);
+      r = hn::ShiftRight<sh>(hn::Add(x, inc));
+    }
+    // Fast vector: every lane normal and below `edge` (max_finite of Out, shifted to fp32), so
+    // r cannot overflow and the only flag is inexact. One signed compare: mag + 2^31 - 2^23
+    // lies in [INT32_MIN, edge + 2^31 - 2^23) exactly for those lanes.
+    if (HWY_LIKELY(hn::AllTrue(di, hn::Lt(hn::BitCast(di, hn::Add(mag, fast_bias)), fast_limit)))) {
+      acc_fast = hn::Or(acc_fast, x);
+      store(r, i);
+      continue;
+    }
+    // Classes (mag < 2^31, so signed compares are exact).
+    const auto magi = hn::BitCast(di, mag);
+    const auto nan = hn::RebindMask(d, hn::Gt(magi, hn::BitCast(di, inf32)));
+    const auto finite = hn::RebindMask(d, hn::Lt(magi, hn::BitCast(di, inf32)));
+    const auto sub = hn::Lt(hn::Sub(mag, one), hn::Set(d, 0x007FFFFFu));
+    const auto rmag = hn::And(r, hn::Set(d, std::uint32_t(Out::abs_mask)));
+    const auto over = hn::And(finite, hn::Gt(rmag, hn::Set(d, std::uint32_t(Out::max_finite_bits))));
+    const auto sat = hn::IfThenElse(hn::RebindMask(d, hn::Lt(hn::BitCast(di, x), hn::Zero(di))),
+                                    hn::Set(d, sat_neg), hn::Set(d, sat_pos));
+    r = hn::IfThenElse(over, sat, r);
+    const auto nanres = nan_ieee ? hn::Or(hn::ShiftRight<sh>(x), hn::Set(d, std::uint32_t(Out::quiet_bit)))
+                                 : hn::Set(d, nan_const);
+    r = hn::IfThenElse(nan, nanres, r);
+    acc_over = hn::Or(acc_over, hn::VecFromMask(d, over));
+    acc_snan = hn::Or(acc_snan, hn::AndNot(x, hn::VecFromMask(d, nan)));
+    auto settled_low = hn::IfThenZeroElse(nan, lowbits);
+    auto need = hn::FirstN(d, 0);
+    if (daz) {
+      r = hn::IfThenElse(sub, hn::ShiftRight<sh>(hn::AndNot(abs, x)), r);
+      settled_low = hn::IfThenZeroElse(sub, settled_low);
+    } else if (ftz_only) {
+      need = sub;
+    } else if (tiny_before) {
+      acc_under = hn::Or(acc_under, hn::IfThenElseZero(sub, lowbits));
+    } else if (!(flags & flag::underflow)) {
+      need = hn::And(sub, hn::Ne(lowbits, hn::Zero(d)));
+    }
+    acc_inexact = hn::Or(acc_inexact, settled_low);
+    if (HWY_UNLIKELY(!hn::AllFalse(d, need))) {
+      hn::Store(r, d, tmp_r);
+      HWY_ALIGN std::uint32_t tmp_need[hn::MaxLanes(d)];
+      hn::Store(hn::VecFromMask(d, need), d, tmp_need);
+      for (std::size_t j = 0; j < N; ++j) {
+        if (!tmp_need[j]) continue;
+        const result<Out> s = detail::scalar_convert<Out>(in[i + j], a, i + j);
+        tmp_r[j] = s.value.bits;
+        flags |= s.flags;
+      }
+      r = hn::Load(d, tmp_r);
+    }
+    store(r, i);
+  }
+  const auto any = [&](auto v, std::uint32_t bits) {
+    return !hn::AllTrue(d, hn::Eq(hn::And(v, hn::Set(d, bits)), hn::Zero(d)));
+  };
+  if (any(acc_inexact, low) || any(acc_fast, low)) flags |= flag::inexact;
+  if (any(acc_over, 1u)) flags |= flag::overflow | flag::inexact;
+  if (any(acc_snan, 0x00400000u)) flags |= flag::invalid;
+  if (any(acc_under, low)) flags |= flag::underflow | flag::inexact;
+  for (; i < n; ++i) {
+    const result<Out> s = detail::scalar_convert<Out>(in[i], a, i);
+    out[i] = s.value.bits;
+    flags |= s.flags;
+  }
+  return flags;
+}
+
+std::uint8_t f32_to_bf16(const std::uint32_t *in, std::uint16_t *out, std::size_t n, const args &a) {
+  return with_fixed_mode(
+      a.e.mode, [&](auto m) { return narrow_same_range<bfloat16, decltype(m)::value>(in, out, n, a); });
+}
+std::uint8_t f32_to_tf32(const std::uint32_t *in, std::uint32_t *out, std::size_t n, const args &a) {
+  return with_fixed_mode(
+      a.e.mode, [&](auto m) { return narrow_same_range<tensorfloat32, decltype(m)::value>(in, out, n, a); });
+}
+
+// ---------------------------------------------------------------------------
+// bf16 / tf32 -> fp32: a shift. NaN lanes take the policy's NaN (invalid for a signaling one);
+// subnormal inputs stay (ieee), become signed zeros (inputs_as_zero), or are flushed with
+// underflow | inexact (flush_outputs only: the exact fp32 value is tiny).
+template <class In>
+std::uint8_t widen_same_range(const typename In::storage *HWY_RESTRICT in, std::uint32_t *HWY_RESTRICT out,
+                              std::size_t n, const env &e) {
+  constexpr int sh = binary32::frac_bits - In::frac_bits;
+  const hn::ScalableTag<std::uint32_t> d;
+  const hn::RebindToSigned<decltype(d)> di;
+  const std::size_t N = hn::Lanes(d);
+  const auto abs = hn::Set(d, 0x7FFFFFFFu);
+  const auto inf32 = hn::BitCast(di, hn::Set(d, 0x7F800000u));
+  const bool nan_ieee = e.nan == nan_policy::ieee;
+  const auto nan_const = hn::Set(d, std::uint32_t(bf16emu::detail::default_nan<binary32>(e, 0).value.bits));
+  const unsigned subn = static_cast<unsigned>(e.subnormal);
+  const bool daz = (subn & static_cast<unsigned>(subnormals::inputs_as_zero)) != 0;
+  const bool ftz = !daz && (subn & static_cast<unsigned>(subnormals::flush_outputs)) != 0;
+  auto acc_snan = hn::Zero(d), acc_sub = hn::Zero(d);
+  std::size_t i = 0;
+  for (; i + N <= n; i += N) {
+    hn::Vec<decltype(d)> v;
+    if constexpr (sizeof(typename In::storage) == 2)
+      v = hn::PromoteTo(d, hn::LoadU(hn::Rebind<std::uint16_t, decltype(d)>(), in + i));
+    else
+      v = hn::LoadU(d, in + i);
+    auto x = hn::ShiftLeft<sh>(v);
+    const auto mag = hn::And(x, abs);
+    const auto nan = hn::RebindMask(d, hn::Gt(hn::BitCast(di, mag), inf32));
+    acc_snan = hn::Or(acc_snan, hn::AndNot(x, hn::VecFromMask(d, nan)));
+    x = hn::IfThenElse(nan, nan_ieee ? hn::Or(x, hn::Set(d, 0x00400000u)) : nan_const, x);
+    if (daz || ftz) {
+      const auto sub = hn::Lt(hn::Sub(mag, hn::Set(d, 1u)), hn::Set(d, 0x007FFFFFu));
+      x = hn::IfThenElse(sub, hn::AndNot(abs, x), x);
+      acc_sub = hn::Or(acc_sub, hn::VecFromMask(d, sub));
+    }
+    hn::StoreU(x, d, out + i);
+  }
+  std::uint8_t flags = 0;
+  if (!hn::AllTrue(d, hn::Eq(hn::And(acc_snan, hn::Set(d, 0x00400000u)), hn::Zero(d))))
+    flags |= flag::invalid;
+  if (ftz && !hn::AllTrue(d, hn::Eq(acc_sub, hn::Zero(d)))) flags |= flag::underflow | flag::inexact;
+  for (; i < n; ++i) {
+    const result<binary32> r = convert<binary32>(fp<In>{in[i]}, e);
+    out[i] = r.value.bits;
+    flags |= r.flags;
+  }
+  return flags;
+}
+
+std::uint8_t bf16_to_f32(const std::uint16_t *in, std::uint32_t *out, std::size_t n, const env &e) {
+  return widen_same_range<bfloat16>(in, out, n, e);
+}
+std::uint8_t tf32_to_f32(const std::uint32_t *in, std::uint32_t *out, std::size_t n, const env &e) {
+  return widen_same_range<tensorfloat32>(in, out, n, e);
+}
+
+// ---------------------------------------------------------------------------
+// bf16 add / sub / mul. Per lane the exact result goes into a cut window at the bf16 quantum
+// (kept, guard, round, sticky and, for stochastic rounding, the 32 bits below the cut), then
+// the shared rule above rounds it and the carry runs into the exponent field:
+//   mul: the product of two 8-bit significands has at most 16 bits, so the native fp32
+//        product is exact whenever it is a normal number (or Inf: exact product >= 2^128,
+//        an overflow in every mode); the window is that product.
+//   add: with exponent difference d <= 15 the native fp32 sum is exact (d + 9 bits); the
+//        window is that sum. With d >= 16 the smaller operand lies below 2^-15 bf16 ulps of
+//        the larger: the window is the larger operand plus a sticky bit (same signs), or the
+//        larger minus one unit with guard = round = sticky = 1 (opposite signs; the unit is the
+//        one below, half as large when the larger is a power of two); the stochastic bits are
+//        the smaller operand's significand shifted to that unit.
+// Subnormal operands of add/sub are windowed too (exponent field 0 counts as 1, no hidden
+// bit). Scalar lanes: a subnormal operand of mul (or of add/sub when inputs are read as zero:
+// those, zeros, Inf and NaN operands of add/sub are settled by the special-operand block); a
+// sum or product that is zero or below 2^-126 (tiny).
+enum class bop { add, sub, mul };
+
+template <bop Op, rm Mode>
+std::uint8_t bf16_arith(const std::uint16_t *pa, const std::uint16_t *pb, std::uint16_t *out, std::size_t n,
+                        const args &a) {
+  const hn::ScalableTag<std::uint32_t> d;
+  const hn::RebindToSigned<decltype(d)> di;
+  const hn::RebindToFloat<decltype(d)> df;
+  const hn::Rebind<std::uint16_t, decltype(d)> d16;
+  const std::size_t N = hn::Lanes(d);
+  const env &e = a.e;
+  const std::uint32_t sat_pos = std::uint32_t(
+      bf16emu::detail::overflow_to_inf(false, e) ? bfloat16::inf_bits : bfloat16::max_finite_bits);
+  const std::uint32_t sat_neg =
+      0x8000u | std::uint32_t(bf16emu::detail::overflow_to_inf(true, e) ? bfloat16::inf_bits
+                                                                        : bfloat16::max_finite_bits);
+  const auto abs = hn::Set(d, 0x7FFFFFFFu);
+  const auto one = hn::Set(d, 1u);
+  const auto min_normal = hn::Set(d, 0x00800000u);
+  const auto normal_span = hn::Set(d, 0x7F000000u);
+  const auto finite_span = hn::Set(d, 0x7F7FFFFFu);
+  auto acc_inexact = hn::Zero(d), acc_over = hn::Zero(d);
+  random_lanes<decltype(d)> rnd(d, a);
+  const auto fixed_random = hn::Set(d, e.random);
+  std::uint8_t flags = 0;
+  const bool daz =
+      (static_cast<unsigned>(e.subnormal) & static_cast<unsigned>(subnormals::inputs_as_zero)) != 0;
+  const bool nan_ieee = e.nan == nan_policy::ieee;
+  const auto default_nan = hn::Set(d, std::uint32_t(bf16emu::detail::default_nan<bfloat16>(e, 0).value.bits));
+  auto acc_invalid = hn::Zero(d);
+  const auto neg_lanes = [](auto x, auto y) {
+    return hn::ShiftRight<31>(hn::Xor(x, y));
+  }; // 1: opposite signs
+  // The window of an exact fp32 magnitude m (normal, or Inf for an overflow) at the bf16 cut.
+  const auto window = [&](auto m, auto &kept, auto &g, auto &r, auto &st, auto &frac32) {
+    kept = hn::ShiftRight<16>(m);
+    g = hn::And(hn::ShiftRight<15>(m), one);
+    r = hn::And(hn::ShiftRight<14>(m), one);
+    st = hn::ShiftRight<14>(hn::Add(hn::And(m, hn::Set(d, 0x3FFFu)), hn::Set(d, 0x3FFFu)));
+    frac32 = hn::ShiftLeft<16>(m);
+  };
+  std::size_t i = 0;
+  for (; i + N <= n; i += N) {
+    const auto a16 = hn::LoadU(d16, pa + i), b16 = hn::LoadU(d16, pb + i);
+    const auto fa = hn::ShiftLeft<16>(hn::PromoteTo(d, a16));
+    auto fb = hn::ShiftLeft<16>(hn::PromoteTo(d, b16));
+    if constexpr (Op == bop::sub) fb = hn::Xor(fb, hn::Set(d, 0x80000000u));
+    const auto ma = hn::And(fa, abs), mb = hn::And(fb, abs);
+    // Operands the window handles: normal ones, and for add/sub also subnormal ones (unless
+    // read as zero): a subnormal sits on the grid of 2^-126's binade, exactly as fp32 holds it.
+    auto ok = Op != bop::mul && !daz
+                  ? hn::And(hn::Lt(hn::Sub(ma, one), finite_span), hn::Lt(hn::Sub(mb, one), finite_span))
+                  : hn::And(hn::Lt(hn::Sub(ma, min_normal), normal_span),
+                            hn::Lt(hn::Sub(mb, min_normal), normal_span));
+    hn::Vec<decltype(d)> kept, g, r, st, frac32, sign;
+    if constexpr (Op == bop::mul) {
+      const auto p = hn::BitCast(d, hn::Mul(hn::BitCast(df, fa), hn::BitCast(df, fb)));
+      const auto mp = hn::And(p, abs);
+      ok = hn::And(ok, hn::Not(hn::Lt(mp, min_normal)));
+      window(mp, kept, g, r, st, frac32);
+      sign = hn::ShiftRight<31>(p);
+    } else {
+      // Near: the exact native sum.
+      const auto s = hn::BitCast(d, hn::Add(hn::BitCast(df, fa), hn::BitCast(df, fb)));
+      const auto ms = hn::And(s, abs);
+      window(ms, kept, g, r, st, frac32);
+      sign = hn::ShiftRight<31>(s);
+      // Exponent gap, a subnormal's exponent field 0 counting as 1 (its binade's scale).
+      const auto ea = hn::Max(hn::ShiftRight<23>(ma), one), eb = hn::Max(hn::ShiftRight<23>(mb), one);
+      const auto dexp = hn::BitCast(d, hn::Abs(hn::BitCast(di, hn::Sub(ea, eb))));
+      const auto near = hn::Lt(dexp, hn::Set(d, 16u));
+      ok = hn::And(ok, hn::Or(hn::Not(near), hn::Not(hn::Lt(ms, min_normal))));
+      // Far: the larger operand and the sign of the tail.
+      const auto b_big = hn::Lt(ma, mb);
+      const auto big = hn::IfThenElse(b_big, fb, fa);
+      const auto neg = neg_lanes(fa, fb);
+      const auto kb = hn::ShiftRight<16>(hn::And(big, abs));
+      kept = hn::IfThenElse(near, kept, hn::Sub(kb, neg));
+      g = hn::IfThenElse(near, g, neg);
+      r = hn::IfThenElse(near, r, neg);
+      st = hn::IfThenElse(near, st, one);
+      sign = hn::IfThenElse(near, sign, hn::ShiftRight<31>(big));
+      if constexpr (Mode == rm::stochastic) {
+        // t = small significand * 2^-d' units (d' = d, or d - 1 below a power of two); the
+        // bits below the cut are floor(t * 2^32) (same signs) or 2^32 - ceil(t * 2^32).
+        const auto small = hn::IfThenElse(b_big, fa, fb);
+        const auto small_mag = hn::And(small, abs); // hidden bit only for a normal operand
+        const auto ssig = hn::Or(hn::And(hn::ShiftRight<16>(small_mag), hn::Set(d, 0x7Fu)),
+                                 hn::IfThenZeroElse(hn::Lt(small_mag, min_normal), hn::Set(d, 0x80u)));
+        const auto pow2 = hn::VecFromMask(d, hn::Eq(hn::And(kb, hn::Set(d, 0x7Fu)), hn::Zero(d)));
+        const auto dd = hn::Sub(dexp, hn::And(hn::And(pow2, neg), one));
+        const auto left = hn::Lt(dd, hn::Set(d, 33u));
+        // Shift counts stay below 32 in every lane (near lanes too, whose result is not used):
+        // the SCALAR target shifts in C++, where a count of 32 is undefined.
+        const auto lc = hn::IfThenElseZero(left, hn::Min(hn::Sub(hn::Set(d, 32u), dd), hn::Set(d, 31u)));
+        const auto rc = hn::IfThenZeroElse(left, hn::Min(hn::Sub(dd, hn::Set(d, 32u)), hn::Set(d, 31u)));
+        const auto t32 = hn::IfThenElse(left, hn::Shl(ssig, lc), hn::Shr(ssig, rc));
+        const auto lost = hn::Sub(ssig, hn::Shl(hn::Shr(ssig, rc), rc)); // bits shifted out (0 when left)
+        const auto ceil = hn::Add(t32, hn::IfThenZeroElse(hn::Eq(lost, hn::Zero(d)), one));
+        const auto frac_far = hn::IfThenElse(hn::Eq(neg, one), hn::Sub(hn::Zero(d), ceil), t32);
+        frac32 = hn::IfThenElse(near, frac32, frac_far);
+      }
+    }
+    const auto random = Mode == rm::stochastic && a.stream ? rnd.next(d) : fixed_random;
+    const auto inexact = hn::Or(hn::Or(g, r), st);
+    const auto up = rounds_up_lanes<Mode>(kept, g, r, st, sign, frac32, random);
+    const auto rounded = hn::Add(kept, hn::And(up, inexact));
+    const auto over = hn::Gt(rounded, hn::Set(d, std::uint32_t(bfloat16::max_finite_bits)));
+    const auto sneg = hn::Eq(sign, one);
+    auto res = hn::IfThenElse(over, hn::IfThenElse(sneg, hn::Set(d, sat_neg), hn::Set(d, sat_pos)),
+                              hn::Or(hn::ShiftLeft<15>(sign), rounded));
+    acc_inexact = hn::Or(acc_inexact, hn::IfThenElseZero(ok, inexact));
+    acc_over = hn::Or(acc_over, hn::VecFromMask(d, hn::And(ok, over)));
+    if (HWY_UNLIKELY(!hn::AllTrue(d, ok))) {
+      if constexpr (Op != bop::mul) {
+        // Special operands settled in vector form, as add_impl and special.hpp decide them:
+        // a NaN operand (the first NaN, by policy; invalid for a signaling one), an
+        // infinity (Inf - Inf: the default NaN, invalid), a zero with a zero or normal
+        // other operand (the zero-sum sign rule; x + 0 = x, exact).
+        const auto inf = hn::Set(d, 0x7F800000u);
+        const auto nan_a = hn::Gt(ma, inf), nan_b = hn::Gt(mb, inf);
+        const auto inf_a = hn::Eq(ma, inf), inf_b = hn::Eq(mb, inf);
+        const auto zero_a = daz ? hn::Lt(ma, min_normal) : hn::Eq(ma, hn::Zero(d));
+        const auto zero_b = daz ? hn::Lt(mb, min_normal) : hn::Eq(mb, hn::Zero(d));
+        const auto normal_a = hn::Lt(hn::Sub(ma, min_normal), normal_span);
+        const auto normal_b = hn::Lt(hn::Sub(mb, min_normal), normal_span);
+        const auto quiet = hn::Set(d, 0x00400000u);
+        acc_invalid =
+            hn::Or(acc_invalid, hn::VecFromMask(d, hn::Or(hn::AndNot(hn::TestBit(fa, quiet), nan_a),
+                                                          hn::AndNot(hn::TestBit(fb, quiet), nan_b))));
+        const auto fb_orig = hn::ShiftLeft<16>(hn::PromoteTo(d, b16));
+        const auto nan_res =
+            nan_ieee ? hn::Or(hn::ShiftRight<16>(hn::IfThenElse(nan_a, fa, fb_orig)), hn::Set(d, 0x40u))
+                     : default_nan;
+        const auto opposite = hn::Eq(neg_lanes(fa, fb), one);
+        const auto inf_inf = hn::And(hn::And(inf_a, inf_b), opposite);
+        acc_invalid = hn::Or(acc_invalid, hn::VecFromMask(d, hn::AndNot(hn::Or(nan_a, nan_b), inf_inf)));
+        const auto inf_res =
+            hn::IfThenElse(inf_inf, default_nan, hn::ShiftRight<16>(hn::IfThenElse(inf_a, fa, fb)));
+        // Both zero: the common sign, or (opposite signs) -0 only when rounding downward.
+        const auto zero_sign = hn::IfThenElse(opposite, hn::Set(d, Mode == rm::downward ? 0x8000u : 0u),
+                                              hn::ShiftRight<16>(hn::And(fa, hn::Set(d, 0x80000000u))));
+        const auto zero_res = hn::IfThenElse(
+            zero_a, hn::IfThenElse(zero_b, zero_sign, hn::ShiftRight<16>(fb)), hn::ShiftRight<16>(fa));
+        const auto any_nan = hn::Or(nan_a, nan_b), any_inf = hn::Or(inf_a, inf_b);
+        const auto zero_ok = hn::Or(hn::And(zero_a, hn::Or(zero_b, normal_b)), hn::And(zero_b, normal_a));
+        res = hn::IfThenElse(any_nan, nan_res,
+                             hn::IfThenElse(any_inf, inf_res, hn::IfThenElse(zero_ok, zero_res, res)));
+        ok = hn::Or(ok, hn::Or(any_nan, hn::Or(any_inf, zero_ok)));
+      }
+    }
+    if (HWY_UNLIKELY(!hn::AllTrue(d, ok))) {
+      HWY_ALIGN std::uint32_t tr[hn::MaxLanes(d)], tok[hn::MaxLanes(d)];
+      HWY_ALIGN std::uint16_t ta[hn::MaxLanes(d)], tb[hn::MaxLanes(d)];
+      hn::Store(res, d, tr);
+      hn::Store(hn::VecFromMask(d, ok), d, tok);
+      hn::Store(a16, d16, ta);
+      hn::Store(b16, d16, tb);
+      for (std::size_t j = 0; j < N; ++j) {
+        if (tok[j]) continue;
+        const result<bfloat16> s = detail::scalar_arith(detail::arith_op(Op), ta[j], tb[j], a, i + j);
+        tr[j] = s.value.bits;
+        flags |= s.flags;
+      }
+      res = hn::Load(d, tr);
+    }
+    hn::StoreU(hn::DemoteTo(d16, hn::BitCast(di, res)), d16, out + i);
+  }
+  if (!hn::AllTrue(d, hn::Eq(acc_inexact, hn::Zero(d)))) flags |= flag::inexact;
+  if (!hn::AllTrue(d, hn::Eq(acc_over, hn::Zero(d)))) flags |= flag::overflow | flag::inexact;
+  if (!hn::AllTrue(d, hn::Eq(acc_invalid, hn::Zero(d)))) flags |= flag::invalid;
+  for (; i < n; ++i) {
+    const result<bfloat16> s = detail::scalar_arith(detail::arith_op(Op), pa[i], pb[i], a, i);
+    out[i] = s.value.bits;
+    flags |= s.flags;
+  }
+  return flags;
+}
+
+std::uint8_t bf16_add(const std::uint16_t *x, const std::uint16_t *y, std::uint16_t *out, std::size_t n,
+                      const args &a) {
+  return with_fixed_mode(a.e.mode,
+                         [&](auto m) { return bf16_arith<bop::add, decltype(m)::value>(x, y, out, n, a); });
+}
+std::uint8_t bf16_sub(const std::uint16_t *x, const std::uint16_t *y, std::uint16_t *out, std::size_t n,
+                      const args &a) {
+  return with_fixed_mode(a.e.mode,
+                         [&](auto m) { return bf16_arith<bop::sub, decltype(m)::value>(x, y, out, n, a); });
+}
+std::uint8_t bf16_mul(const std::uint16_t *x, const std::uint16_t *y, std::uint16_t *out, std::size_t n,
+                      const args &a) {
+  return with_fixed_mode(a.e.mode,
+                         [&](auto m) { return bf16_arith<bop::mul, decltype(m)::value>(x, y, out, n, a); });
+}
+
+} // namespace bf16emu::bulk::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace bf16emu::bulk {
+HWY_EXPORT(f32_to_bf16);
+HWY_EXPORT(f32_to_tf32);
+HWY_EXPORT(bf16_to_f32);
+HWY_EXPORT(tf32_to_f32);
+HWY_EXPORT(bf16_add);
+HWY_EXPORT(bf16_sub);
+HWY_EXPORT(bf16_mul);
+
+namespace {
+
+detail::args make_args(const env &e, const random_stream *rng) {
+  detail::args a;
+  a.e = e;
+  if (rng && e.mode == round_mode::stochastic) {
+    a.stream = true;
+    a.seed = rng->seed;
+    a.offset = rng->offset;
+  }
+  return a;
+}
+
+// Runs kernel(first, count, args) over pieces of the array that stay within one block of 2^32
+// stream elements (the SIMD random lanes share one key).
+template <class Fn> std::uint8_t in_blocks(std::size_t n, const detail::args &a, Fn &&kernel) {
+  if (!a.stream) return kernel(std::size_t{0}, n, a);
+  std::uint8_t flags = 0;
+  std::size_t done = 0;
+  while (done < n) {
+    detail::args piece = a;
+    piece.offset = a.offset + done;
+    const std::uint64_t room = (std::uint64_t{1} << 32) - (piece.offset & 0xFFFFFFFFull);
+    const std::size_t count = std::size_t(std::min<std::uint64_t>(room, n - done));
+    flags |= kernel(done, count, piece);
+    done += count;
+  }
+  return flags;
+}
+
+template <class Out>
+std::uint8_t convert_scalar(const f32 *in, fp<Out> *out, std::size_t n, const detail::args &a) {
+  std::uint8_t flags = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const result<Out> r = detail::scalar_convert<Out>(in[i].bits, a, i);
+    out[i] = r.value;
+    flags |= r.flags;
+  }
+  return flags;
+}
+
+template <class In> std::uint8_t widen_scalar(const fp<In> *in, f32 *out, std::size_t n, const env &e) {
+  std::uint8_t flags = 0;
+  if constexpr (In::width <= 8) {
+    if (n >= 1024) { // a table of the 256 scalar results, then lookups
+      result<binary32> table[256];
+      for (unsigned x = 0; x < 256; ++x)
+        table[x] = convert<binary32>(fp<In>{typename In::storage(x)}, e);
+      bool seen[256] = {};
+      for (std::size_t i = 0; i < n; ++i) {
+        out[i] = table[in[i].bits].value;
+        seen[in[i].bits] = true;
+      }
+      for (unsigned x = 0; x < 256; ++x)
+        if (seen[x]) flags |= table[x].flags;
+      return flags;
+    }
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    const result<binary32> r = convert<binary32>(in[i], e);
+    out[i] = r.value;
+    flags |= r.flags;
+  }
+  return flags;
+}
+
+} // namespace
+
+// fp<F> is standard-layout with one member: its array is an array of bit patterns.
+std::uint8_t convert_n(const f32 *in, bf16 *out, std::size_t n, const env &e,
+                       const random_stream *rng) noexcept {
+  if (n == 0) return 0;
+  return in_blocks(n, make_args(e, rng), [&](std::size_t first, std::size_t count, const detail::args &a) {
+    return HWY_DYNAMIC_DISPATCH(f32_to_bf16)(&in[first].bits, &out[first].bits, count, a);
+  });
+}
+std::uint8_t convert_n(const f32 *in, tf32 *out, std::size_t n, const env &e,
+                       const random_stream *rng) noexcept {
+  if (n == 0) return 0;
+  return in_blocks(n, make_args(e, rng), [&](std::size_t first, std::size_t count, const detail::args &a) {
+    return HWY_DYNAMIC_DISPATCH(f32_to_tf32)(&in[first].bits, &out[first].bits, count, a);
+  });
+}
+std::uint8_t convert_n(const f32 *in, f16 *out, std::size_t n, const env &e,
+                       const random_stream *rng) noexcept {
+  return convert_scalar(in, out, n, make_args(e, rng));
+}
+std::uint8_t convert_n(const f32 *in, e4m3 *out, std::size_t n, const env &e,
+                       const random_stream *rng) noexcept {
+  return convert_scalar(in, out, n, make_args(e, rng));
+}
+std::uint8_t convert_n(const f32 *in, e5m2 *out, std::size_t n, const env &e,
+                       const random_stream *rng) noexcept {
+  return convert_scalar(in, out, n, make_args(e, rng));
+}
+
+std::uint8_t convert_n(const bf16 *in, f32 *out, std::size_t n, const env &e) noexcept {
+  return n == 0 ? 0 : HWY_DYNAMIC_DISPATCH(bf16_to_f32)(&in[0].bits, &out[0].bits, n, e);
+}
+std::uint8_t convert_n(const tf32 *in, f32 *out, std::size_t n, const env &e) noexcept {
+  return n == 0 ? 0 : HWY_DYNAMIC_DISPATCH(tf32_to_f32)(&in[0].bits, &out[0].bits, n, e);
+}
+std::uint8_t convert_n(const f16 *in, f32 *out, std::size_t n, const env &e) noexcept {
+  return widen_scalar(in, out, n, e);
+}
+std::uint8_t convert_n(const e4m3 *in, f32 *out, std::size_t n, const env &e) noexcept {
+  return widen_scalar(in, out, n, e);
+}
+std::uint8_t convert_n(const e5m2 *in, f32 *out, std::size_t n, const env &e) noexcept {
+  return widen_scalar(in, out, n, e);
+}
+
+namespace {
+
+template <class Fn> std::uint8_t arith_scalar(std::size_t n, const detail::args &a, Fn &&op) {
+  std::uint8_t flags = 0;
+  for (std::size_t i = 0; i < n; ++i)
+    flags |= op(i, detail::element_env(a, i));
+  return flags;
+}
+
+} // namespace
+
+std::uint8_t add_n(const bf16 *a, const bf16 *b, bf16 *out, std::size_t n, const env &e,
+                   const random_stream *rng) noexcept {
+  if (n == 0) return 0;
+  return in_blocks(n, make_args(e, rng), [&](std::size_t first, std::size_t count, const detail::args &x) {
+    return HWY_DYNAMIC_DISPATCH(bf16_add)(&a[first].bits, &b[first].bits, &out[first].bits, count, x);
+  });
+}
+std::uint8_t sub_n(const bf16 *a, const bf16 *b, bf16 *out, std::size_t n, const env &e,
+                   const random_stream *rng) noexcept {
+  if (n == 0) return 0;
+  return in_blocks(n, make_args(e, rng), [&](std::size_t first, std::size_t count, const detail::args &x) {
+    return HWY_DYNAMIC_DISPATCH(bf16_sub)(&a[first].bits, &b[first].bits, &out[first].bits, count, x);
+  });
+}
+std::uint8_t mul_n(const bf16 *a, const bf16 *b, bf16 *out, std::size_t n, const env &e,
+                   const random_stream *rng) noexcept {
+  if (n == 0) return 0;
+  return in_blocks(n, make_args(e, rng), [&](std::size_t first, std::size_t count, const detail::args &x) {
+    return HWY_DYNAMIC_DISPATCH(bf16_mul)(&a[first].bits, &b[first].bits, &out[first].bits, count, x);
+  });
+}
+std::uint8_t fma_n(const bf16 *a, const bf16 *b, const bf16 *c, bf16 *out, std::size_t n, const env &e,
+                   const random_stream *rng) noexcept {
+  return arith_scalar(n, make_args(e, rng), [&](std::size_t i, const env &ei) {
+    const result<bfloat16> r = fma(a[i], b[i], c[i], ei);
+    out[i] = r.value;
+    return r.flags;
+  });
+}
+
+result<binary32> dot_n(const bf16 *a, const bf16 *b, std::size_t n, f32 init, dot_order order, const env &e,
+                       const random_stream *rng) noexcept {
+  const detail::args args = make_args(e, rng);
+  std::uint8_t flags = 0;
+  if (order == dot_order::sequential) {
+    f32 acc = init;
+    for (std::size_t i = 0; i < n; ++i) {
+      const result<binary32> r = fma_to<binary32>(a[i], b[i], acc, detail::element_env(args, i));
+      acc = r.value;
+      flags |= r.flags;
+    }
+    return {acc, flags};
+  }
+  f32 p[16] = {};
+  p[0] = init;
+  for (std::size_t i = 0; i < n; ++i) {
+    const result<binary32> r = fma_to<binary32>(a[i], b[i], p[i % 16], detail::element_env(args, i));
+    p[i % 16] = r.value;
+    flags |= r.flags;
+  }
+  std::size_t k = 0;
+  for (std::size_t w = 8; w >= 1; w /= 2) {
+    for (std::size_t j = 0; j < w; ++j) {
+      const result<binary32> r = add(p[j], p[j + w], detail::element_env(args, n + k++));
+      p[j] = r.value;
+      flags |= r.flags;
+    }
+  }
+  return {p[0], flags};
+}
+
+const char *target_name() noexcept {
+  // The target HWY_DYNAMIC_DISPATCH uses: the best one both compiled and supported.
+  const std::int64_t best = hwy::SupportedTargets() & HWY_TARGETS;
+  return hwy::TargetName(best & -best);
+}
+
+} // namespace bf16emu::bulk
+#endif

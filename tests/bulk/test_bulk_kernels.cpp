@@ -1,0 +1,506 @@
+// bf16emu::bulk vs the element-wise scalar core: every kernel, every mode, the env variants,
+// random and special-value arrays, odd lengths and misaligned pointers, each compiled SIMD
+// target forced in turn (hwy::SetSupportedTargetsForTest). The reference for element i is the
+// scalar call with env.random = counter_random(seed, offset + i) when a stream is given.
+#include <gtest/gtest.h>
+
+#include <hwy/highway.h>
+#include <hwy/targets.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "bf16emu/parallel.hpp"
+#include "bulk/bulk.hpp"
+
+namespace bf = bf16emu;
+namespace bk = bf16emu::bulk;
+using bf::env;
+using bf::round_mode;
+
+namespace {
+
+// Runs body() once per SIMD target that is compiled and supported here, forcing it.
+template <class Fn> void for_each_target(Fn &&body) {
+  const std::vector<std::int64_t> targets = hwy::SupportedAndGeneratedTargets();
+  ASSERT_FALSE(targets.empty());
+  for (const std::int64_t t : targets) {
+    hwy::SetSupportedTargetsForTest(t);
+    const std::string name = hwy::TargetName(t);
+    ASSERT_EQ(name, bk::target_name());
+    SCOPED_TRACE("target " + name);
+    body();
+  }
+  hwy::SetSupportedTargetsForTest(0);
+}
+
+// The environments: all 7 modes under each of these policies.
+std::vector<env> envs() {
+  std::vector<env> out;
+  for (int m = 0; m < bf::round_mode_count; ++m) {
+    env e;
+    e.mode = round_mode(m);
+    e.random = 0x9E3779B9u;
+    out.push_back(e); // IEEE
+    env f = e;
+    f.tiny = bf::tininess::before_rounding;
+    f.subnormal = bf::subnormals::flush_both;
+    f.random = 0;
+    out.push_back(f);
+    env g = e;
+    g.saturate = true;
+    g.nan = bf::nan_policy::cuda;
+    g.random = 0xFFFFFFFFu;
+    out.push_back(g);
+    env h = e;
+    h.subnormal = bf::subnormals::inputs_as_zero;
+    h.nan = bf::nan_policy::pytorch;
+    out.push_back(h);
+    env k = e;
+    k.subnormal = bf::subnormals::flush_outputs;
+    k.random = 0x80000000u;
+    out.push_back(k);
+    env t = e;
+    t.tiny = bf::tininess::before_rounding;
+    out.push_back(t);
+  }
+  return out;
+}
+
+const std::vector<std::size_t> lengths = {0, 1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 33, 64, 255, 1001};
+
+// fp32 values that exercise every class: zeros, subnormals, normals near the cut (ties,
+// ties +- 1), the overflow edge of bf16/tf32, Inf, quiet and signaling NaNs, both signs.
+std::vector<std::uint32_t> f32_specials() {
+  std::vector<std::uint32_t> v = {0x00000000, 0x00000001, 0x00007FFF, 0x00008000, 0x00008001, 0x00018000,
+                                  0x003FFFFF, 0x00400000, 0x007F7FFF, 0x007F8000, 0x007FFFFF, 0x00800000,
+                                  0x00807FFF, 0x00808000, 0x00818000, 0x3F800000, 0x3F808000, 0x3F818000,
+                                  0x3F80FFFF, 0x3F801000, 0x3F800FFF, 0x3F801001, 0x7F7F0000, 0x7F7F7FFF,
+                                  0x7F7F8000, 0x7F7FEFFF, 0x7F7FF000, 0x7F7FFFFF, 0x7F800000, 0x7F800001,
+                                  0x7FBFFFFF, 0x7FC00000, 0x7FFFFFFF, 0x7FA00000, 0x38800000, 0x387FFFFF};
+  const std::size_t k = v.size();
+  for (std::size_t i = 0; i < k; ++i)
+    v.push_back(v[i] | 0x80000000u);
+  return v;
+}
+
+// Mixed arrays: random bit patterns with specials sprinkled in (1 in 4).
+std::vector<std::uint32_t> f32_array(std::size_t n, std::mt19937_64 &rng) {
+  const std::vector<std::uint32_t> sp = f32_specials();
+  std::vector<std::uint32_t> v(n);
+  for (auto &x : v) {
+    const std::uint64_t r = rng();
+    x = (r & 3) == 0 ? sp[(r >> 2) % sp.size()] : std::uint32_t(r >> 32);
+  }
+  return v;
+}
+
+template <class F> std::string hex(std::uint64_t x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(x));
+  return buf;
+}
+
+env element_env(const env &e, const bk::random_stream *rng, std::size_t i) {
+  env x = e;
+  if (rng && e.mode == round_mode::stochastic) x.random = bk::counter_random(rng->seed, rng->offset + i);
+  return x;
+}
+
+// Checks one narrowing conversion fp32 -> Out against the scalar convert<Out>.
+template <class Out>
+void check_narrow(const std::vector<std::uint32_t> &src, const env &e, const bk::random_stream *rng) {
+  using S = typename Out::storage;
+  // Misaligned: the arrays start one element into their buffers.
+  std::vector<bf::f32> in(src.size() + 1);
+  for (std::size_t i = 0; i < src.size(); ++i)
+    in[i + 1].bits = src[i];
+  std::vector<bf::fp<Out>> out(src.size() + 2, bf::fp<Out>{S(0x5A)});
+  const std::uint8_t flags = bk::convert_n(in.data() + 1, out.data() + 1, src.size(), e, rng);
+  std::uint8_t want_flags = 0;
+  for (std::size_t i = 0; i < src.size(); ++i) {
+    const bf::result<Out> r = bf::convert<Out>(in[i + 1], element_env(e, rng, i));
+    want_flags |= r.flags;
+    ASSERT_EQ(out[i + 1].bits, r.value.bits)
+        << bf::format_name<Out>() << " x=" << hex<Out>(src[i]) << " i=" << i << " n=" << src.size()
+        << " mode=" << bf::to_string(e.mode) << " sub=" << int(e.subnormal) << " nan=" << int(e.nan);
+  }
+  ASSERT_EQ(out[0].bits, S(0x5A));
+  ASSERT_EQ(out[src.size() + 1].bits, S(0x5A));
+  ASSERT_EQ(flags, want_flags) << bf::format_name<Out>() << " n=" << src.size()
+                               << " mode=" << bf::to_string(e.mode) << " sub=" << int(e.subnormal)
+                               << " tiny=" << int(e.tiny);
+}
+
+template <class Out> void narrow_suite() {
+  std::mt19937_64 rng(0x5EED0001);
+  const bk::random_stream stream{0xC0FFEEull, 12345};
+  for_each_target([&] {
+    for (const env &e : envs()) {
+      for (const std::size_t n : lengths) {
+        const auto src = f32_array(n, rng);
+        check_narrow<Out>(src, e, nullptr);
+        if (e.mode == round_mode::stochastic) check_narrow<Out>(src, e, &stream);
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+      check_narrow<Out>(f32_specials(), e, nullptr);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+  });
+}
+
+// bf16 values of every class: zeros, subnormals, min/max normal, Inf, quiet and signaling
+// NaNs, 1 and its neighbours, both signs.
+std::vector<std::uint16_t> bf16_specials() {
+  std::vector<std::uint16_t> v = {0x0000, 0x0001, 0x0040, 0x007F, 0x0080, 0x0081, 0x00FF, 0x0100,
+                                  0x3F80, 0x3F81, 0x3FFF, 0x4000, 0x7F00, 0x7F7E, 0x7F7F, 0x7F80,
+                                  0x7F81, 0x7FBF, 0x7FC0, 0x7FFF, 0x3B80, 0x4380, 0x0180, 0x0200};
+  const std::size_t k = v.size();
+  for (std::size_t i = 0; i < k; ++i)
+    v.push_back(std::uint16_t(v[i] | 0x8000u));
+  return v;
+}
+
+// Operand pairs: random patterns, specials, b near a's exponent (ties, cancellation, the
+// near/far boundary), b = +-a, with random c for fma.
+struct bf16_triples {
+  std::vector<std::uint16_t> a, b, c;
+};
+bf16_triples bf16_operands(std::size_t n, std::mt19937_64 &rng) {
+  const std::vector<std::uint16_t> sp = bf16_specials();
+  bf16_triples t;
+  const auto pick = [&](std::uint64_t r) {
+    return (r & 3) == 0 ? sp[(r >> 2) % sp.size()] : std::uint16_t(r >> 40);
+  };
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint64_t r = rng(), q = rng();
+    const std::uint16_t a = pick(r);
+    std::uint16_t b = pick(q);
+    switch ((q >> 8) % 5) {
+    case 0: { // exponent within 0..20 of a's, random fraction and sign
+      const int ea = (a >> 7) & 0xFF;
+      int eb = ea + int((q >> 16) % 41) - 20;
+      eb = eb < 0 ? 0 : (eb > 255 ? 255 : eb);
+      b = std::uint16_t((q & 0x8000) | (unsigned(eb) << 7) | ((q >> 24) & 0x7F));
+      break;
+    }
+    case 1: b = std::uint16_t(a ^ ((q >> 16) & 1 ? 0x8000 : 0)); break; // +-a
+    case 2: b = std::uint16_t(a ^ 0x8000 ^ ((q >> 16) & 1)); break;     // -a, last bit off
+    default: break;
+    }
+    t.a.push_back(a);
+    t.b.push_back(b);
+    t.c.push_back(pick(rng()));
+  }
+  return t;
+}
+
+enum class arith { add, sub, mul, fma };
+const char *name(arith k) {
+  return k == arith::add ? "add" : k == arith::sub ? "sub" : k == arith::mul ? "mul" : "fma";
+}
+
+bf::result<bf::bfloat16> scalar(arith k, bf::bf16 a, bf::bf16 b, bf::bf16 c, const env &e) {
+  switch (k) {
+  case arith::add: return bf::add(a, b, e);
+  case arith::sub: return bf::sub(a, b, e);
+  case arith::mul: return bf::mul(a, b, e);
+  default: return bf::fma(a, b, c, e);
+  }
+}
+
+std::uint8_t run(arith k, const bf::bf16 *a, const bf::bf16 *b, const bf::bf16 *c, bf::bf16 *out,
+                 std::size_t n, const env &e, const bk::random_stream *rng) {
+  switch (k) {
+  case arith::add: return bk::add_n(a, b, out, n, e, rng);
+  case arith::sub: return bk::sub_n(a, b, out, n, e, rng);
+  case arith::mul: return bk::mul_n(a, b, out, n, e, rng);
+  default: return bk::fma_n(a, b, c, out, n, e, rng);
+  }
+}
+
+// One kernel call on misaligned copies (one element into their buffers), against the scalar core.
+void check_arith(arith k, const bf16_triples &t, const env &e, const bk::random_stream *rng) {
+  const std::size_t n = t.a.size();
+  std::vector<bf::bf16> a(n + 1), b(n + 1), c(n + 1), out(n + 2, bf::bf16{0x5A5A});
+  for (std::size_t i = 0; i < n; ++i) {
+    a[i + 1].bits = t.a[i];
+    b[i + 1].bits = t.b[i];
+    c[i + 1].bits = t.c[i];
+  }
+  const std::uint8_t flags = run(k, a.data() + 1, b.data() + 1, c.data() + 1, out.data() + 1, n, e, rng);
+  std::uint8_t want_flags = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const bf::result<bf::bfloat16> r = scalar(k, a[i + 1], b[i + 1], c[i + 1], element_env(e, rng, i));
+    want_flags |= r.flags;
+    ASSERT_EQ(out[i + 1].bits, r.value.bits)
+        << name(k) << " a=" << hex<int>(t.a[i]) << " b=" << hex<int>(t.b[i]) << " c=" << hex<int>(t.c[i])
+        << " i=" << i << " n=" << n << " mode=" << bf::to_string(e.mode) << " sub=" << int(e.subnormal)
+        << " nan=" << int(e.nan) << " sat=" << e.saturate;
+  }
+  ASSERT_EQ(out[0].bits, 0x5A5A);
+  ASSERT_EQ(out[n + 1].bits, 0x5A5A);
+  ASSERT_EQ(flags, want_flags) << name(k) << " n=" << n << " mode=" << bf::to_string(e.mode)
+                               << " sub=" << int(e.subnormal) << " tiny=" << int(e.tiny);
+}
+
+void arith_suite(arith k) {
+  std::mt19937_64 rng(0x5EED0002 + unsigned(k));
+  const bk::random_stream stream{0xBADC0DEull, (std::uint64_t{1} << 32) - 40}; // crosses a key block
+  for_each_target([&] {
+    for (const env &e : envs()) {
+      for (const std::size_t n : lengths) {
+        const bf16_triples t = bf16_operands(n, rng);
+        check_arith(k, t, e, nullptr);
+        if (e.mode == round_mode::stochastic) check_arith(k, t, e, &stream);
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+      // Every special against every special.
+      bf16_triples all;
+      const auto sp = bf16_specials();
+      for (const auto x : sp)
+        for (const auto y : sp) {
+          all.a.push_back(x);
+          all.b.push_back(y);
+          all.c.push_back(sp[(x + 3u * y) % sp.size()]);
+        }
+      check_arith(k, all, e, nullptr);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+  });
+}
+
+// In place: out == a.
+void check_in_place(arith k) {
+  std::mt19937_64 rng(0x5EED0003);
+  for_each_target([&] {
+    const bf16_triples t = bf16_operands(1001, rng);
+    std::vector<bf::bf16> a(t.a.size()), b(t.a.size()), c(t.a.size()), want(t.a.size());
+    for (std::size_t i = 0; i < t.a.size(); ++i) {
+      a[i].bits = t.a[i];
+      b[i].bits = t.b[i];
+      c[i].bits = t.c[i];
+      want[i] = scalar(k, a[i], b[i], c[i], env{}).value;
+    }
+    run(k, a.data(), b.data(), c.data(), a.data(), a.size(), env{}, nullptr);
+    for (std::size_t i = 0; i < a.size(); ++i)
+      ASSERT_EQ(a[i].bits, want[i].bits) << name(k) << " i=" << i;
+  });
+}
+
+template <class In> void widen_suite() {
+  std::mt19937_64 rng(0x5EED0004);
+  for_each_target([&] {
+    for (const env &e : envs()) {
+      for (const std::size_t n :
+           {std::size_t(0), std::size_t(1), std::size_t(7), std::size_t(17), std::size_t(300),
+            std::size_t(1023), std::size_t(1024), std::size_t(4099)}) {
+        std::vector<bf::fp<In>> in(n + 1);
+        for (auto &x : in)
+          x.bits = typename In::storage(rng() & ((std::uint64_t{1} << In::width) - 1));
+        std::vector<bf::f32> out(n + 2, bf::f32{0x5A5A5A5Au});
+        const std::uint8_t flags = bk::convert_n(in.data() + 1, out.data() + 1, n, e);
+        std::uint8_t want = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+          const bf::result<bf::binary32> r = bf::convert<bf::binary32>(in[i + 1], e);
+          want |= r.flags;
+          ASSERT_EQ(out[i + 1].bits, r.value.bits)
+              << bf::format_name<In>() << " x=" << hex<int>(in[i + 1].bits) << " nan=" << int(e.nan)
+              << " sub=" << int(e.subnormal);
+        }
+        ASSERT_EQ(out[0].bits, 0x5A5A5A5Au);
+        ASSERT_EQ(out[n + 1].bits, 0x5A5A5A5Au);
+        ASSERT_EQ(flags, want) << bf::format_name<In>() << " n=" << n;
+      }
+    }
+  });
+}
+
+// The dot product's two documented orders, restated with the scalar core.
+bf::result<bf::binary32> dot_reference(const std::vector<bf::bf16> &a, const std::vector<bf::bf16> &b,
+                                       bf::f32 init, bk::dot_order order, const env &e,
+                                       const bk::random_stream *rng) {
+  std::uint8_t flags = 0;
+  const std::size_t n = a.size();
+  if (order == bk::dot_order::sequential) {
+    bf::f32 acc = init;
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto r = bf::fma_to<bf::binary32>(a[i], b[i], acc, element_env(e, rng, i));
+      acc = r.value;
+      flags |= r.flags;
+    }
+    return {acc, flags};
+  }
+  std::vector<bf::f32> p(16);
+  p[0] = init;
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto r = bf::fma_to<bf::binary32>(a[i], b[i], p[i % 16], element_env(e, rng, i));
+    p[i % 16] = r.value;
+    flags |= r.flags;
+  }
+  std::size_t k = 0;
+  for (const std::size_t w : {8, 4, 2, 1})
+    for (std::size_t j = 0; j < w; ++j) {
+      const auto r = bf::add(p[j], p[j + w], element_env(e, rng, n + k++));
+      p[j] = r.value;
+      flags |= r.flags;
+    }
+  return {p[0], flags};
+}
+
+} // namespace
+
+TEST(Bulk, CounterRandomKnownAnswers) {
+  // Computed independently (Python, from the definition in bulk.hpp).
+  struct ka {
+    std::uint64_t seed, index;
+    std::uint32_t value;
+  };
+  const ka cases[] = {
+      {0x0ull, 0x0ull, 0x0200b09cu},
+      {0x0ull, 0x1ull, 0x084798aau},
+      {0x1ull, 0x0ull, 0xaf3ab395u},
+      {0x3039ull, 0x7ull, 0x422c4aa9u},
+      {0xdeadbeefull, 0x100000000ull, 0x5fea1f8du},
+      {0x2aull, 0x500000063ull, 0x485abbd5u},
+  };
+  for (const ka &c : cases)
+    EXPECT_EQ(bk::counter_random(c.seed, c.index), c.value) << c.seed << " " << c.index;
+}
+
+TEST(Bulk, TargetsIncludeSse4AndAvx2WhereSupported) {
+  const std::int64_t supported = hwy::SupportedTargets();
+  std::int64_t forced = 0;
+  for (const std::int64_t t : hwy::SupportedAndGeneratedTargets())
+    forced |= t;
+  if (supported & HWY_AVX2) {
+    EXPECT_TRUE(forced & HWY_AVX2);
+  }
+  if (supported & HWY_SSE4) {
+    EXPECT_TRUE(forced & HWY_SSE4);
+  }
+}
+
+TEST(Bulk, ConvertF32ToBf16) { narrow_suite<bf::bfloat16>(); }
+TEST(Bulk, ConvertF32ToTf32) { narrow_suite<bf::tensorfloat32>(); }
+TEST(Bulk, ConvertF32ToFp16) { narrow_suite<bf::binary16>(); }
+TEST(Bulk, ConvertF32ToE4m3) { narrow_suite<bf::float8_e4m3>(); }
+TEST(Bulk, ConvertF32ToE5m2) { narrow_suite<bf::float8_e5m2>(); }
+
+TEST(Bulk, WidenBf16) { widen_suite<bf::bfloat16>(); }
+TEST(Bulk, WidenTf32) { widen_suite<bf::tensorfloat32>(); }
+TEST(Bulk, WidenFp16) { widen_suite<bf::binary16>(); }
+TEST(Bulk, WidenE4m3) { widen_suite<bf::float8_e4m3>(); }
+TEST(Bulk, WidenE5m2) { widen_suite<bf::float8_e5m2>(); }
+
+TEST(Bulk, AddN) { arith_suite(arith::add); }
+TEST(Bulk, SubN) { arith_suite(arith::sub); }
+TEST(Bulk, MulN) { arith_suite(arith::mul); }
+TEST(Bulk, FmaN) { arith_suite(arith::fma); }
+TEST(Bulk, InPlace) {
+  for (const arith k : {arith::add, arith::sub, arith::mul, arith::fma})
+    check_in_place(k);
+}
+
+TEST(Bulk, DotBothOrders) {
+  std::mt19937_64 rng(0x5EED0005);
+  const bk::random_stream stream{77, 5};
+  for_each_target([&] {
+    for (const env &e : envs()) {
+      for (const std::size_t n : {std::size_t(0), std::size_t(1), std::size_t(15), std::size_t(16),
+                                  std::size_t(17), std::size_t(100), std::size_t(1000)}) {
+        const bf16_triples t = bf16_operands(n, rng);
+        std::vector<bf::bf16> a(n), b(n);
+        for (std::size_t i = 0; i < n; ++i) {
+          // Mostly moderate values (long sums stay finite), some specials from the generator.
+          a[i].bits = (rng() & 7) ? std::uint16_t((t.a[i] & 0x807F) | ((120 + rng() % 16) << 7)) : t.a[i];
+          b[i].bits = (rng() & 7) ? std::uint16_t((t.b[i] & 0x807F) | ((120 + rng() % 16) << 7)) : t.b[i];
+        }
+        const bf::f32 init{std::uint32_t(rng() % 3 == 0 ? 0x3F800000u : 0u)};
+        for (const auto order : {bk::dot_order::sequential, bk::dot_order::blocked16}) {
+          for (const bk::random_stream *r : {static_cast<const bk::random_stream *>(nullptr), &stream}) {
+            const auto want = dot_reference(a, b, init, order, e, r);
+            const auto got = bk::dot_n(a.data(), b.data(), n, init, order, e, r);
+            ASSERT_EQ(got.value.bits, want.value.bits)
+                << "n=" << n << " order=" << int(order) << " mode=" << bf::to_string(e.mode);
+            ASSERT_EQ(got.flags, want.flags) << "n=" << n << " order=" << int(order);
+          }
+        }
+      }
+    }
+  });
+}
+
+namespace {
+
+// Rows of the all-pairs check: add_n(row, every bf16 b) on the chosen target in each mode,
+// rows rotating four environments, stochastic with a stream per row; returns the mismatches
+// (values, plus one per row whose OR-ed flags differ).
+std::uint64_t add_rows(const std::vector<std::uint16_t> &rows) {
+  const unsigned threads = bf::resolve_threads(0, rows.size());
+  std::uint64_t total = 0;
+  for (int m = 0; m < bf::round_mode_count; ++m) {
+    std::vector<std::uint64_t> bad(rows.size(), 0);
+    bf::parallel_for(rows.size(), threads, [&](std::uint64_t k, unsigned) {
+      const std::uint64_t row = rows[k];
+      env e;
+      e.mode = round_mode(m);
+      e.random = std::uint32_t(row * 2654435761u);
+      switch (row % 4) {
+      case 1:
+        e.subnormal = bf::subnormals::flush_both;
+        e.tiny = bf::tininess::before_rounding;
+        break;
+      case 2:
+        e.saturate = true;
+        e.nan = bf::nan_policy::cuda;
+        break;
+      case 3:
+        e.subnormal = bf::subnormals::inputs_as_zero;
+        e.nan = bf::nan_policy::pytorch;
+        break;
+      default: break;
+      }
+      const bk::random_stream stream{row, row << 16};
+      std::vector<bf::bf16> a(65536, bf::bf16{std::uint16_t(row)}), b(65536), out(65536);
+      for (std::size_t j = 0; j < 65536; ++j)
+        b[j].bits = std::uint16_t(j);
+      const std::uint8_t flags = bk::add_n(a.data(), b.data(), out.data(), 65536, e, &stream);
+      std::uint8_t want = 0;
+      for (std::size_t j = 0; j < 65536; ++j) {
+        const auto r = bf::add(a[j], b[j], element_env(e, &stream, j));
+        want |= r.flags;
+        bad[k] += r.value.bits != out[j].bits;
+      }
+      bad[k] += flags != want;
+    });
+    for (const auto x : bad)
+      total += x;
+  }
+  return total;
+}
+
+} // namespace
+
+// Every subnormal and zero row (both signs, 256 rows) against every bf16, all modes: the
+// subnormal-operand window of add_n.
+TEST(Bulk, AddSubnormalRowsAllPairs) {
+  std::vector<std::uint16_t> rows;
+  for (std::uint16_t x = 0; x < 0x80; ++x) {
+    rows.push_back(x);
+    rows.push_back(std::uint16_t(x | 0x8000));
+  }
+  EXPECT_EQ(add_rows(rows), 0u);
+}
+
+// Long tier (label long, ctest -R bulk_add_all_pairs): every bf16 pair through add_n on the
+// chosen target, each mode, rows rotating four environments, stochastic with a stream.
+TEST(BulkLong, AddAllPairs) {
+  std::vector<std::uint16_t> rows(65536);
+  for (std::size_t x = 0; x < 65536; ++x)
+    rows[x] = std::uint16_t(x);
+  EXPECT_EQ(add_rows(rows), 0u);
+}
