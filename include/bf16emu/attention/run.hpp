@@ -23,6 +23,8 @@
 
 namespace bf16emu::attention {
 
+struct run_report;
+
 struct run_options {
   forward_config cfg;
   bool backward = false;
