@@ -357,7 +357,8 @@ def assert_bitwise(tmp_path, what, q, k, v, causal, stable):
 @needs_cli
 @pytest.mark.parametrize("causal", [False, True])
 def test_delta_matches_cli_to_one_fp32_ulp_of_any_row(tmp_path, causal):
-    """delta = sum(RN_bf16(dO * O)) in FP32 (the spec's reading; docs/pytorch-twin.md finding 3).
+    """delta = RN_bf16(sum(RN_bf16(dO * O)) in FP32) (the authors' backward runs outside autocast;
+    docs/pytorch-twin.md finding 3).
     The CLI writes no delta tensor, only delta - delta_exact's mean and max over rows (--backward
     --json), so those are compared: the twin's delta from its own O, delta_exact = sum dO * O_exact
     in binary64. The tolerance is a thousandth of the smallest change that one FP32 ulp in one

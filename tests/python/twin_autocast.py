@@ -166,11 +166,12 @@ def lse(l, m):
 
 
 def delta(do, o, mode="sequential"):
-    """Backward's D = (dO * O).sum(-1) as the spec models it: the product BF16 (one rounding),
-    the sum FP32 (increasing column order in "sequential" mode). Shape (..., n)."""
+    """Backward's D = (dO * O).sum(-1) on BF16 tensors (the authors' backward runs outside
+    autocast): the product BF16 (one rounding), the sum accumulated in FP32 (increasing column
+    order in "sequential" mode) and stored as BF16. Shape (..., n)."""
     prod = _bf16(do.to(F32) * o.to(F32)).to(F32)
     rowsum = KERNELS[mode][2]
-    return rowsum(prod)[..., 0]
+    return _bf16(rowsum(prod)[..., 0])
 
 
 def reference(q, k, v, causal=True):

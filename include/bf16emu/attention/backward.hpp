@@ -10,9 +10,10 @@
 // (P, dS and dO are BF16 there, as in FlashAttention-2), delta from BF16 O and dO in FP32;
 // paper = BF16 tensors, each elementwise op in FP32 then BF16, each matmul an FP32 dot
 // rounded to BF16 (the paper's attention.py, one KV block). All roundings except delta's are
-// filed under site `backward`. paper:autocast: delta as autocast computes it (BF16 products,
-// FP32 sum, FP32 result; attention.py's backward, D = (doc * oc).sum(-1)); dQ, dK, dV as
-// paper:bf16.
+// filed under site `backward`. paper:autocast: the authors' backward runs outside autocast
+// (train.py calls backward() after leaving the autocast block and attention.py's backward has
+// no custom_bwd), so on BF16 tensors: delta = D = (doc * oc).sum(-1) is BF16 products summed in
+// FP32 and stored as BF16, as under paper:bf16; dQ, dK, dV as paper:bf16.
 #pragma once
 
 #include <cmath>
@@ -40,12 +41,11 @@ inline int delta_lanes(long d) {
 namespace bwd_detail {
 
 // delta = rowsum(dO o O) for one row. exact: binary64. paper: BF16 products summed in FP32
-// (always sequential), the sum rounded to BF16 unless paper_sum_fp32 (paper:autocast: the sum
-// is on autocast's FP32 list). Otherwise FP32 in the given order: sequential (one running sum,
-// FMA-contracted if fma) or FlashAttention-2's lanes.
+// (always sequential), the sum rounded to BF16 (both paper policies). Otherwise FP32 in the given order:
+// sequential (one running sum, FMA-contracted if fma) or FlashAttention-2's lanes.
 template <class Obs>
 double delta_row(const f32_ops<Obs> &o, bool exact, bool paper, bool fma, delta_order ord,
-                 const double *dorow, const double *orow, long d, bool paper_sum_fp32 = false) {
+                 const double *dorow, const double *orow, long d) {
   auto mul = [&](double a, double b) { return exact ? a * b : o.mul(a, b, site::delta); };
   auto add = [&](double a, double b) { return exact ? a + b : o.add(a, b, site::delta); };
   auto madd = [&](double a, double b, double s) {
@@ -55,7 +55,7 @@ double delta_row(const f32_ops<Obs> &o, bool exact, bool paper, bool fma, delta_
     double s = 0;
     for (long c = 0; c < d; ++c)
       s = add(s, o.to16(mul(dorow[c], orow[c]), site::delta));
-    return paper_sum_fp32 ? s : o.to16(s, site::delta);
+    return o.to16(s, site::delta);
   }
   if (ord == delta_order::sequential) {
     double s = 0;
@@ -82,9 +82,7 @@ double delta_row(const f32_ops<Obs> &o, bool exact, bool paper, bool fma, delta_
 // Fraction bits of delta's format: binary64 (exact), BF16 (paper:bf16), FP32 (the others,
 // paper:autocast included).
 inline int delta_frac_bits(const kernel_policy &p) {
-  return p.kind == policy_kind::exact                                          ? 52
-         : p.kind == policy_kind::paper && p.paper_arith == paper_dtypes::bf16 ? 7
-                                                                               : 23;
+  return p.kind == policy_kind::exact ? 52 : p.kind == policy_kind::paper ? 7 : 23;
 }
 
 struct backward_result {
@@ -146,9 +144,8 @@ backward_result backward_head(const forward_config &cfg, const head_view &h, con
   r.delta.assign(n, 0.0), r.dq.assign(n * d, 0.0), r.dk.assign(n * d, 0.0), r.dv.assign(n * d, 0.0);
   // delta
   for (long row = 0; row < n; ++row)
-    r.delta[row] =
-        bwd_detail::delta_row(o, exact, paper, pol.fma_contract, delta_order::sequential, &dout[row * d],
-                              &fwd.o[row * d], d, pol.paper_arith == paper_dtypes::autocast);
+    r.delta[row] = bwd_detail::delta_row(o, exact, paper, pol.fma_contract, delta_order::sequential,
+                                         &dout[row * d], &fwd.o[row * d], d);
   // P, dS
   std::vector<double> P(n * n, 0.0), dS(n * n, 0.0);
   const double c = exact ? scale * 1.4426950408889634 : double(float(scale * 1.4426950408889634));
