@@ -35,11 +35,13 @@ template <bool Trace>
 BF16EMU_CXHD unrounded sum_normalized(bool sign_a, std::int32_t ea, std::uint64_t sa, bool sign_b,
                                       std::int32_t eb, std::uint64_t sb, const env &e,
                                       bool &exact_zero) noexcept {
-  // Order by magnitude without branches (random data makes this a coin flip).
+  // Order by magnitude without branches (random data makes this a coin flip). Selects by
+  // masks: GCC 12 turns the ?: form of these selects into a branch.
   const bool swap = (ea < eb) | ((ea == eb) & (sa < sb));
-  const bool sign_big = swap ? sign_b : sign_a;
-  const std::int32_t e_big = swap ? eb : ea, e_small = swap ? ea : eb;
-  const std::uint64_t big = swap ? sb : sa, small = swap ? sa : sb;
+  const std::uint64_t m = std::uint64_t{0} - std::uint64_t(swap);
+  const std::uint64_t big = sa ^ ((sa ^ sb) & m), small = sb ^ ((sa ^ sb) & m);
+  const std::int32_t e_big = ea ^ ((ea ^ eb) & std::int32_t(m)), e_small = eb ^ ((ea ^ eb) & std::int32_t(m));
+  const bool sign_big = sign_a ^ ((sign_a ^ sign_b) & swap);
   const std::uint32_t d = std::uint32_t(e_big - e_small);
   const std::uint32_t dc = d > 63 ? 63 : d; // small < 2^62, so a shift by 63 drops it all
   const std::uint64_t aligned = small >> dc;
@@ -50,7 +52,8 @@ BF16EMU_CXHD unrounded sum_normalized(bool sign_a, std::int32_t ea, std::uint64_
   u.sign = sign_big;
   u.exp = e_big;
   u.sig = big + ((aligned ^ neg_mask) - neg_mask); // big - aligned when subtracting
-  u.tail_sign = std::int8_t(lost == 0 ? 0 : (subtract ? -1 : 1));
+  const int has_tail = int(lost != 0);
+  u.tail_sign = std::int8_t(has_tail - 2 * (has_tail & int(subtract))); // 0, or -1 when subtracting, else +1
   if constexpr (Trace) {
     if (lost != 0) {
       const double t = scale(double(lost), e_small);
@@ -206,16 +209,32 @@ BF16EMU_GENERAL_PATH BF16EMU_CXHD result<Out> div_general(fp<FA> a, fp<FB> b, co
 // subnormals, Inf/NaN, an exact-zero sum, a result that is tiny or overflows): the general
 // routine then computes it, flags and all.
 
+// Add on the packed bits. The smaller operand's bits shifted out of the 64-bit window are
+// jammed into its last bit (a sticky bit) instead of being carried as a tail: the larger
+// significand has 61 - M zero bits below it, so the jammed bit changes no bit of the exact
+// sum's floor above bit 0 (an exact sum R + f, 0 < f < 1, is computed as R or R + 1 with bit
+// 0 set), and bit 0 lies below the guard, round and 32 fraction bits that the rounding reads.
 template <round_mode Mode> struct fast_add {
   template <class F>
   BF16EMU_CXHD static bool run(fp<F> a, fp<F> b, bool negate_b, const env &e, result<F> &r) noexcept {
     if (!is_normal(a) || !is_normal(b)) return false;
-    const unpacked ua = unpack_normal(a), ub = unpack_normal(b);
-    constexpr int s = 61 - F::frac_bits; // normal significands: leading bit at frac_bits
-    bool exact_zero = false;
-    const unrounded u = sum_normalized<false>(ua.sign, ua.exp - s, ua.sig << s, ub.sign != negate_b,
-                                              ub.exp - s, ub.sig << s, e, exact_zero);
-    return !exact_zero && round_pack_normal<F, Mode>(u, e.random, r);
+    constexpr int M = F::frac_bits, s = 61 - M; // significands with their leading bit at 61
+    const std::uint64_t xa = a.bits, xb = b.bits ^ (negate_b ? F::sign_mask : 0);
+    // Normal magnitudes order as their bit patterns; select by masks (no branch).
+    const std::uint64_t m = std::uint64_t{0} - std::uint64_t((xb & F::abs_mask) > (xa & F::abs_mask));
+    const std::uint64_t hi = xa ^ ((xa ^ xb) & m), lo = xb ^ ((xa ^ xb) & m);
+    const int eh = int((hi & F::exp_mask) >> M), el = int((lo & F::exp_mask) >> M);
+    const std::uint64_t big = ((hi & F::frac_mask) | (std::uint64_t{1} << M)) << s;
+    const std::uint64_t small = ((lo & F::frac_mask) | (std::uint64_t{1} << M)) << s;
+    const unsigned d = unsigned(eh - el), dc = d > 63 ? 63 : d;
+    const std::uint64_t aligned =
+        (small >> dc) | std::uint64_t((small & ((std::uint64_t{1} << dc) - 1)) != 0);
+    const std::uint64_t neg = std::uint64_t{0} - std::uint64_t(((xa ^ xb) & F::sign_mask) != 0);
+    const std::uint64_t sum = big + ((aligned ^ neg) - neg); // big - aligned when the signs differ
+    if (sum == 0) return false;                              // an exact zero: its sign depends on the mode
+    const int n = clz64(sum);
+    return round_normalized<F, Mode>((hi & F::sign_mask) != 0, eh - F::bias - M - s + 63 - n, sum << n, false,
+                                     e.random, r);
   }
 };
 
