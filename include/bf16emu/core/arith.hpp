@@ -306,38 +306,39 @@ BF16EMU_CXHD bool fast_dispatch(round_mode m, A &&...args) noexcept {
 template <class Tr, class Out, class... In>
 inline constexpr bool fast_path_applies = !Tr::enabled && (std::is_same_v<Out, In> && ...);
 
+// Op<mode>::run(args..., r) where Applies, else false (and Op is not instantiated).
+template <template <round_mode> class Op, bool Applies, class R, class... A>
+BF16EMU_CXHD bool try_fast(round_mode m, R &r, const A &...args) noexcept {
+  if constexpr (Applies)
+    return fast_dispatch<Op>(m, args..., r);
+  else
+    return false;
+}
+
 // What the public operations call: the fast path first, the general routine for the rest.
 template <class Out, class FA, class FB, class Tr>
 BF16EMU_CXHD result<Out> add_impl(fp<FA> a, fp<FB> b, bool negate_b, const env &e, Tr &tr,
                                   op_kind op) noexcept {
-  if constexpr (fast_path_applies<Tr, Out, FA, FB>) {
-    result<Out> r;
-    if (fast_dispatch<fast_add>(e.mode, a, b, negate_b, e, r)) return r;
-  }
+  result<Out> r;
+  if (try_fast<fast_add, fast_path_applies<Tr, Out, FA, FB>>(e.mode, r, a, b, negate_b, e)) return r;
   return add_general<Out>(a, b, negate_b, e, tr, op);
 }
 template <class Out, class FA, class FB, class Tr>
 BF16EMU_CXHD result<Out> mul_impl(fp<FA> a, fp<FB> b, const env &e, Tr &tr) noexcept {
-  if constexpr (fast_path_applies<Tr, Out, FA, FB>) {
-    result<Out> r;
-    if (fast_dispatch<fast_mul>(e.mode, a, b, e, r)) return r;
-  }
+  result<Out> r;
+  if (try_fast<fast_mul, fast_path_applies<Tr, Out, FA, FB>>(e.mode, r, a, b, e)) return r;
   return mul_general<Out>(a, b, e, tr);
 }
 template <class Out, class FA, class FB, class FC, class Tr>
 BF16EMU_CXHD result<Out> fma_impl(fp<FA> a, fp<FB> b, fp<FC> c, const env &e, Tr &tr) noexcept {
-  if constexpr (fast_path_applies<Tr, Out, FA, FB, FC>) {
-    result<Out> r;
-    if (fast_dispatch<fast_fma>(e.mode, a, b, c, e, r)) return r;
-  }
+  result<Out> r;
+  if (try_fast<fast_fma, fast_path_applies<Tr, Out, FA, FB, FC>>(e.mode, r, a, b, c, e)) return r;
   return fma_general<Out>(a, b, c, e, tr);
 }
 template <class Out, class FA, class FB, class Tr>
 BF16EMU_CXHD result<Out> div_impl(fp<FA> a, fp<FB> b, const env &e, Tr &tr) noexcept {
-  if constexpr (fast_path_applies<Tr, Out, FA, FB>) {
-    result<Out> r;
-    if (fast_dispatch<fast_div>(e.mode, a, b, e, r)) return r;
-  }
+  result<Out> r;
+  if (try_fast<fast_div, fast_path_applies<Tr, Out, FA, FB>>(e.mode, r, a, b, e)) return r;
   return div_general<Out>(a, b, e, tr);
 }
 
