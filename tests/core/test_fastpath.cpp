@@ -1,4 +1,5 @@
-// Fast-path oracle tier for the scalar core's fp32 sqrt and div (issue 14, goal 1).
+// Fast-path oracle tier for the scalar core (issue 14, goal 1): fp32 sqrt and div below, and the
+// same-format add/sub/mul/fma/div fast paths (FastPath.Add ... DivGeneralAndFast, further down).
 //
 // sqrt now forms its 57-bit root from the binary64 root plus an exact integer fix-up
 // (core/arith.hpp sqrt_root). div keeps its two-step integer long division (a binary64
