@@ -3,7 +3,8 @@
 //
 //   ./build/bench/bench_core --benchmark_min_time=0.5
 // Scalar core (docs/performance.md), medians of 5 on a shared machine:
-//   ./build/bench/bench_core --benchmark_filter='BM_(native_)?(f32|bf16)_(add|mul|fma|div|sqrt)(<|/|$)'
+//   ./build/bench/bench_core
+//   --benchmark_filter='BM_(native_)?(f32|bf16)_(add|mul|fma|div|sqrt)(_bits)?(<|/|$)'
 //     --benchmark_min_time=0.2 --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 //   (one command line)
 #include <benchmark/benchmark.h>
@@ -27,6 +28,17 @@ std::vector<std::uint32_t> random_f32(std::size_t n, std::uint64_t seed) {
     const std::uint32_t r = std::uint32_t(s >> 32);
     const std::uint32_t exp = 107u + (r % 41u);
     x = (r & 0x80000000u) | (exp << 23) | ((r * 2654435761u) & 0x7fffffu);
+  }
+  return v;
+}
+
+// Random bit patterns (the measurement): every class, NaN, Inf and subnormal included.
+std::vector<std::uint32_t> random_bits(std::size_t n, std::uint64_t seed) {
+  std::vector<std::uint32_t> v(n);
+  std::uint64_t s = seed;
+  for (auto &x : v) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    x = std::uint32_t(s >> 32);
   }
   return v;
 }
@@ -69,16 +81,17 @@ template <op2 Op, class F, class Tr> result<F> emulated_op(fp<F> x, fp<F> y, fp<
 }
 
 // sqrt reads positive operands (negative ones would all take the invalid early exit).
-std::vector<std::uint32_t> operands(op2 op, std::uint64_t seed) {
-  auto v = random_f32(kN, seed);
+// Bits: random bit patterns instead of values near 1.
+template <bool Bits = false> std::vector<std::uint32_t> operands(op2 op, std::uint64_t seed) {
+  auto v = Bits ? random_bits(kN, seed) : random_f32(kN, seed);
   if (op == op2::sqrt)
     for (auto &x : v)
       x &= 0x7FFFFFFFu;
   return v;
 }
 
-template <op2 Op> void BM_native_f32(benchmark::State &state) {
-  const auto a = operands(Op, 1), b = random_f32(kN, 2), c = random_f32(kN, 6);
+template <op2 Op, bool Bits = false> void BM_native_f32(benchmark::State &state) {
+  const auto a = operands<Bits>(Op, 1), b = operands<Bits>(op2::add, 2), c = operands<Bits>(op2::add, 6);
   std::vector<float> fa(kN), fb(kN), fc(kN);
   for (std::size_t i = 0; i < kN; ++i) {
     fa[i] = to_float(f32::from_bits(a[i]));
@@ -103,10 +116,14 @@ BENCHMARK(BM_native_f32_mul);
 BENCHMARK(BM_native_f32_fma);
 BENCHMARK(BM_native_f32_div);
 BENCHMARK(BM_native_f32_sqrt);
+void BM_native_f32_add_bits(benchmark::State &state) { BM_native_f32<op2::add, true>(state); }
+void BM_native_f32_mul_bits(benchmark::State &state) { BM_native_f32<op2::mul, true>(state); }
+BENCHMARK(BM_native_f32_add_bits);
+BENCHMARK(BM_native_f32_mul_bits);
 
 // One emulated op over the operands, in the mode given by the argument, tracer off or on.
-template <op2 Op, class F, bool Trace> void run_emulated(benchmark::State &state) {
-  const auto a = operands(Op, 1), b = random_f32(kN, 2), c = random_f32(kN, 6);
+template <op2 Op, class F, bool Trace, bool Bits = false> void run_emulated(benchmark::State &state) {
+  const auto a = operands<Bits>(Op, 1), b = operands<Bits>(op2::add, 2), c = operands<Bits>(op2::add, 6);
   std::vector<fp<F>> x(kN), y(kN), z(kN);
   for (std::size_t i = 0; i < kN; ++i) { // bf16: the top half of the fp32 pattern
     constexpr int drop = 32 - F::width;
@@ -164,6 +181,19 @@ BENCHMARK(BM_f32_sqrt<false>)->Arg(0)->Arg(6);
 BENCHMARK(BM_f32_sqrt<true>)->Arg(0);
 BENCHMARK(BM_bf16_add)->Arg(0);
 BENCHMARK(BM_bf16_mul)->Arg(0);
+// Random bit patterns: operands and results of every class, so the general routine's share.
+void BM_f32_add_bits(benchmark::State &state) { run_emulated<op2::add, binary32, false, true>(state); }
+void BM_f32_mul_bits(benchmark::State &state) { run_emulated<op2::mul, binary32, false, true>(state); }
+void BM_f32_fma_bits(benchmark::State &state) { run_emulated<op2::fma, binary32, false, true>(state); }
+void BM_f32_div_bits(benchmark::State &state) { run_emulated<op2::div, binary32, false, true>(state); }
+void BM_bf16_add_bits(benchmark::State &state) { run_emulated<op2::add, bfloat16, false, true>(state); }
+void BM_bf16_mul_bits(benchmark::State &state) { run_emulated<op2::mul, bfloat16, false, true>(state); }
+BENCHMARK(BM_f32_add_bits)->Arg(0);
+BENCHMARK(BM_f32_mul_bits)->Arg(0);
+BENCHMARK(BM_f32_fma_bits)->Arg(0);
+BENCHMARK(BM_f32_div_bits)->Arg(0);
+BENCHMARK(BM_bf16_add_bits)->Arg(0);
+BENCHMARK(BM_bf16_mul_bits)->Arg(0);
 
 void BM_native_bf16_add_bulk(benchmark::State &state) {
   // Baseline: what a native path does for bf16 (widen to float, add, truncate-free RNE by bits).

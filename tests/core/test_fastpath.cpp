@@ -1,4 +1,5 @@
-// Fast-path oracle tier for the scalar core's fp32 sqrt and div (issue 14, goal 1).
+// Fast-path oracle tier for the scalar core (issue 14, goal 1): fp32 sqrt and div below, and the
+// same-format add/sub/mul/fma/div fast paths (FastPath.Add ... DivGeneralAndFast, further down).
 //
 // sqrt now forms its 57-bit root from the binary64 root plus an exact integer fix-up
 // (core/arith.hpp sqrt_root). div keeps its two-step integer long division (a binary64
@@ -362,5 +363,238 @@ TEST(FastPath, RootConstantEvaluationMatchesRunTime) {
   EXPECT_EQ(r2.root, ref.root);
   EXPECT_EQ(r2.rem, ref.rem);
 }
+
+// ---- add, sub, mul, fma, div fast paths ----------------------------------------------------------
+// Same-format operations try detail::fast_dispatch first (normal operands, normal result, no
+// tracer) and fall back to detail::*_general. Each case runs in all 7 modes under a random
+// environment (tininess, NaN, subnormal and saturation policies, stochastic bits incl. 0 and
+// all ones) and checks: the public operation (what users call) equals the general routine,
+// bits and flags; the fast path called directly, where it answers, equals it too; 1 case in 64
+// also equals the independent oracle (tests/oracle) and the traced call. Formats: fp32 (half
+// the cases), bf16 and fp16 (a quarter each).
+enum class fop { add, sub, mul, fma, div };
+
+const char *fop_name(fop o) {
+  switch (o) {
+  case fop::add: return "add";
+  case fop::sub: return "sub";
+  case fop::mul: return "mul";
+  case fop::fma: return "fma";
+  default: return "div";
+  }
+}
+
+template <class F> struct fast_case {
+  static constexpr int M = F::frac_bits;
+  static constexpr unsigned emax = unsigned(F::exp_field_max - 1); // largest normal biased exponent
+  static constexpr unsigned bias = unsigned(F::bias);
+
+  static std::uint64_t pack(bool sign, int ex, std::uint64_t fr) {
+    const unsigned e = ex < 0 ? 0u : ex > int(F::exp_field_max) ? unsigned(F::exp_field_max) : unsigned(ex);
+    return (sign ? F::sign_mask : 0) | (std::uint64_t(e) << M) | (fr & F::frac_mask);
+  }
+  static int exp_of(std::uint64_t x) { return int((x & F::exp_mask) >> M); }
+  static std::uint64_t any(rng &r) { return r.next() & (F::sign_mask | F::exp_mask | F::frac_mask); }
+  static std::uint64_t frac(rng &r) {
+    static constexpr std::uint64_t h = std::uint64_t{1} << (M - 1);
+    const std::uint64_t edges[] = {0, 1, 2, F::frac_mask, F::frac_mask - 1, h, h - 1, h + 1};
+    return r.coin() ? r.next() : edges[r.below(8)];
+  }
+  // Class boundaries: zero/subnormal, min normal, around 1, max finite, Inf/NaN.
+  static std::uint64_t edge(rng &r) {
+    const int exps[] = {0,
+                        1,
+                        1,
+                        2,
+                        int(bias) - 1,
+                        int(bias),
+                        int(bias) + 1,
+                        int(emax) - 1,
+                        int(emax),
+                        int(emax),
+                        int(F::exp_field_max)};
+    return pack(r.coin(), exps[r.below(11)], frac(r));
+  }
+  static std::uint64_t normal(rng &r, int lo, int hi) {
+    return pack(r.coin(), lo + r.below(hi - lo + 1), frac(r));
+  }
+
+  // a op b (op c): random patterns, random normals, data-like exponents, boundaries, and
+  // operands aimed at ties, exact cancellation, and results that just overflow or underflow.
+  static void operands(fop o, rng &r, std::uint64_t &a, std::uint64_t &b, std::uint64_t &c) {
+    const int E = int(emax), B = int(bias), spread = E > 60 ? 20 : 8;
+    const bool additive = o == fop::add || o == fop::sub;
+    c = r.coin() ? normal(r, 1, E) : edge(r);
+    switch (r.below(8)) {
+    case 0: a = any(r), b = any(r), c = any(r); break;
+    case 1: a = normal(r, 1, E), b = normal(r, 1, E); break;
+    case 2: // what data looks like: exponents near 1
+      a = normal(r, B - spread, B + spread), b = normal(r, B - spread, B + spread);
+      c = normal(r, B - spread, B + spread);
+      break;
+    case 3: a = edge(r), b = edge(r); break;
+    case 4: { // aligned magnitudes: exact cancellation, ties (b = half an ulp of a), carries
+      a = normal(r, 1, E);
+      const int d = r.below(M + 4);
+      const std::uint64_t fr = r.coin() ? (a & F::frac_mask) + std::uint64_t(r.below(5)) - 2u : frac(r);
+      b = pack(r.coin(), exp_of(a) - d, r.below(4) == 0 ? 0 : fr);
+      // fma: c cancels the product a * b (truncated, then nudged by up to 2 ulps).
+      const result<F> p =
+          bf16emu::mul(fp<F>::from_bits(typename F::storage(a)), fp<F>::from_bits(typename F::storage(b)),
+                       with_mode(round_mode::toward_zero));
+      c = (p.bits() ^ F::sign_mask) + std::uint64_t(r.below(5)) - 2u;
+      break;
+    }
+    case 5: { // result exponent just below or above the largest
+      const int t = E + r.below(5) - 2;
+      if (additive) {
+        const bool s = r.coin();
+        a = pack(s, E - r.below(2), frac(r)), b = pack(r.below(4) == 0 ? !s : s, E - r.below(3), frac(r));
+      } else {
+        const int ea = 1 + r.below(E);
+        a = pack(r.coin(), ea, frac(r));
+        b = pack(r.coin(), o == fop::div ? ea - t + B : t - ea + B, frac(r));
+      }
+      break;
+    }
+    case 6: { // result exponent just above or below the smallest normal
+      const int t = 1 + r.below(5) - 2;
+      if (additive) {
+        const int ea = 1 + r.below(3);
+        a = pack(r.coin(), ea, frac(r)), b = pack(r.coin(), ea + r.below(3) - 1, frac(r));
+      } else {
+        const int ea = 1 + r.below(E);
+        a = pack(r.coin(), ea, frac(r));
+        b = pack(r.coin(), o == fop::div ? ea - t + B : t - ea + B, frac(r));
+      }
+      c = pack(r.coin(), r.below(4), frac(r));
+      break;
+    }
+    default: a = edge(r), b = normal(r, 1, E); break;
+    }
+  }
+
+  static result<F> public_op(fop o, fp<F> a, fp<F> b, fp<F> c, const env &e) {
+    switch (o) {
+    case fop::add: return bf16emu::add(a, b, e);
+    case fop::sub: return bf16emu::sub(a, b, e);
+    case fop::mul: return bf16emu::mul(a, b, e);
+    case fop::fma: return bf16emu::fma(a, b, c, e);
+    default: return bf16emu::div(a, b, e);
+    }
+  }
+  static result<F> traced_op(fop o, fp<F> a, fp<F> b, fp<F> c, const env &e) {
+    last_event ev;
+    switch (o) {
+    case fop::add: return bf16emu::add(a, b, e, ev);
+    case fop::sub: return bf16emu::sub(a, b, e, ev);
+    case fop::mul: return bf16emu::mul(a, b, e, ev);
+    case fop::fma: return bf16emu::fma(a, b, c, e, ev);
+    default: return bf16emu::div(a, b, e, ev);
+    }
+  }
+  static result<F> general_op(fop o, fp<F> a, fp<F> b, fp<F> c, const env &e) {
+    no_trace tr;
+    switch (o) {
+    case fop::add: return detail::add_general<F>(a, b, false, e, tr, op_kind::add);
+    case fop::sub: return detail::add_general<F>(a, b, true, e, tr, op_kind::sub);
+    case fop::mul: return detail::mul_general<F>(a, b, e, tr);
+    case fop::fma: return detail::fma_general<F>(a, b, c, e, tr);
+    default: return detail::div_general<F>(a, b, e, tr);
+    }
+  }
+  static bool fast_op(fop o, fp<F> a, fp<F> b, fp<F> c, const env &e, result<F> &r) {
+    switch (o) {
+    case fop::add: return detail::fast_dispatch<detail::fast_add>(e.mode, a, b, false, e, r);
+    case fop::sub: return detail::fast_dispatch<detail::fast_add>(e.mode, a, b, true, e, r);
+    case fop::mul: return detail::fast_dispatch<detail::fast_mul>(e.mode, a, b, e, r);
+    case fop::fma: return detail::fast_dispatch<detail::fast_fma>(e.mode, a, b, c, e, r);
+    default: return detail::fast_dispatch<detail::fast_div>(e.mode, a, b, e, r);
+    }
+  }
+  static oracle::result oracle_op(fop o, fp<F> a, fp<F> b, fp<F> c, const env &e) {
+    const oracle::format f = ofmt<F>();
+    const oracle::operand oa{a.bits, f}, ob{b.bits, f}, oc{c.bits, f};
+    switch (o) {
+    case fop::add: return oracle::add(oa, ob, f, oenv(e));
+    case fop::sub: return oracle::sub(oa, ob, f, oenv(e));
+    case fop::mul: return oracle::mul(oa, ob, f, oenv(e));
+    case fop::fma: return oracle::fma(oa, ob, oc, f, oenv(e));
+    default: return oracle::div(oa, ob, f, oenv(e));
+    }
+  }
+};
+
+struct fast_tally {
+  tally t;
+  std::atomic<long long> taken{0}, oracle_checked{0};
+};
+
+template <class F> void check_fast_case(fast_tally &ft, fop o, std::uint64_t i, rng &r) {
+  using C = fast_case<F>;
+  std::uint64_t ab, bb, cb;
+  C::operands(o, r, ab, bb, cb);
+  using S = typename F::storage;
+  const fp<F> a = fp<F>::from_bits(S(ab)), b = fp<F>::from_bits(S(bb)), c = fp<F>::from_bits(S(cb));
+  const std::string what = std::string(fop_name(o)) + " " + format_name<F>() + " a=" + hex(a.bits) +
+                           " b=" + hex(b.bits) + (o == fop::fma ? " c=" + hex(c.bits) : std::string());
+  const bool with_oracle = (i & 63) == 7, traced = (i & 63) == 9;
+  for (int m = 0; m < round_mode_count; ++m) {
+    const env e = random_env(r, round_mode(m));
+    const result<F> got = C::public_op(o, a, b, c, e);
+    const result<F> want = C::general_op(o, a, b, c, e);
+    ++ft.t.cases;
+    if (got.bits() != want.bits() || got.flags != want.flags)
+      ft.t.fail(what + " " + env_string(e) + ": public " + hex(got.bits()) + " flags " + hex(got.flags) +
+                ", general " + hex(want.bits()) + " flags " + hex(want.flags));
+    result<F> fast;
+    if (C::fast_op(o, a, b, c, e, fast)) {
+      ++ft.taken;
+      if (fast.bits() != want.bits() || fast.flags != want.flags)
+        ft.t.fail(what + " " + env_string(e) + ": fast path " + hex(fast.bits()) + " flags " +
+                  hex(fast.flags) + ", general " + hex(want.bits()) + " flags " + hex(want.flags));
+    }
+    if (with_oracle) {
+      ++ft.oracle_checked;
+      const oracle::result ref = C::oracle_op(o, a, b, c, e);
+      if (got.bits() != ref.bits || got.flags != ref.flags)
+        ft.t.fail(what + " " + env_string(e) + ": public " + hex(got.bits()) + " flags " + hex(got.flags) +
+                  ", oracle " + hex(ref.bits) + " flags " + hex(ref.flags));
+    }
+    if (traced) {
+      const result<F> tr = C::traced_op(o, a, b, c, e);
+      if (tr.bits() != got.bits() || tr.flags != got.flags)
+        ft.t.fail(what + " " + env_string(e) + ": traced " + hex(tr.bits()) + ", untraced " +
+                  hex(got.bits()));
+    }
+  }
+}
+
+void run_fast_op(fop o, std::uint64_t seed) {
+  const std::uint64_t n = cases_per_mode();
+  fast_tally ft;
+  run_blocks(n, [&](std::uint64_t i) {
+    rng r(seed * 0x100000000ull + i);
+    switch (i & 3) {
+    case 0:
+    case 1: check_fast_case<binary32>(ft, o, i, r); break;
+    case 2: check_fast_case<bfloat16>(ft, o, i, r); break;
+    default: check_fast_case<binary16>(ft, o, i, r); break;
+    }
+  });
+  report(ft.t, fop_name(o), n * round_mode_count);
+  // The operands must reach the fast path often, and the general routine often too.
+  EXPECT_GT(ft.taken.load(), ft.t.cases.load() / 4);
+  EXPECT_LT(ft.taken.load(), ft.t.cases.load() * 15 / 16);
+  EXPECT_GT(ft.oracle_checked.load(), 0);
+  std::printf("fast-path %s: the fast path answered %lld, %lld also against the oracle\n", fop_name(o),
+              ft.taken.load(), ft.oracle_checked.load());
+}
+
+TEST(FastPath, Add) { run_fast_op(fop::add, 0xADD0); }
+TEST(FastPath, Sub) { run_fast_op(fop::sub, 0x50B0); }
+TEST(FastPath, Mul) { run_fast_op(fop::mul, 0x3170); }
+TEST(FastPath, Fma) { run_fast_op(fop::fma, 0xF3A0); }
+TEST(FastPath, DivGeneralAndFast) { run_fast_op(fop::div, 0xD170); }
 
 } // namespace

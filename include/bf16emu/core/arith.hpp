@@ -11,25 +11,37 @@
 #include "bf16emu/core/round.hpp"
 #include "bf16emu/core/special.hpp"
 
+// The general routines are kept out of line, so that the fast paths that run first (below)
+// compile to small leaf code with no stack frame of their own.
+#if defined(__CUDACC__)
+#define BF16EMU_GENERAL_PATH __noinline__
+#elif defined(__GNUC__)
+#define BF16EMU_GENERAL_PATH __attribute__((noinline, cold))
+#else
+#define BF16EMU_GENERAL_PATH
+#endif
+
 namespace bf16emu {
 
 namespace detail {
 
 template <class F> inline constexpr bool arith_ok = F::precision <= 24;
 
-// Exact sum of two nonzero finite terms |a| = sa*2^ea, |b| = sb*2^eb (signs given),
-// in a 64-bit window with leading bit at 61 or 62; bits of the smaller term that fall
-// below the window become the tail.
+// Exact sum of two nonzero finite terms |a| = sa*2^ea, |b| = sb*2^eb (signs given), both
+// significands with their leading bit at 61 and at most 48 significant bits, in a 64-bit
+// window with leading bit at 61 or 62; bits of the smaller term that fall below the window
+// become the tail (and then the leading bit is at 60 or above).
 template <bool Trace>
-BF16EMU_CXHD unrounded sum_terms(bool sign_a, std::int32_t ea, std::uint64_t sa, bool sign_b, std::int32_t eb,
-                                 std::uint64_t sb, const env &e, bool &exact_zero) noexcept {
-  normalize_to(sa, ea, 61);
-  normalize_to(sb, eb, 61);
-  // Order by magnitude without branches (random data makes this a coin flip).
+BF16EMU_CXHD unrounded sum_normalized(bool sign_a, std::int32_t ea, std::uint64_t sa, bool sign_b,
+                                      std::int32_t eb, std::uint64_t sb, const env &e,
+                                      bool &exact_zero) noexcept {
+  // Order by magnitude without branches (random data makes this a coin flip). Selects by
+  // masks: GCC 12 turns the ?: form of these selects into a branch.
   const bool swap = (ea < eb) | ((ea == eb) & (sa < sb));
-  const bool sign_big = swap ? sign_b : sign_a;
-  const std::int32_t e_big = swap ? eb : ea, e_small = swap ? ea : eb;
-  const std::uint64_t big = swap ? sb : sa, small = swap ? sa : sb;
+  const std::uint64_t m = std::uint64_t{0} - std::uint64_t(swap);
+  const std::uint64_t big = sa ^ ((sa ^ sb) & m), small = sb ^ ((sa ^ sb) & m);
+  const std::int32_t e_big = ea ^ ((ea ^ eb) & std::int32_t(m)), e_small = eb ^ ((ea ^ eb) & std::int32_t(m));
+  const bool sign_big = sign_a ^ ((sign_a ^ sign_b) & swap);
   const std::uint32_t d = std::uint32_t(e_big - e_small);
   const std::uint32_t dc = d > 63 ? 63 : d; // small < 2^62, so a shift by 63 drops it all
   const std::uint64_t aligned = small >> dc;
@@ -40,7 +52,8 @@ BF16EMU_CXHD unrounded sum_terms(bool sign_a, std::int32_t ea, std::uint64_t sa,
   u.sign = sign_big;
   u.exp = e_big;
   u.sig = big + ((aligned ^ neg_mask) - neg_mask); // big - aligned when subtracting
-  u.tail_sign = std::int8_t(lost == 0 ? 0 : (subtract ? -1 : 1));
+  const int has_tail = int(lost != 0);
+  u.tail_sign = std::int8_t(has_tail - 2 * (has_tail & int(subtract))); // 0, or -1 when subtracting, else +1
   if constexpr (Trace) {
     if (lost != 0) {
       const double t = scale(double(lost), e_small);
@@ -52,9 +65,18 @@ BF16EMU_CXHD unrounded sum_terms(bool sign_a, std::int32_t ea, std::uint64_t sa,
   return u;
 }
 
+// The same for any nonzero significands of at most 48 bits.
+template <bool Trace>
+BF16EMU_CXHD unrounded sum_terms(bool sign_a, std::int32_t ea, std::uint64_t sa, bool sign_b, std::int32_t eb,
+                                 std::uint64_t sb, const env &e, bool &exact_zero) noexcept {
+  normalize_to(sa, ea, 61);
+  normalize_to(sb, eb, 61);
+  return sum_normalized<Trace>(sign_a, ea, sa, sign_b, eb, sb, e, exact_zero);
+}
+
 template <class Out, class FA, class FB, class Tr>
-BF16EMU_CXHD result<Out> add_impl(fp<FA> a, fp<FB> b, bool negate_b, const env &e, Tr &tr,
-                                  op_kind op) noexcept {
+BF16EMU_GENERAL_PATH BF16EMU_CXHD result<Out> add_general(fp<FA> a, fp<FB> b, bool negate_b, const env &e,
+                                                          Tr &tr, op_kind op) noexcept {
   static_assert(arith_ok<FA> && arith_ok<FB>, "arithmetic supports formats of up to 24 significant bits");
   const unpacked ua = unpack(a, e);
   unpacked ub = unpack(b, e);
@@ -81,7 +103,7 @@ BF16EMU_CXHD result<Out> add_impl(fp<FA> a, fp<FB> b, bool negate_b, const env &
 }
 
 template <class Out, class FA, class FB, class Tr>
-BF16EMU_CXHD result<Out> mul_impl(fp<FA> a, fp<FB> b, const env &e, Tr &tr) noexcept {
+BF16EMU_GENERAL_PATH BF16EMU_CXHD result<Out> mul_general(fp<FA> a, fp<FB> b, const env &e, Tr &tr) noexcept {
   static_assert(arith_ok<FA> && arith_ok<FB>, "arithmetic supports formats of up to 24 significant bits");
   const unpacked ua = unpack(a, e), ub = unpack(b, e);
   const bool sign = ua.sign != ub.sign;
@@ -99,7 +121,8 @@ BF16EMU_CXHD result<Out> mul_impl(fp<FA> a, fp<FB> b, const env &e, Tr &tr) noex
 }
 
 template <class Out, class FA, class FB, class FC, class Tr>
-BF16EMU_CXHD result<Out> fma_impl(fp<FA> a, fp<FB> b, fp<FC> c, const env &e, Tr &tr) noexcept {
+BF16EMU_GENERAL_PATH BF16EMU_CXHD result<Out> fma_general(fp<FA> a, fp<FB> b, fp<FC> c, const env &e,
+                                                          Tr &tr) noexcept {
   static_assert(arith_ok<FA> && arith_ok<FB> && arith_ok<FC>,
                 "arithmetic supports formats of up to 24 significant bits");
   const unpacked ua = unpack(a, e), ub = unpack(b, e), uc = unpack(c, e);
@@ -133,8 +156,33 @@ BF16EMU_CXHD result<Out> fma_impl(fp<FA> a, fp<FB> b, fp<FC> c, const env &e, Tr
   return round_pack<Out>(u, e, tr, op_kind::fma);
 }
 
+// Long division in two 32-bit steps, significands normalised to [2^31, 2^32):
+// a 63- or 64-bit quotient, so even stochastic rounding (32 bits below the last
+// kept bit of a 24-bit result) sees exact discarded bits; the remainder is the sticky.
+template <bool Trace>
+BF16EMU_CXHD unrounded long_div(bool sign, const unpacked &ua, const unpacked &ub) noexcept {
+  std::uint64_t sa = ua.sig, sb = ub.sig;
+  std::int32_t ea = ua.exp, eb = ub.exp;
+  normalize_to(sa, ea, 31);
+  normalize_to(sb, eb, 31);
+  const std::uint64_t hi_num = sa << 31;
+  const std::uint64_t q1 = hi_num / sb, r1 = hi_num % sb;
+  const std::uint64_t lo_num = r1 << 32;
+  const std::uint64_t q2 = lo_num / sb, r2 = lo_num % sb;
+  unrounded u;
+  u.sign = sign;
+  u.sig = (q1 << 32) | q2;
+  u.exp = ea - eb - 63;
+  u.tail_sign = r2 != 0;
+  if constexpr (Trace) {
+    u.tail = scale(double(r2) / double(sb), u.exp);
+    u.tail_exact = r2 == 0;
+  }
+  return u;
+}
+
 template <class Out, class FA, class FB, class Tr>
-BF16EMU_CXHD result<Out> div_impl(fp<FA> a, fp<FB> b, const env &e, Tr &tr) noexcept {
+BF16EMU_GENERAL_PATH BF16EMU_CXHD result<Out> div_general(fp<FA> a, fp<FB> b, const env &e, Tr &tr) noexcept {
   static_assert(arith_ok<FA> && arith_ok<FB>, "arithmetic supports formats of up to 24 significant bits");
   const unpacked ua = unpack(a, e), ub = unpack(b, e);
   const bool sign = ua.sign != ub.sign;
@@ -149,27 +197,149 @@ BF16EMU_CXHD result<Out> div_impl(fp<FA> a, fp<FB> b, const env &e, Tr &tr) noex
     return infinity<Out>(sign, e, flag::divbyzero);
   }
   if (ua.k == kind::zero) return zero<Out>(sign);
-  // Long division in two 32-bit steps, significands normalised to [2^31, 2^32):
-  // a 63- or 64-bit quotient, so even stochastic rounding (32 bits below the last
-  // kept bit of a 24-bit result) sees exact discarded bits; the remainder is the sticky.
-  std::uint64_t sa = ua.sig, sb = ub.sig;
-  std::int32_t ea = ua.exp, eb = ub.exp;
-  normalize_to(sa, ea, 31);
-  normalize_to(sb, eb, 31);
-  const std::uint64_t hi_num = sa << 31;
-  const std::uint64_t q1 = hi_num / sb, r1 = hi_num % sb;
-  const std::uint64_t lo_num = r1 << 32;
-  const std::uint64_t q2 = lo_num / sb, r2 = lo_num % sb;
-  unrounded u;
-  u.sign = sign;
-  u.sig = (q1 << 32) | q2;
-  u.exp = ea - eb - 63;
-  u.tail_sign = r2 != 0;
-  if constexpr (Tr::enabled) {
-    u.tail = scale(double(r2) / double(sb), u.exp);
-    u.tail_exact = r2 == 0;
+  return round_pack<Out>(long_div<Tr::enabled>(sign, ua, ub), e, tr, op_kind::div);
+}
+
+// ---------------------------------------------------------------------------
+// Fast paths (issue 14): same-format add, sub, mul, fma and div on normal operands whose
+// result is normal, with no tracer. The rounding mode becomes a template argument (one switch
+// per call, in fast_dispatch); the exact result is formed as in the general routines and
+// rounded by round_pack_normal, i.e. by the same cut, inexact_bit and rounds_up<Mode> as
+// round_pack. Each run() returns false, writing nothing, for anything else (zeros,
+// subnormals, Inf/NaN, an exact-zero sum, a result that is tiny or overflows): the general
+// routine then computes it, flags and all.
+
+// Add on the packed bits. The smaller operand's bits shifted out of the 64-bit window are
+// jammed into its last bit (a sticky bit) instead of being carried as a tail: the larger
+// significand has 61 - M zero bits below it, so the jammed bit changes no bit of the exact
+// sum's floor above bit 0 (an exact sum R + f, 0 < f < 1, is computed as R or R + 1 with bit
+// 0 set), and bit 0 lies below the guard, round and 32 fraction bits that the rounding reads.
+template <round_mode Mode> struct fast_add {
+  template <class F>
+  BF16EMU_CXHD static bool run(fp<F> a, fp<F> b, bool negate_b, const env &e, result<F> &r) noexcept {
+    if (!is_normal(a) || !is_normal(b)) return false;
+    constexpr int M = F::frac_bits, s = 61 - M; // significands with their leading bit at 61
+    const std::uint64_t xa = a.bits, xb = b.bits ^ (negate_b ? F::sign_mask : 0);
+    // Normal magnitudes order as their bit patterns; select by masks (no branch).
+    const std::uint64_t m = std::uint64_t{0} - std::uint64_t((xb & F::abs_mask) > (xa & F::abs_mask));
+    const std::uint64_t hi = xa ^ ((xa ^ xb) & m), lo = xb ^ ((xa ^ xb) & m);
+    const int eh = int((hi & F::exp_mask) >> M), el = int((lo & F::exp_mask) >> M);
+    const std::uint64_t big = ((hi & F::frac_mask) | (std::uint64_t{1} << M)) << s;
+    const std::uint64_t small = ((lo & F::frac_mask) | (std::uint64_t{1} << M)) << s;
+    const unsigned d = unsigned(eh - el), dc = d > 63 ? 63 : d;
+    const std::uint64_t aligned =
+        (small >> dc) | std::uint64_t((small & ((std::uint64_t{1} << dc) - 1)) != 0);
+    const std::uint64_t neg = std::uint64_t{0} - std::uint64_t(((xa ^ xb) & F::sign_mask) != 0);
+    const std::uint64_t sum = big + ((aligned ^ neg) - neg); // big - aligned when the signs differ
+    if (sum == 0) return false;                              // an exact zero: its sign depends on the mode
+    const int n = clz64(sum);
+    return round_normalized<F, Mode>((hi & F::sign_mask) != 0, eh - F::bias - M - s + 63 - n, sum << n, false,
+                                     e.random, r);
   }
-  return round_pack<Out>(u, e, tr, op_kind::div);
+};
+
+template <round_mode Mode> struct fast_mul {
+  template <class F> BF16EMU_CXHD static bool run(fp<F> a, fp<F> b, const env &e, result<F> &r) noexcept {
+    if (!is_normal(a) || !is_normal(b)) return false;
+    const unpacked ua = unpack_normal(a), ub = unpack_normal(b);
+    // The exact product has its leading bit at 2M or 2M + 1: no count of leading zeros needed.
+    constexpr int M = F::frac_bits;
+    const std::uint64_t prod = ua.sig * ub.sig;
+    const int hi = int(prod >> (2 * M + 1));
+    return round_normalized<F, Mode>(ua.sign != ub.sign, ua.exp + ub.exp + 2 * M + hi,
+                                     prod << (63 - 2 * M - hi), false, e.random, r);
+  }
+};
+
+template <round_mode Mode> struct fast_fma {
+  template <class F>
+  BF16EMU_CXHD static bool run(fp<F> a, fp<F> b, fp<F> c, const env &e, result<F> &r) noexcept {
+    if (!is_normal(a) || !is_normal(b) || !is_normal(c)) return false;
+    const unpacked ua = unpack_normal(a), ub = unpack_normal(b), uc = unpack_normal(c);
+    bool exact_zero = false;
+    const unrounded u = sum_terms<false>(ua.sign != ub.sign, ua.exp + ub.exp, ua.sig * ub.sig, uc.sign,
+                                         uc.exp, uc.sig, e, exact_zero);
+    return !exact_zero && round_pack_normal<F, Mode>(u, e.random, r);
+  }
+};
+
+template <round_mode Mode> struct fast_div {
+  template <class F> BF16EMU_CXHD static bool run(fp<F> a, fp<F> b, const env &e, result<F> &r) noexcept {
+    if (!is_normal(a) || !is_normal(b)) return false;
+    const unpacked ua = unpack_normal(a), ub = unpack_normal(b);
+    const bool sign = ua.sign != ub.sign;
+    if constexpr (Mode == round_mode::stochastic) {
+      // 32 exact bits below the last kept bit: the two-step division of the general routine.
+      return round_pack_normal<F, Mode>(long_div<false>(sign, ua, ub), e.random, r);
+    } else {
+      // One 64-bit division: the quotient lies in (2^(k-1), 2^(k+1)), its leading bit at
+      // k - 1 or k, so it has 63 - 2P or more bits below the last kept bit (15 for P = 24):
+      // guard and round are exact and the remainder is the sticky bit. (cut's 32-bit
+      // fraction then has zeros where further quotient bits would be; only stochastic
+      // rounding reads it, and it takes the branch above.)
+      constexpr int k = 63 - F::precision;
+      const std::uint64_t num = ua.sig << k;
+      const std::uint64_t q = num / ub.sig;
+      const int hi = int(q >> k);
+      return round_normalized<F, Mode>(sign, ua.exp - ub.exp - 1 + hi, q << (64 - k - hi), num % ub.sig != 0,
+                                       e.random, r);
+    }
+  }
+};
+
+// Calls Op<m>::run(args...) with the run-time mode m as a template argument.
+template <template <round_mode> class Op, class... A>
+BF16EMU_CXHD bool fast_dispatch(round_mode m, A &&...args) noexcept {
+  switch (m) {
+  case round_mode::nearest_even: return Op<round_mode::nearest_even>::run(args...);
+  case round_mode::nearest_away: return Op<round_mode::nearest_away>::run(args...);
+  case round_mode::toward_zero: return Op<round_mode::toward_zero>::run(args...);
+  case round_mode::upward: return Op<round_mode::upward>::run(args...);
+  case round_mode::downward: return Op<round_mode::downward>::run(args...);
+  case round_mode::to_odd: return Op<round_mode::to_odd>::run(args...);
+  case round_mode::stochastic: return Op<round_mode::stochastic>::run(args...);
+  }
+  return false;
+}
+
+// The fast paths apply when every format is the same and no tracer wants events.
+template <class Tr, class Out, class... In>
+inline constexpr bool fast_path_applies = !Tr::enabled && (std::is_same_v<Out, In> && ...);
+
+// Op<mode>::run(args..., r) where Applies, else false (and Op is not instantiated).
+template <template <round_mode> class Op, bool Applies, class R, class... A>
+BF16EMU_CXHD bool try_fast(round_mode m, R &r, const A &...args) noexcept {
+  if constexpr (Applies)
+    return fast_dispatch<Op>(m, args..., r);
+  else
+    return false;
+}
+
+// What the public operations call: the fast path first, the general routine for the rest.
+template <class Out, class FA, class FB, class Tr>
+BF16EMU_CXHD result<Out> add_impl(fp<FA> a, fp<FB> b, bool negate_b, const env &e, Tr &tr,
+                                  op_kind op) noexcept {
+  result<Out> r;
+  if (try_fast<fast_add, fast_path_applies<Tr, Out, FA, FB>>(e.mode, r, a, b, negate_b, e)) return r;
+  return add_general<Out>(a, b, negate_b, e, tr, op);
+}
+template <class Out, class FA, class FB, class Tr>
+BF16EMU_CXHD result<Out> mul_impl(fp<FA> a, fp<FB> b, const env &e, Tr &tr) noexcept {
+  result<Out> r;
+  if (try_fast<fast_mul, fast_path_applies<Tr, Out, FA, FB>>(e.mode, r, a, b, e)) return r;
+  return mul_general<Out>(a, b, e, tr);
+}
+template <class Out, class FA, class FB, class FC, class Tr>
+BF16EMU_CXHD result<Out> fma_impl(fp<FA> a, fp<FB> b, fp<FC> c, const env &e, Tr &tr) noexcept {
+  result<Out> r;
+  if (try_fast<fast_fma, fast_path_applies<Tr, Out, FA, FB, FC>>(e.mode, r, a, b, c, e)) return r;
+  return fma_general<Out>(a, b, c, e, tr);
+}
+template <class Out, class FA, class FB, class Tr>
+BF16EMU_CXHD result<Out> div_impl(fp<FA> a, fp<FB> b, const env &e, Tr &tr) noexcept {
+  result<Out> r;
+  if (try_fast<fast_div, fast_path_applies<Tr, Out, FA, FB>>(e.mode, r, a, b, e)) return r;
+  return div_general<Out>(a, b, e, tr);
 }
 
 // floor(sqrt(m)) and m - root^2, bit by bit: the constant-evaluation path of sqrt_root.

@@ -240,4 +240,39 @@ BF16EMU_CXHD result<F> round_pack(const unrounded &x, const env &e, Tr &tr, op_k
   return r;
 }
 
+// Step 3, the fast variant (issue 14): the rounding of a result that lies in the normal range
+// of F, the mode known at compile time, no tracer. The same rule as round_pack (cut at the
+// last kept bit, inexact_bit, rounds_up<Mode>), without its run-time mode switch and without
+// tininess, flush and overflow handling: a result that is tiny before rounding or whose
+// rounded magnitude exceeds the largest finite value returns false with r untouched, and the
+// caller then hands the operation to the general routine.
+//
+// Input: |x| = (sig + f) * 2^(lead - 63), 0 <= f < 1 with f != 0 exactly when sticky, the
+// leading bit of sig at bit 63 (so the cut is at a fixed position: 63 - M bits below it,
+// all exact, at least 32 of them for a format of up to 24 significant bits).
+template <class F, round_mode Mode>
+BF16EMU_CXHD bool round_normalized(bool sign, int lead, std::uint64_t sig, bool sticky, std::uint32_t random,
+                                   result<F> &r) noexcept {
+  constexpr int M = F::frac_bits;
+  static_assert(63 - M >= 33, "the fast rounding needs 32 exact bits below the last kept bit");
+  if (lead < F::emin) return false; // tiny: the general routine decides tininess and flushing
+  const cut_bits<std::uint64_t> c = cut(sig, 63 - M, sticky);
+  const unsigned inexact = inexact_bit(c);
+  const unsigned up = rounds_up<Mode>(c, sign, random) & inexact;
+  // Pack: the hidden bit carries into the exponent field (binade carry).
+  const std::uint64_t mag = (std::uint64_t(lead + F::bias - 1) << M) + c.kept + up;
+  if (mag > F::max_finite_bits) return false;
+  r.value.bits = typename F::storage((sign ? F::sign_mask : 0) | mag);
+  r.flags = std::uint8_t(inexact * flag::inexact);
+  return true;
+}
+
+// The same from round_pack's input (a nonzero window sig, exponent exp, tail sign).
+template <class F, round_mode Mode>
+BF16EMU_CXHD bool round_pack_normal(const unrounded &x, std::uint32_t random, result<F> &r) noexcept {
+  const std::uint64_t sig = x.sig - std::uint64_t(x.tail_sign < 0); // as in round_pack
+  const int n = clz64(sig);
+  return round_normalized<F, Mode>(x.sign, x.exp + 63 - n, sig << n, x.tail_sign != 0, random, r);
+}
+
 } // namespace bf16emu::detail

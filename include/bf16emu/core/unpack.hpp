@@ -18,20 +18,28 @@ struct unpacked {
   std::uint64_t sig = 0;
 };
 
+// Normal numbers (one unsigned compare). In fn formats the top exponent code holds
+// normal numbers too, all but the NaN pattern.
+template <class F> BF16EMU_CXHD bool is_normal(fp<F> x) noexcept {
+  constexpr unsigned top_normal = unsigned(F::has_inf ? F::exp_field_max - 1 : F::exp_field_max);
+  return unsigned(x.biased_exp() - 1) < top_normal && (F::has_inf || !x.is_nan());
+}
+
+// The decoding of a number known to be normal (is_normal(x)).
+template <class F> BF16EMU_CXHD unpacked unpack_normal(fp<F> x) noexcept {
+  unpacked u;
+  u.k = kind::finite;
+  u.sign = x.sign();
+  u.sig = std::uint64_t(x.frac()) | (std::uint64_t{1} << F::frac_bits);
+  u.exp = x.biased_exp() - F::bias - F::frac_bits;
+  return u;
+}
+
 template <class F> BF16EMU_CXHD unpacked unpack(fp<F> x, const env &e) noexcept {
+  if (is_normal(x)) return unpack_normal(x); // the common case first
   unpacked u;
   u.sign = x.sign();
-  const int biased = x.biased_exp();
   const std::uint64_t frac = x.frac();
-  // Fast path: normal numbers (one unsigned compare). In fn formats the top exponent
-  // code holds normal numbers too, all but the NaN pattern.
-  constexpr unsigned top_normal = unsigned(F::has_inf ? F::exp_field_max - 1 : F::exp_field_max);
-  if (unsigned(biased - 1) < top_normal && (F::has_inf || !x.is_nan())) {
-    u.k = kind::finite;
-    u.sig = frac | (std::uint64_t{1} << F::frac_bits);
-    u.exp = biased - F::bias - F::frac_bits;
-    return u;
-  }
   if (x.is_nan()) {
     u.k = kind::nan;
   } else if (x.is_inf()) {
