@@ -374,7 +374,7 @@ def test_delta_matches_cli_to_one_fp32_ulp_of_any_row(tmp_path, causal):
     assert res.returncode == 0, res.stderr
     cli = json.loads(res.stdout)["delta_error"]
     o, _, _ = twin.forward(torch_bf16(q), torch_bf16(k), torch_bf16(v), causal=causal)
-    d_twin = twin.delta(torch_bf16(do), o).numpy()
+    d_twin = twin.delta(torch_bf16(do), o).to(torch.float32).numpy()
     exact = twin.reference(torch.from_numpy(q), torch.from_numpy(k), torch.from_numpy(v), causal).numpy()
     err = d_twin.astype(np.float64) - (do.astype(np.float64) * exact).sum(-1)
     one_ulp = np.spacing(np.maximum(np.abs(d_twin), np.float32(2 ** -10))).min().astype(np.float64) / err.size
