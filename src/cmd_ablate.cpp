@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "bf16emu/attention.hpp"
@@ -19,6 +20,8 @@
 #include "io/json.hpp"
 #include "io/memory.hpp"
 #include "options.hpp"
+
+#include "mpi/distribute.hpp"
 
 namespace bf16emu::cli {
 
@@ -90,7 +93,10 @@ void run(const ablate_cli &o) {
                                                        std::uint64_t(o.d), std::uint64_t(o.heads),
                                                        std::uint64_t(rq.sites.size() + rq.pairs.size() + 2)});
     if (work >= (std::uint64_t(1) << 28)) rq.progress = progress_printer();
-    const io::ablation_report rep = io::run_ablation(in, rq);
+    // io::run_ablation, over the ranks when started by mpirun/srun (docs/scale.md)
+    const std::optional<io::ablation_report> all = mpi::run_ablation(in, rq);
+    if (!all) return; // another rank of an MPI run: rank 0 prints
+    const io::ablation_report &rep = *all;
     const io::ablation_origin origin{o.scenario, o.seed, o.sink};
     if (o.json) {
       io::json_writer w(std::cout);

@@ -52,12 +52,15 @@ std::vector<head_bias_row> run_head_bias(const at::attention_inputs &in, const h
   const auto H = static_cast<std::uint64_t>(heads), C = static_cast<std::uint64_t>(rq.configs.size());
   const std::size_t hs = static_cast<std::size_t>(in.head_size());
   const bool with_delta = !in.dout.empty();
-  const std::uint64_t total = H * (C + 1);
+  const std::uint64_t mine = shard_size(H, rq.split.part, rq.split.parts); // this process's heads
+  const std::uint64_t total = mine * (C + 1);
+  auto head_at = [&](std::uint64_t j) { return rq.split.part + j * rq.split.parts; };
   // Pass 1: the exact reference of every head.
   std::vector<double> o_ex(H * hs), d_ex(with_delta ? H * static_cast<std::size_t>(in.n) : 0);
   parallel_for(
-      H, rq.threads,
-      [&](std::uint64_t h, unsigned) {
+      mine, rq.threads,
+      [&](std::uint64_t j, unsigned) {
+        const std::uint64_t h = head_at(j);
         at::null_observer none;
         const at::forward_result ex = at::forward_head(rq.reference, head_of(in, long(h)), none);
         std::copy(ex.o.begin(), ex.o.end(), o_ex.begin() + h * hs);
@@ -76,9 +79,9 @@ std::vector<head_bias_row> run_head_bias(const at::attention_inputs &in, const h
     rows[c].delta.per_head.assign(with_delta ? H : 0, 0.0);
   }
   parallel_for(
-      C * H, rq.threads,
+      C * mine, rq.threads,
       [&](std::uint64_t i, unsigned) {
-        const std::uint64_t c = i / H, h = i % H;
+        const std::uint64_t c = i / mine, h = head_at(i % mine);
         const at::forward_config &cfg = rq.configs[c].cfg;
         const at::head_view hv = head_of(in, long(h));
         at::null_observer none;
@@ -93,8 +96,20 @@ std::vector<head_bias_row> run_head_bias(const at::attention_inputs &in, const h
                                         d_ex.begin() + (h + 1) * std::size_t(in.n));
         rows[c].delta.per_head[h] = head_mean(dlp, dwant, 52);
       },
-      rq.progress ? progress_fn([&](std::uint64_t done, std::uint64_t) { rq.progress(H + done, total); })
+      rq.progress ? progress_fn([&](std::uint64_t done, std::uint64_t) { rq.progress(mine + done, total); })
                   : progress_fn());
+  if (rq.split.exchange) { // the other processes' heads
+    std::vector<double> packed;
+    for (const auto &r : rows)
+      for (const auto *v : {&r.o.per_head, &r.delta.per_head})
+        packed.insert(packed.end(), v->begin(), v->end());
+    rq.split.exchange(packed);
+    std::size_t k = 0;
+    for (auto &r : rows)
+      for (auto *v : {&r.o.per_head, &r.delta.per_head})
+        for (double &x : *v)
+          x = packed[k++];
+  }
   for (auto &r : rows) {
     finish(r.o);
     if (with_delta) finish(r.delta);
@@ -189,6 +204,7 @@ ablation_report run_ablation(const at::attention_inputs &in, const ablation_requ
   for (auto &p : hr.reference.pol.site_precision)
     p = at::site_prec::policy;
   hr.backward = rq.backward, hr.bwd = rq.bwd, hr.threads = rq.threads, hr.progress = rq.progress;
+  hr.split = rq.split;
   auto add = [&](std::vector<at::site> sites) {
     head_bias_config c;
     c.cfg = rq.base;

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <ostream>
 #include <string>
 #include <string_view>
@@ -51,6 +52,14 @@ struct head_bias_row {
   over_heads o, delta;
 };
 
+// A run split over processes (src/mpi): this process computes the heads part + j*parts; the
+// others' per-head values stay 0 until `exchange` fills them in (every row's per_head values,
+// O rows then delta rows, packed in configuration order), before the statistics over heads.
+struct split_run {
+  std::uint64_t part = 0, parts = 1;
+  std::function<void(std::vector<double> &per_head)> exchange;
+};
+
 struct head_bias_request {
   std::vector<head_bias_config> configs;
   at::forward_config reference; // the exact run every configuration is compared with
@@ -60,6 +69,7 @@ struct head_bias_request {
   at::backward_config bwd;
   unsigned threads = 0;
   progress_fn progress; // (done, total) over heads x (configurations + 1)
+  split_run split;
 };
 
 std::vector<head_bias_row> run_head_bias(const at::attention_inputs &in, const head_bias_request &rq);
@@ -92,6 +102,7 @@ struct ablation_request {
   at::backward_config bwd;
   unsigned threads = 0;
   progress_fn progress;
+  split_run split;
 };
 
 struct ablation_report {

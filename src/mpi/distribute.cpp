@@ -183,4 +183,25 @@ std::optional<attention::run_report> run_attention(const attention::attention_in
   });
 }
 
+std::optional<io::ablation_report> run_ablation(const attention::attention_inputs &in,
+                                                const io::ablation_request &rq) {
+  const world w = join();
+  if (w.size == 1) return io::run_ablation(in, rq);
+  return guarded(w, [&]() -> std::optional<io::ablation_report> {
+    io::ablation_request mine = rq;
+    mine.split.part = std::uint64_t(w.rank);
+    mine.split.parts = std::uint64_t(w.size);
+    if (w.rank != 0) mine.progress = nullptr;
+    // A head's values are written by one rank and 0 on the others: OR gives that rank's bits.
+    mine.split.exchange = [&w](std::vector<double> &per_head) {
+      injected_failure(w);
+      or_to_root(w, per_head);
+    };
+    io::ablation_report rep = io::run_ablation(in, mine);
+    if (w.rank != 0) return std::nullopt;
+    rep.rq.split = {};
+    return rep;
+  });
+}
+
 } // namespace bf16emu::mpi

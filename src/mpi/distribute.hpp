@@ -1,5 +1,6 @@
 // bf16emu mpi: bias campaigns and attention head sweeps over the ranks of an MPI job
-// (mpirun -np N bf16emu bias ..., srun bf16emu attention --heads H ...). docs/scale.md.
+// and ablations (mpirun -np N bf16emu bias ..., srun bf16emu attention --heads H ...,
+// mpirun bf16emu ablate ...). docs/scale.md.
 //
 // Rank r of N runs shard r of N of the work by the one rule of bf16emu::shard_size (the rule of
 // bias --shard K/N; a run that is itself shard K/M gives rank r shard K + M*r of M*N), and the
@@ -22,6 +23,8 @@
 #include <bf16emu/bias/stats.hpp>
 #include <bf16emu/bias/sweep.hpp>
 
+#include "io/ablate.hpp"
+
 namespace bf16emu::mpi {
 
 #if defined(BF16EMU_WITH_MPI)
@@ -31,6 +34,10 @@ std::optional<std::vector<bias::stats>> run_bias(const bias::run_spec &spec);
 // 0, nullopt elsewhere.
 std::optional<attention::run_report> run_attention(const attention::attention_inputs &in,
                                                    const attention::run_options &opt);
+// io::run_ablation over the ranks (the heads split; every configuration's per-head values
+// reduced to rank 0 bit for bit); the report on rank 0, nullopt elsewhere.
+std::optional<io::ablation_report> run_ablation(const attention::attention_inputs &in,
+                                                const io::ablation_request &rq);
 #else
 inline std::optional<std::vector<bias::stats>> run_bias(const bias::run_spec &spec) {
   return bias::run(spec);
@@ -38,6 +45,10 @@ inline std::optional<std::vector<bias::stats>> run_bias(const bias::run_spec &sp
 inline std::optional<attention::run_report> run_attention(const attention::attention_inputs &in,
                                                           const attention::run_options &opt) {
   return attention::run_attention(in, opt);
+}
+inline std::optional<io::ablation_report> run_ablation(const attention::attention_inputs &in,
+                                                       const io::ablation_request &rq) {
+  return io::run_ablation(in, rq);
 }
 #endif
 
