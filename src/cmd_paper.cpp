@@ -7,6 +7,7 @@
 // -0.014759540557861328125. With -2.40625 instead the sum -4.703125 is a tie and rounds to
 // the even neighbour -4.6875.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -180,6 +181,97 @@ void heads_json(io::json_writer &w) {
 
 BF16EMU_PAPER_SECTION(5, "bias_over_heads", "Bias over independent heads (z over heads)", heads_text,
                       heads_json);
+
+// ---------------------------------------------------------------------------
+// The error ledger of the same 24 heads under the authors' arithmetic under autocast
+// (paper:autocast, unstabilized): every rounding site with its events, how many moved the
+// value away from zero, and the signed error it filed, in total and for the events whose
+// operands involved P-bar = 1 exactly. Sites sorted by |signed error| of their P-bar = 1
+// events, then of all events; sites without an inexact event are left out.
+
+struct ledger_row {
+  at::site s;
+  const at::site_stats *st;
+};
+
+const at::run_report &ledger_run() {
+  static const at::run_report rep = [] {
+    const at::attention_inputs in = at::scenario_sink(1, heads_h, heads_n, heads_d, heads_seed, heads_sink());
+    at::run_options opt;
+    opt.cfg.pol = io::parse_policy_name("paper:autocast", "--policy", true);
+    opt.cfg.var = at::variant::fa2;
+    return at::run_attention(in, opt);
+  }();
+  return rep;
+}
+
+std::vector<ledger_row> ledger_rows(const at::run_report &r) {
+  std::vector<ledger_row> rows;
+  for (int i = 0; i < at::site_count; ++i)
+    if (r.led.sites[i].all.away + r.led.sites[i].all.toward > 0)
+      rows.push_back({at::site(i), &r.led.sites[i]});
+  // The P-bar = 1 events (the paper's mechanism) first, then the rest, each by |signed error|.
+  std::stable_sort(rows.begin(), rows.end(), [](const ledger_row &a, const ledger_row &b) {
+    const double pa = std::fabs(a.st->p_one.sum.value()), pb = std::fabs(b.st->p_one.sum.value());
+    if (pa != pb) return pa > pb;
+    return std::fabs(a.st->all.sum.value()) > std::fabs(b.st->all.sum.value());
+  });
+  return rows;
+}
+
+void ledger_text(std::ostream &out) {
+  const at::run_report &r = ledger_run();
+  char b[512];
+  std::snprintf(
+      b, sizeof b,
+      "paper:autocast, unstabilized, on the %ld heads above: each rounding site's inexact events,\n"
+      "the share that moved the value away from zero, and the signed error filed (all events; and\n"
+      "those whose operands involved P-bar = 1 exactly). A site's signed error is a sum of its\n"
+      "roundings, not O's error: which site causes O's bias is what `bf16emu ablate` measures.\n"
+      "(rescale's large error is the first tile's m_old - m_new = -max(bf16) - m, which BF16 cannot\n"
+      "hold; exp of it is 0 either way.)\n",
+      heads_h);
+  out << b;
+  std::snprintf(b, sizeof b, "  %-12s %12s %7s %14s %12s %14s\n", "site", "inexact", "away", "signed error",
+                "P-bar = 1", "signed (P=1)");
+  out << b;
+  for (const ledger_row &x : ledger_rows(r)) {
+    const at::sign_counts &a = x.st->all, &p = x.st->p_one;
+    const std::uint64_t moved = a.away + a.toward;
+    std::snprintf(b, sizeof b, "  %-12s %12llu %6.1f%% %+14.6e %12llu %+14.6e\n", at::to_string(x.s),
+                  (unsigned long long)moved, 100.0 * double(a.away) / double(moved), a.sum.value(),
+                  (unsigned long long)(p.away + p.toward), p.sum.value());
+    out << b;
+  }
+  std::snprintf(
+      b, sizeof b,
+      "(the same: bf16emu attention --scenario sink --multiplicity 8 --strength 10 --n %ld --heads %ld\n"
+      " --policy paper:autocast; the full ledger with --json)\n",
+      heads_n, heads_h);
+  out << b;
+}
+
+void ledger_json(io::json_writer &w) {
+  const at::run_report &r = ledger_run();
+  w.begin_object();
+  w.kv("policy", "paper:autocast").kv("variant", "fa2").kv("heads", std::int64_t(heads_h));
+  w.kv("n", std::int64_t(heads_n)).kv("d", std::int64_t(heads_d));
+  w.key("sites").begin_array();
+  for (const ledger_row &x : ledger_rows(r)) {
+    const at::sign_counts &a = x.st->all, &p = x.st->p_one;
+    w.begin_object();
+    w.kv("site", at::to_string(x.s)).kv("inexact", a.away + a.toward).kv("away", a.away);
+    w.kv("signed_error", a.sum.value())
+        .kv("p_one_inexact", p.away + p.toward)
+        .kv("p_one_signed_error", p.sum.value());
+    w.end_object();
+  }
+  w.end_array();
+  w.end_object();
+}
+
+BF16EMU_PAPER_SECTION(6, "attention_ledger", "Attention error ledger (where the roundings go)", ledger_text,
+                      ledger_json);
 
 std::vector<io::paper_section> sorted_sections() {
   auto s = io::paper_sections();
