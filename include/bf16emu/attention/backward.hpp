@@ -79,12 +79,6 @@ double delta_row(const f32_ops<Obs> &o, bool exact, bool paper, bool fma, delta_
 
 } // namespace bwd_detail
 
-// Fraction bits of delta's format: binary64 (exact), BF16 (paper:bf16), FP32 (the others,
-// paper:autocast included).
-inline int delta_frac_bits(const kernel_policy &p) {
-  return p.kind == policy_kind::exact ? 52 : p.kind == policy_kind::paper ? 7 : 23;
-}
-
 struct backward_result {
   std::vector<double> delta, dq, dk, dv;
   int out_frac_bits = 23; // format of dq, dk, dv: 52 (exact), 23 (FP32), 7 (BF16)

@@ -78,6 +78,8 @@ inline forward_config exact_config(const forward_config &cfg) {
 }
 } // namespace run_detail
 
+// Fraction bits of delta's (and the reference backward's) format: binary64 (exact), BF16 (both
+// paper policies), FP32 (the others).
 inline int r_frac_grad(policy_kind k) {
   return k == policy_kind::exact ? 52 : k == policy_kind::paper ? 7 : 23;
 }
@@ -322,7 +324,7 @@ inline run_report run_attention(const attention_inputs &in, const run_options &o
     if (opt.backward) {
       // delta is FP32 (fa2, fp32), BF16 (paper) or binary64 (exact); the gradients are in the
       // backward's output format (the tiled backward under fa2 writes BF16)
-      rep.delta_err = summarize_error(rep.delta, rep.delta_exact, delta_frac_bits(opt.cfg.pol), 1,
+      rep.delta_err = summarize_error(rep.delta, rep.delta_exact, r_frac_grad(opt.cfg.pol.kind), 1,
                                       static_cast<std::size_t>(rep.n));
       const int g = rep.grad_frac_bits;
       rep.dq_err = summarize_error(rep.dq, rep.dq_exact, g, row, head);
