@@ -45,6 +45,7 @@ std::optional<tc::arch> arch_of(int cc_major, int cc_minor) {
   if (cc == 89) return tc::arch::sm89;
   if (cc == 90) return tc::arch::sm90;
   if (cc == 100) return tc::arch::sm100;
+  if (cc == 120) return tc::arch::sm120;
   return std::nullopt;
 }
 

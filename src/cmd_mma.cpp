@@ -46,7 +46,7 @@ std::string hexfloat(double x) {
   return buf;
 }
 
-// "sm70 sm75 ... sm100" + sep + "volta turing ... blackwell": the names --arch takes.
+// "sm70 sm75 ... sm120" + sep + "volta turing ... rtx-blackwell": the names --arch takes.
 std::string arch_names(const char *sep) {
   std::string canonical, generations;
   for (const tc::arch a : tc::all_archs) {
@@ -57,7 +57,7 @@ std::string arch_names(const char *sep) {
   return canonical + sep + generations;
 }
 
-// "volta sm70, turing sm75, ..., blackwell sm100", a line break after the fourth.
+// "volta sm70, turing sm75, ..., rtx-blackwell sm120", a line break after the fourth.
 std::string alias_list() {
   std::string r;
   int n = 0;

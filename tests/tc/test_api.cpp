@@ -49,8 +49,8 @@ double value_of(const tcref::fmt &f, std::uint64_t bits) {
 // Expected names written out here, not read from the code under test.
 TEST(Arch, NamesRoundTrip) {
   const std::pair<const char *, arch> canonical[] = {
-      {"sm70", arch::sm70}, {"sm75", arch::sm75}, {"sm80", arch::sm80},  {"sm86", arch::sm86},
-      {"sm89", arch::sm89}, {"sm90", arch::sm90}, {"sm100", arch::sm100}};
+      {"sm70", arch::sm70}, {"sm75", arch::sm75}, {"sm80", arch::sm80},   {"sm86", arch::sm86},
+      {"sm89", arch::sm89}, {"sm90", arch::sm90}, {"sm100", arch::sm100}, {"sm120", arch::sm120}};
   ASSERT_EQ(std::size(canonical), std::size_t(arch_count));
   for (const auto &[name, a] : canonical) {
     EXPECT_STREQ(to_string(a), name);
@@ -65,9 +65,11 @@ TEST(Arch, NamesRoundTrip) {
 }
 
 TEST(Arch, AliasesAndRejects) {
-  const std::pair<const char *, arch> aliases[] = {
-      {"volta", arch::sm70},  {"turing", arch::sm75}, {"ampere", arch::sm80},     {"ada", arch::sm89},
-      {"hopper", arch::sm90}, {"sm90a", arch::sm90},  {"blackwell", arch::sm100}, {"sm100a", arch::sm100}};
+  const std::pair<const char *, arch> aliases[] = {{"volta", arch::sm70},          {"turing", arch::sm75},
+                                                   {"ampere", arch::sm80},         {"ada", arch::sm89},
+                                                   {"hopper", arch::sm90},         {"sm90a", arch::sm90},
+                                                   {"blackwell", arch::sm100},     {"sm100a", arch::sm100},
+                                                   {"rtx-blackwell", arch::sm120}, {"sm120a", arch::sm120}};
   for (const auto &[name, a] : aliases) {
     arch parsed = arch::sm86;
     EXPECT_TRUE(parse_arch(name, parsed)) << name;
