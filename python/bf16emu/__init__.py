@@ -2,7 +2,8 @@
 
 Arrays in and out (docs/python.md):
   NumPy   float32 -> fp32, float64 -> fp64 (conversion source only), float16 -> fp16,
-          uint16 -> bf16 or fp16 bit patterns (format= says which), uint8 -> e4m3 or e5m2.
+          uint16 -> bf16 or fp16 bit patterns (format= says which), uint8 -> e4m3, e5m2 or the
+          OCP MX formats e2m3, e3m2 (fp6) and e2m1 (fp4), one element per byte, upper bits 0.
   PyTorch torch.bfloat16, torch.float16, torch.float32 (CPU), read through .view() without
           a copy; results come back as tensors of the same kind.
 Any shape. Non-contiguous inputs are copied into contiguous ones (the result is contiguous).
@@ -23,7 +24,7 @@ from . import _core
 
 __all__ = [
     "Flags", "convert", "add", "sub", "mul", "div", "fma", "sqrt", "trace", "to_bits", "from_bits",
-    "compare", "Comparison", "mma", "gemm", "attention", "attention_backward",
+    "compare", "Comparison", "mma", "gemm", "attention", "attention_backward", "quantize_mx", "dequantize_mx",
 ]
 
 ROUNDING_DEFAULT = "nearest_even"
@@ -41,12 +42,19 @@ class Flags(enum.IntFlag):
 
 _NUMPY_FORMATS = {np.dtype(np.float32): "fp32", np.dtype(np.float64): "fp64", np.dtype(np.float16): "fp16"}
 _BITS_DTYPE = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
-_WIDTH = {"fp64": 64, "fp32": 32, "tf32": 32, "bf16": 16, "fp16": 16, "e4m3": 8, "e5m2": 8}
+# Storage width in bits of each format's bit patterns (fp6/fp4 take one byte each).
+_WIDTH = {"fp64": 64, "fp32": 32, "tf32": 32, "bf16": 16, "fp16": 16, "e4m3": 8, "e5m2": 8,
+          "e2m3": 8, "e3m2": 8, "e2m1": 8}
+# The pattern width where it is narrower than its storage.
+_PATTERN_WIDTH = {"tf32": 19, "e2m3": 6, "e3m2": 6, "e2m1": 4}
+_BYTE_FORMATS = "e4m3, e5m2, e2m3, e3m2 or e2m1"
 _ALIASES = {
     "float64": "fp64", "binary64": "fp64", "double": "fp64",
     "float32": "fp32", "binary32": "fp32", "float": "fp32",
     "bfloat16": "bf16", "float16": "fp16", "half": "fp16", "binary16": "fp16",
     "float8_e4m3fn": "e4m3", "fp8_e4m3": "e4m3", "float8_e5m2": "e5m2", "fp8_e5m2": "e5m2",
+    "float6_e2m3fn": "e2m3", "fp6_e2m3": "e2m3", "float6_e3m2fn": "e3m2", "fp6_e3m2": "e3m2",
+    "float4_e2m1fn": "e2m1", "fp4_e2m1": "e2m1", "fp4": "e2m1",
 }
 
 
@@ -70,7 +78,7 @@ def _format_name(fmt, arg: str) -> str:
     key = _ALIASES.get(key, key)
     if key not in _WIDTH:
         raise ValueError(f"argument '{arg}': unknown format '{fmt[:80]}' "
-                         f"(fp64, fp32, bf16, fp16, tf32, e4m3, e5m2)")
+                         f"(fp64, fp32, bf16, fp16, tf32, e4m3, e5m2, e2m3, e3m2, e2m1)")
     return key
 
 
@@ -117,14 +125,14 @@ def _numpy_bits(x, arg: str, fmt):
     if dt.kind == "u" and dt.itemsize in (1, 2):
         if fmt is None:
             raise TypeError(f"argument '{arg}': a {dt} array holds bit patterns; say which format "
-                            f"with format= ({'bf16 or fp16' if dt.itemsize == 2 else 'e4m3 or e5m2'})")
+                            f"with format= ({'bf16 or fp16' if dt.itemsize == 2 else _BYTE_FORMATS})")
         name = _format_name(fmt, "format")
         if _WIDTH[name] != dt.itemsize * 8:
             raise TypeError(f"argument '{arg}': {dt} elements do not hold format {name} "
                             f"({_WIDTH[name]}-bit storage)")
         return _contiguous(a), name, False
     raise TypeError(f"argument '{arg}': dtype {dt} is not supported (float32, float16, float64, "
-                    f"uint16 bit patterns of bf16/fp16, uint8 bit patterns of e4m3/e5m2)")
+                    f"uint16 bit patterns of bf16/fp16, uint8 bit patterns of e4m3/e5m2/e2m3/e3m2/e2m1)")
 
 
 def to_bits(x, format=None, arg: str = "x"):
@@ -304,13 +312,15 @@ def trace(op: str, *operands, format: str | None = None, to: str | None = None, 
 # Cross-check: compare(actual, expected) and explain(index).
 
 _NAN_ABOVE = {"fp64": 0x7FF0000000000000, "fp32": 0x7F800000, "tf32": 0x7F800000, "bf16": 0x7F80,
-              "fp16": 0x7C00, "e5m2": 0x7C, "e4m3": 0x7E}
+              "fp16": 0x7C00, "e5m2": 0x7C, "e4m3": 0x7E,
+              # the MX fp6/fp4 formats have no NaN: no magnitude lies above these
+              "e2m3": 0x1F, "e3m2": 0x1F, "e2m1": 0x7}
 
 
 def _ordered(bits: np.ndarray, fmt: str):
     """Bit patterns -> (ordered integers, NaN mask): consecutive representable values are
     consecutive integers (+0 and -0 both map to 0), so |a - b| is the distance in ulps."""
-    width = 19 if fmt == "tf32" else _WIDTH[fmt]  # tf32: a 19-bit pattern in 32-bit storage
+    width = _PATTERN_WIDTH.get(fmt, _WIDTH[fmt])  # tf32: a 19-bit pattern in 32-bit storage
     u = bits.astype(np.uint64)
     sign_bit = np.uint64(1) << np.uint64(width - 1)
     mag = (u & (sign_bit - np.uint64(1))).astype(np.int64)
@@ -534,3 +544,56 @@ def attention_backward(q, k, v, do, *, backward: str = "reference", **kwargs):
     if not isinstance(backward, str) or not backward:
         raise ValueError(f"argument 'backward' must be 'reference' or 'tiled', got {str(backward)[:80]!r}")
     return attention(q, k, v, _do=do, _backward=backward, **kwargs)
+
+
+# ---------------------------------------------------------------------------
+# OCP MX block scaling (docs/formats.md): quantize_mx and its exact inverse.
+
+_MX_ELEMENTS = ("e2m1", "e2m3", "e3m2", "e4m3", "e5m2")
+
+
+def _block_size(block) -> int:
+    if isinstance(block, bool) or not isinstance(block, numbers.Integral):
+        raise TypeError(f"argument 'block' must be an integer, got {type(block).__name__}")
+    if not 1 <= int(block) <= 4096:
+        raise ValueError(f"argument 'block' = {int(block)} is outside 1..4096")
+    return int(block)
+
+
+def quantize_mx(x, elem: str = "e2m1", *, block: int = 32, format: str | None = None,
+                rounding: str = ROUNDING_DEFAULT, tininess: str = "after", nan: str = "ieee", threads: int = 0):
+    """OCP MX v1.0 block quantization along the last axis, `block` elements per shared scale.
+    Returns (scales, elements, flags): scales are UE8M0 bytes (value 2^(s - 127), 0xFF = NaN) of
+    shape x.shape[:-1] + (x.shape[-1] // block,); elements are `elem` bit patterns (uint8, one
+    per byte) of x's shape; flags are those of the element roundings. The scale is
+    2^(floor(log2 max|v|) - emax(elem)); each v / scale is rounded once in `rounding` and
+    saturates to the largest normal; a NaN or infinite value makes its block's scale NaN and its
+    elements +0 (core/scale.hpp quantize_mx_block)."""
+    bits, src, _ = to_bits(x, format, "x")
+    name = _format_name(elem, "elem")
+    if name not in _MX_ELEMENTS:
+        raise ValueError(f"argument 'elem': '{elem}' is not an MX element format ({', '.join(_MX_ELEMENTS)})")
+    opts = _options(rounding, tininess, nan, False, False, False, None, threads)
+    scales, out, flags = _core.quantize_mx(bits, src, name, _block_size(block), opts)
+    return scales, out, Flags(flags)
+
+
+def dequantize_mx(scales, elements, elem: str = "e2m1", *, block: int = 32):
+    """The exact values scale * element as float64 (every product is exact in binary64); NaN
+    where the block's scale is NaN (0xFF). Shapes as quantize_mx returns them."""
+    name = _format_name(elem, "elem")
+    if name not in _MX_ELEMENTS:
+        raise ValueError(f"argument 'elem': '{elem}' is not an MX element format ({', '.join(_MX_ELEMENTS)})")
+    k = _block_size(block)
+    s = np.asarray(scales)
+    e = np.asarray(elements)
+    if s.dtype != np.uint8 or e.dtype != np.uint8:
+        raise TypeError(f"arguments 'scales' and 'elements' must be uint8 arrays, got {s.dtype} and {e.dtype}")
+    if e.ndim == 0 or s.shape != e.shape[:-1] + (e.shape[-1] // k,) or e.shape[-1] % k:
+        raise ValueError(f"argument 'scales' of shape {s.shape} does not match elements of shape {e.shape} "
+                         f"with block = {k}")
+    values, _ = convert(e, "fp64", format=name)
+    power = np.ldexp(1.0, s.astype(np.int64) - 127)
+    out = values.reshape(e.shape[:-1] + (e.shape[-1] // k, k)) * power[..., None]
+    out[s == 0xFF] = np.nan
+    return out.reshape(e.shape)

@@ -13,6 +13,7 @@
 #include <bf16emu/bias/rng.hpp>
 #include <bf16emu/core.hpp>
 #include <bf16emu/core/bulk.hpp>
+#include <bf16emu/core/scale.hpp>
 #include <bf16emu/parallel.hpp>
 
 #include "io/arith_report.hpp"
@@ -81,6 +82,15 @@ void check_bits(const pybind11::array &a, format_id f, const char *name) {
                                std::to_string(want * 8) + "-bit storage)");
   if (!(a.flags() & pybind11::array::c_style))
     throw pybind11::value_error(std::string("argument '") + name + "' is not C-contiguous");
+  // A format narrower than its storage (fp6/fp4 in one byte each): the bits above it must be 0.
+  if (d.width < 8 * int(want)) {
+    const auto *p = static_cast<const std::uint8_t *>(a.data());
+    for (pybind11::ssize_t i = 0; i < a.size(); ++i)
+      if (p[i] & ~d.width_mask)
+        throw pybind11::value_error(std::string("argument '") + name + "': element " + std::to_string(i) +
+                                    " = 0x" + hex(p[i]) + " has bits above the " + std::to_string(d.width) +
+                                    "-bit format " + d.name);
+  }
 }
 
 pybind11::array new_bits(format_id f, const pybind11::array &like) {
@@ -174,6 +184,57 @@ pybind11::tuple arith_array(const std::string &opname, const std::vector<pybind1
     }
   });
   return pybind11::make_tuple(out, int(flags));
+}
+
+// The OCP MX element formats (and fp8, which MX also uses).
+bool mx_element(format_id f) {
+  return f == format_id::e4m3 || f == format_id::e5m2 || f == format_id::e2m3 || f == format_id::e3m2 ||
+         f == format_id::e2m1;
+}
+
+// MX block quantization along the last axis (core/scale.hpp quantize_mx_block): returns
+// (scales, elements, flags), scales as UE8M0 bytes of shape x.shape[:-1] + (x.shape[-1] / block,).
+pybind11::tuple quantize_mx_array(const pybind11::array &x, const std::string &from, const std::string &elem,
+                                  long long block, const call_env &ce) {
+  const format_id src = io::parse_format(from), dst = io::parse_format(elem);
+  if (!mx_element(dst))
+    throw pybind11::value_error("argument 'elem': '" + elem.substr(0, 80) +
+                                "' is not an MX element format (e2m1, e2m3, e3m2, e4m3, e5m2)");
+  check_bits(x, src, "x");
+  if (block < 1 || block > 4096)
+    throw pybind11::value_error("argument 'block' = " + std::to_string(block) + " is outside 1..4096");
+  const pybind11::ssize_t last = x.ndim() == 0 ? 1 : x.shape(x.ndim() - 1);
+  if (x.ndim() == 0 || last % block != 0)
+    throw pybind11::value_error("argument 'x': the last axis of shape " + shape_text(x) +
+                                " is not a multiple of block = " + std::to_string(block));
+  pybind11::array out = new_bits(dst, x);
+  std::vector<pybind11::ssize_t> sshape(x.shape(), x.shape() + x.ndim());
+  sshape.back() = last / block;
+  pybind11::array_t<std::uint8_t> scales(sshape);
+  const auto k = std::size_t(block), blocks = std::size_t(x.size()) / k;
+  std::uint8_t *sp = scales.mutable_data();
+  const std::uint8_t flags = visit_format(src, [&](auto fi) {
+    using In = decltype(fi);
+    return visit_format(dst, [&](auto fo) -> std::uint8_t {
+      using Out = decltype(fo);
+      if constexpr (Out::width > 8) {
+        return std::uint8_t(0); // rejected above (not an MX element format)
+      } else {
+        const fp<In> *a = as_fp<In>(x);
+        fp<Out> *o = as_fp<Out>(out);
+        return run_chunks(blocks, ce, [&](std::size_t b, std::size_t e) -> std::uint8_t {
+          std::uint8_t f = 0;
+          for (std::size_t j = b; j < e; ++j) {
+            std::uint8_t fj = 0;
+            sp[j] = quantize_mx_block<Out, In>(a + j * k, int(k), o + j * k, ce.e, fj).bits;
+            f |= fj;
+          }
+          return f;
+        });
+      }
+    });
+  });
+  return pybind11::make_tuple(scales, out, int(flags));
 }
 
 pybind11::dict event_dict(const io::arith_step &s) {
@@ -292,6 +353,11 @@ void bind_elementwise(pybind11::module_ &m) {
          const std::string &to,
          const pybind11::dict &opts) { return trace_one(op, bits, format, to, make_env(opts)); },
       "One operation on one element with its full rounding trace, as a dict.");
+  m.def(
+      "quantize_mx",
+      [](const pybind11::array &x, const std::string &from, const std::string &elem, long long block,
+         const pybind11::dict &opts) { return quantize_mx_array(x, from, elem, block, make_env(opts)); },
+      "OCP MX block quantization along the last axis; returns (UE8M0 scale bytes, element bits, flags).");
   m.def("value", [](const std::string &format, std::uint64_t bits) {
     return io::value_double(io::parse_format(format), bits);
   });
