@@ -8,3 +8,4 @@
 #include "bf16emu/core/config.hpp"
 #include "bf16emu/core/env.hpp"
 #include "bf16emu/core/format.hpp"
+#include "bf16emu/core/scale.hpp"
