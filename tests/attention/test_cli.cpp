@@ -172,6 +172,36 @@ TEST(AttentionCli, OutputErrorJsonHasClusteredStatistics) {
   EXPECT_GT(std::atof(js.c_str() + p + 15), 0.0) << js.substr(p, 40);
 }
 
+TEST(AttentionCli, OutputErrorJsonSaysWhichZDescribesOneInput) {
+  // Issue 13: z and z_rows test the mean error of this one input, z_heads is over independent
+  // heads; the JSON says so beside each (the text output's "z (one input)" and "z (heads)"),
+  // for O and for delta, without dropping the existing keys.
+  const std::string out = dir + "/scope.json";
+  const std::string cmd =
+      std::string("'") + BF16EMU_CLI +
+      "' attention --n 32 --d 16 --heads 2 --policy paper:autocast --backward --json > '" + out +
+      "' 2> /dev/null";
+  const int st = std::system(cmd.c_str());
+  ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  std::ifstream f(out);
+  const std::string js((std::istreambuf_iterator<char>(f)), {});
+  auto count = [&](const std::string &s) {
+    std::size_t k = 0;
+    for (auto p = js.find(s); p != std::string::npos; p = js.find(s, p + 1))
+      ++k;
+    return k;
+  };
+  const std::size_t summaries = count("\"mean_signed\":");
+  EXPECT_GE(summaries, 2u) << js.substr(0, 200); // O and delta at least
+  for (const char *key :
+       {"\"z_scope\":\"one input\"", "\"z_rows_scope\":\"one input\"", "\"z_heads_scope\":\"heads\""})
+    EXPECT_EQ(count(key), summaries) << key;
+  // each label follows its own z
+  for (const char *pair :
+       {"\"z_scope\":\"one input\",\"stderr_rows\":", "\"z_rows_scope\":\"one input\",\"stderr_heads\":"})
+    EXPECT_EQ(count(pair), summaries) << pair;
+}
+
 // Sizes (issue 19): the memory a run needs is computed in checked arithmetic before anything
 // is allocated; a need above the limit (the available memory, or --max-memory) is bad input
 // naming the need and the override, never a crash, std::bad_alloc or a wrapped size.
