@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <memory>
 
 #include "io/error.hpp"
 #include "io/files.hpp"
@@ -78,6 +79,10 @@ std::vector<head_bias_row> run_head_bias(const at::attention_inputs &in, const h
     rows[c].o.per_head.assign(H, 0.0);
     rows[c].delta.per_head.assign(with_delta ? H : 0, 0.0);
   }
+  // The ledgers of the configurations that keep one: one per (configuration, head) item, merged
+  // into the configuration's in head order below (the ledger's sums are not associative, so the
+  // grouping must not depend on which thread ran which item).
+  std::vector<std::unique_ptr<at::ledger>> item_leds(C * mine);
   parallel_for(
       C * mine, rq.threads,
       [&](std::uint64_t i, unsigned) {
@@ -85,7 +90,13 @@ std::vector<head_bias_row> run_head_bias(const at::attention_inputs &in, const h
         const at::forward_config &cfg = rq.configs[c].cfg;
         const at::head_view hv = head_of(in, long(h));
         at::null_observer none;
-        const at::forward_result lp = at::forward_head(cfg, hv, none);
+        at::forward_result lp;
+        if (rq.configs[c].with_ledger) {
+          item_leds[i] = std::make_unique<at::ledger>();
+          lp = at::forward_head(cfg, hv, *item_leds[i]);
+        } else {
+          lp = at::forward_head(cfg, hv, none);
+        }
         const std::vector<double> want(o_ex.begin() + h * hs, o_ex.begin() + (h + 1) * hs);
         rows[c].o.per_head[h] = head_mean(lp.o, want, lp.out_frac_bits);
         if (!with_delta) return;
@@ -98,6 +109,8 @@ std::vector<head_bias_row> run_head_bias(const at::attention_inputs &in, const h
       },
       rq.progress ? progress_fn([&](std::uint64_t done, std::uint64_t) { rq.progress(mine + done, total); })
                   : progress_fn());
+  for (std::uint64_t i = 0; i < C * mine; ++i)
+    if (item_leds[i]) rows[i / mine].led.merge(*item_leds[i]);
   if (rq.split.exchange) { // the other processes' heads
     std::vector<double> packed;
     for (const auto &r : rows)

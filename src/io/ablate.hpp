@@ -36,6 +36,14 @@ struct head_bias_config {
   std::string label;              // "baseline", "row_sum", "row_sum+pv", "paper:bf16 stabilized"...
   std::vector<at::site> promoted; // the sites promoted (empty for the baseline)
   at::forward_config cfg;
+  // File every rounding of this configuration's forward in an error ledger (head_bias_row::led):
+  // per head a ledger of its own, merged in head order, as attention::run_attention does for the
+  // paper policies (one item per head), so that the ledger is the one a run_attention of this
+  // configuration over the same heads gathers (`bf16emu paper` relies on it: its ledger section
+  // reads the bias section's run). Under the fa2 policies run_attention groups a head's events
+  // by row block, so its compensated sums may differ in the last bits. The forward's bits are the
+  // same with or without a ledger. Under a split run the ledger holds this process's heads only.
+  bool with_ledger = false;
 };
 
 // A statistic over heads. Heads whose statistic is not finite (a NaN row) are left out and
@@ -50,6 +58,7 @@ struct over_heads {
 struct head_bias_row {
   head_bias_config config;
   over_heads o, delta;
+  at::ledger led; // the forward's roundings over the heads (config.with_ledger), else empty
 };
 
 // A run split over processes (src/mpi): this process computes the heads part + j*parts; the

@@ -78,9 +78,12 @@ void begin_counts(json_writer &w, const at::sign_counts &c) {
 void summary(json_writer &w, const at::error_summary &e) {
   w.begin_object();
   w.kv("n", e.n).kv("nonfinite", e.nonfinite).kv("first_nonfinite", std::int64_t(e.first_nonfinite));
+  // z and z_rows test "is the mean error of this input nonzero" (the text output's "z (one
+  // input)"); z_heads is over independent heads, the statistic of a bias ("z (heads)").
   w.kv("mean_signed", e.mean_signed).kv("stderr_signed", e.stderr_signed).kv("z", e.z());
-  w.kv("stderr_rows", e.stderr_rows).kv("z_rows", e.z_rows());
-  w.kv("stderr_heads", e.stderr_heads).kv("z_heads", e.z_heads());
+  w.kv("z_scope", "one input");
+  w.kv("stderr_rows", e.stderr_rows).kv("z_rows", e.z_rows()).kv("z_rows_scope", "one input");
+  w.kv("stderr_heads", e.stderr_heads).kv("z_heads", e.z_heads()).kv("z_heads_scope", "heads");
   w.kv("mean_abs", e.mean_abs).kv("max_abs", e.max_abs).kv("rel_fro", e.rel_fro);
   w.kv("positive", e.positive).kv("negative", e.negative).kv("zero", e.zero);
   w.key("ulp_hist").begin_object();

@@ -8,7 +8,8 @@ the C++: every FP32 or BF16 rounding is round-to-nearest-even of the exact ratio
 to BF16; exp is binary64 math.exp rounded once to FP32. It runs
 `bf16emu attention --policy paper:autocast --out-o` on random BF16 inputs with repeated keys (ties),
 small tiles (several key tiles per row, fully masked ones under --causal), with and without
---causal and --variant stabilized, and requires every output element to be equal.
+--causal and --variant stabilized (beta 2, and beta 8, where the 1e-10 clamp of the row sum
+fires), and requires every output element to be equal.
 
 usage: autocast_rational_twin.py BF16EMU WORKDIR [SEED]
 """
@@ -48,6 +49,9 @@ def r16(x):
 MAX_NEG = -F(255) * F(2) ** 120  # -torch.finfo(torch.bfloat16).max
 
 
+CLAMPED = [0]  # (row, key tile) pairs whose tile row sum the clamp raised to RN32(1e-10)
+
+
 def forward(Q, K, V, n, d, bm, bn, causal, stabilized, beta=2):
     scale = r32(F(d ** -0.5))  # a Python float, FP32 in the kernel's opmath
     tol, eps = r32(F(1e-3)), r32(F(1e-10))
@@ -82,6 +86,8 @@ def forward(Q, K, V, n, d, bm, bn, causal, stabilized, beta=2):
                 block_sum = F(0)
                 for p in P:
                     block_sum = r32(block_sum + p)
+                if block_sum < eps:
+                    CLAMPED[0] += 1
                 block_sum = max(block_sum, eps)
                 Pbar = [r16(p) for p in P]
                 pv = []
@@ -126,6 +132,11 @@ def main():
 
     Q = [[bf16_value() for _ in range(d)] for _ in range(n)]
     K = [[bf16_value() for _ in range(d)] for _ in range(n)]
+    # Row 0 aims at the repeated key: Q[0] = K[3], then K[3] doubled (exact in BF16), so its
+    # tied maximum (2 |K[3]|^2 / sqrt(8) = 9.1 at seed 1) is its largest score in key tile 0
+    # by far, and beta 8 puts every P of that tile row at or below exp(-7 * 9.1).
+    Q[0] = list(K[3])
+    K[3] = [2 * x for x in K[3]]
     for j in range(5, 12):  # a repeated key: tied maxima
         K[j] = list(K[3])
     V = [[bf16_value() for _ in range(d)] for _ in range(n)]
@@ -135,20 +146,27 @@ def main():
         npy_write(paths[name], [x for row in M for x in row], (n, d))
     out = os.path.join(work, "twin_o.npy")
     failed = 0
+    # beta 8 (the top of the paper's range): (beta - 1) * r_m > ln(1e10) = 23.0 for a tied maximum
+    # r_m above 3.3, so every P-bar of such a tile row is below 1e-10 / 16 and the clamp
+    # .clamp(min=EPSILON) of attention.py line 98 sets the tile's row sum (required to happen).
     for causal in (False, True):
-        for stabilized in (False, True):
+        for stabilized, beta in ((False, 2), (True, 2), (True, 8)):
             args = [cli, "attention", "--policy", "paper:autocast", "--q", paths["q"], "--k", paths["k"],
                     "--v", paths["v"], "--out-o", out, "--block-m", str(bm), "--block-n", str(bn), "--no-ledger"]
             if causal:
                 args.append("--causal")
             if stabilized:
-                args += ["--variant", "stabilized"]
+                args += ["--variant", "stabilized", "--beta", str(beta)]
             subprocess.run(args, check=True, stdout=subprocess.DEVNULL)
             got = npy_read_f32(out)
-            want = forward(Q, K, V, n, d, bm, bn, causal, stabilized)
+            CLAMPED[0] = 0
+            want = forward(Q, K, V, n, d, bm, bn, causal, stabilized, beta)
             differ = [(r, i) for r in range(n) for i in range(d) if got[r * d + i] != want[r][i]]
-            print("causal=%d stabilized=%d: %d of %d elements differ%s" % (
-                causal, stabilized, len(differ), n * d,
+            if beta == 8 and not causal and CLAMPED[0] == 0:  # causal: masked tiles clamp anyway
+                print("beta 8: the clamp never fired; the case does not test it")
+                failed += 1
+            print("causal=%d stabilized=%d beta %g: %d of %d elements differ, %d tile rows clamped%s" % (
+                causal, stabilized, beta, len(differ), n * d, CLAMPED[0],
                 "" if not differ else " (first O[%d,%d]: %s vs %s)" % (
                     differ[0] + (float(got[differ[0][0] * d + differ[0][1]]), float(want[differ[0][0]][differ[0][1]])))))
             failed += len(differ)

@@ -57,6 +57,18 @@ void expect_bad(const std::string &args, std::initializer_list<std::string> name
     EXPECT_NE(err.find(name), std::string::npos) << args << ": " << name << " not in: " << err;
 }
 
+// The stdout of `attention args --json` (empty, and a failure, unless it exits 0).
+std::string run_json(const std::string &args) {
+  const std::string out =
+      dir + "/" + ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".json";
+  const std::string cmd =
+      std::string("'") + BF16EMU_CLI + "' attention " + args + " --json > '" + out + "' 2> /dev/null";
+  const int st = std::system(cmd.c_str());
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << args;
+  std::ifstream f(out);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
 int run_qkv(const std::string &p) { return run("--q '" + p + "' --k '" + p + "' --v '" + p + "'"); }
 
 std::string floats(int n) { return std::string(std::size_t(4 * n), '\0'); }
@@ -156,20 +168,35 @@ TEST(AttentionCli, TiledBackwardJson) {
 TEST(AttentionCli, OutputErrorJsonHasClusteredStatistics) {
   // With two heads the head-clustered standard error exists (two groups), so stderr_heads is a
   // positive number, not 0; every statistic named in docs/attention.md is in the JSON.
-  const std::string out = dir + "/heads.json";
-  const std::string cmd = std::string("'") + BF16EMU_CLI +
-                          "' attention --n 32 --d 16 --heads 2 --policy fa2:sm80 --json > '" + out +
-                          "' 2> /dev/null";
-  const int st = std::system(cmd.c_str());
-  ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-  std::ifstream f(out);
-  const std::string js((std::istreambuf_iterator<char>(f)), {});
+  const std::string js = run_json("--n 32 --d 16 --heads 2 --policy fa2:sm80");
   for (const char *key : {"\"nonfinite\":0", "\"first_nonfinite\":-1",
                           "\"stderr_rows\":", "\"z_rows\":", "\"stderr_heads\":", "\"z_heads\":"})
     EXPECT_NE(js.find(key), std::string::npos) << key;
   const auto p = js.find("\"stderr_heads\":");
   ASSERT_NE(p, std::string::npos);
   EXPECT_GT(std::atof(js.c_str() + p + 15), 0.0) << js.substr(p, 40);
+}
+
+TEST(AttentionCli, OutputErrorJsonSaysWhichZDescribesOneInput) {
+  // Issue 13: z and z_rows test the mean error of this one input, z_heads is over independent
+  // heads; the JSON says so beside each (the text output's "z (one input)" and "z (heads)"),
+  // for O and for delta, without dropping the existing keys.
+  const std::string js = run_json("--n 32 --d 16 --heads 2 --policy paper:autocast --backward");
+  auto count = [&](const std::string &s) {
+    std::size_t k = 0;
+    for (auto p = js.find(s); p != std::string::npos; p = js.find(s, p + 1))
+      ++k;
+    return k;
+  };
+  const std::size_t summaries = count("\"mean_signed\":");
+  EXPECT_GE(summaries, 2u) << js.substr(0, 200); // O and delta at least
+  for (const char *key :
+       {"\"z_scope\":\"one input\"", "\"z_rows_scope\":\"one input\"", "\"z_heads_scope\":\"heads\""})
+    EXPECT_EQ(count(key), summaries) << key;
+  // each label follows its own z
+  for (const char *pair :
+       {"\"z_scope\":\"one input\",\"stderr_rows\":", "\"z_rows_scope\":\"one input\",\"stderr_heads\":"})
+    EXPECT_EQ(count(pair), summaries) << pair;
 }
 
 // Sizes (issue 19): the memory a run needs is computed in checked arithmetic before anything
