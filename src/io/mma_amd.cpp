@@ -122,7 +122,7 @@ std::string amd_line(const tc::amd_preset &P, const std::vector<std::string> &to
     b[std::size_t(i)] = parse_amd_value(tok[std::size_t(K + i)], P.b, lineno, "B value");
   }
   const std::uint64_t c = parse_amd_value(tok[std::size_t(2 * K)], P.out, lineno, "C value");
-  return hex_bits(tc::amd_dot(P, a.data(), b.data(), K, c), tc::width(P.out));
+  return hex_bits(tc::amd_dot(P, a.data(), b.data(), K, c), tc::amd_width(P.out));
 }
 
 void print_amd_presets() {

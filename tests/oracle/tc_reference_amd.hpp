@@ -110,7 +110,7 @@ inline std::uint64_t round_rne(const layout &L, const num &x, bool zero_neg) {
   const std::uint64_t s = x.neg ? sbit : 0;
   if (kept == 0) return s;
   int qq = q;
-  if (kept >> (L.mbits + 1) != 0) kept >>= 1, ++qq;
+  if ((kept >> (L.mbits + 1)) != 0) kept >>= 1, ++qq;
   const int biased = (kept >> L.mbits) != 0 ? qq + L.mbits + L.bias() : 0;
   if (biased >= (1 << L.ebits) - 1) return s | (std::uint64_t((1 << L.ebits) - 1) << L.mbits); // Inf
   const std::uint64_t frac = std::uint64_t(kept & ((big(1) << L.mbits) - 1));

@@ -96,7 +96,7 @@ BF16EMU_CXHD const char *to_string(amd_type t) noexcept {
   }
 }
 
-BF16EMU_CXHD int width(amd_type t) noexcept {
+BF16EMU_CXHD int amd_width(amd_type t) noexcept {
   return t == amd_type::f64                          ? 64
          : t == amd_type::f32 || t == amd_type::xf32 ? 32
          : t == amd_type::f16 || t == amd_type::bf16 ? 16
