@@ -18,6 +18,7 @@
 #include "io/error.hpp"
 #include "io/files.hpp"
 #include "io/json.hpp"
+#include "io/mma_amd.hpp"
 #include "io/names.hpp"
 #include "io/number.hpp"
 #include "io/tokens.hpp"
@@ -86,6 +87,7 @@ void list_presets(bool json) {
       w.end_object();
     }
     io::write_cpu_models(w);
+    io::write_amd_presets(w);
     w.end_array();
     return;
   }
@@ -109,6 +111,7 @@ void list_presets(bool json) {
   std::printf("\nCPU BF16 instructions (--a-format bf16, --out fp32, one FP32 lane per line; "
               "docs/cpu-bf16.md):\n");
   io::print_cpu_models();
+  io::print_amd_presets();
 }
 
 // A tf32 operand as the 32-bit register holds it (0x3f7aa000: 6 to 8 hex digits): the tf32
@@ -293,6 +296,17 @@ void run(const mma_cli &o) {
   if (const cpu::model_info *m = cpu::find_model(o.arch.c_str())) {
     run_cpu_lines(o, *m, is);
     return;
+  }
+  if (const tc::amd_preset *amd = io::resolve_amd(o.arch, o.instr, o.a_format, o.out)) { // AMD CDNA MFMA
+    if (o.trace) throw bad_input("--trace is not available for the AMD models");
+    const int K = o.k > 0 ? int(o.k) : amd->k;
+    for_each_line(is, K, [&](const std::vector<std::string> &tok, int lineno) {
+      const std::string d = io::amd_line(*amd, tok, K, lineno);
+      if (!o.json) return void(std::printf("%s\n", d.c_str()));
+      io::json_writer w(std::cout, false);
+      w.begin_object().kv("line", lineno).kv("instr", amd->name).kv("d", d).end_object();
+    });
+    return std::fflush(stdout), void();
   }
   if (o.a_format.empty()) throw bad_input("mma needs --a-format");
   tc::arch arch{};
