@@ -29,9 +29,10 @@ using namespace tctest;
 // (tc_reference_issue16_long sets BF16EMU_TC_VECTORS_ISSUE16=1000000).
 bool issue16(const preset &P) {
   for (const char *src :
-       {detail::src_volta_mix, detail::src_volta_open, detail::src_turing_k4, detail::src_turing_k4_open,
-        detail::src_k8, detail::src_mix_fp8_ada, detail::src_mix_fp8_hopper, detail::src_sm100_mma,
-        detail::src_sm100_mma_h, detail::src_sm120, detail::src_sm120_fp8, detail::src_dmma})
+       {tc::detail::src_volta_mix, tc::detail::src_volta_open, tc::detail::src_turing_k4,
+        tc::detail::src_turing_k4_open, tc::detail::src_k8, tc::detail::src_mix_fp8_ada,
+        tc::detail::src_mix_fp8_hopper, tc::detail::src_sm100_mma, tc::detail::src_sm100_mma_h,
+        tc::detail::src_sm120, tc::detail::src_sm120_fp8, tc::detail::src_dmma})
     if (P.source == src) return true;
   return false;
 }
