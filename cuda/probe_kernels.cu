@@ -126,6 +126,16 @@ __device__ __forceinline__ void mma_sync_issue(std::uint32_t (&acc)[4], const st
 #endif
 }
 
+// The warp's share of a grid-stride loop over groups of 8 lines: fn(line, valid, g, t) with
+// g = lane/4, t = lane%4 and line = the group's first line + g (valid: line < lines).
+template <class Fn> __device__ __forceinline__ void for_each_group8(std::size_t lines, Fn fn) {
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const std::size_t warp = (std::size_t(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
+  const std::size_t nwarps = (std::size_t(gridDim.x) * blockDim.x) >> 5;
+  for (std::size_t base = warp * 8; base < lines; base += nwarps * 8)
+    fn(base + g, base + g < lines, g, t);
+}
+
 // Fragment layouts (PTX ISA, "Matrix Fragments for mma.m16n8k16 / m16n8k8 / m16n8k32"), with
 // g = lane/4 and t = lane%4:
 //   16-bit A: reg0 = row g, cols 2t,2t+1; reg1 = row g+8; reg2 = row g, cols 2t+8,2t+9; reg3 = row g+8.
@@ -140,13 +150,8 @@ __global__ void __launch_bounds__(256)
     mma_sync_probe(const std::uint32_t *__restrict__ a, const std::uint32_t *__restrict__ b,
                    const std::uint32_t *__restrict__ c, std::uint32_t *__restrict__ d, int K,
                    std::size_t lines) {
-  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  const std::size_t warp = (std::size_t(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
-  const std::size_t nwarps = (std::size_t(gridDim.x) * blockDim.x) >> 5;
   constexpr int k = kin(T);
-  for (std::size_t base = warp * 8; base < lines; base += nwarps * 8) {
-    const std::size_t line = base + g; // row g of A and column g of B
-    const bool valid = line < lines;
+  for_each_group8(lines, [&](std::size_t line, bool valid, int g, int t) { // row g of A, column g of B
     std::uint32_t acc[4] = {0, 0, 0, 0};
     if constexpr (O == out_type::fp16) {
       // reg0 holds C[g][2t] (low half) and C[g][2t+1] (high half).
@@ -185,7 +190,7 @@ __global__ void __launch_bounds__(256)
         if (g == 2 * t + 1) d[line] = acc[1];
       }
     }
-  }
+  });
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -376,6 +381,32 @@ int dispatch(const probe_job &job, const std::uint32_t *a, const std::uint32_t *
   }
 }
 
+// Copies nab elements of A and B and `lines` of C to the device, runs launch(a, b, c, d) (which
+// returns a cudaError_t as int), waits, and copies `lines` results back to d_host. Returns the
+// first CUDA error, or 0. No lines: nothing runs.
+template <class T, class Launch>
+int run_on_device(const T *a_host, const T *b_host, const T *c_host, T *d_host, std::size_t nab,
+                  std::size_t lines, Launch launch) {
+  if (lines == 0) return 0;
+  T *da = nullptr, *db = nullptr, *dc = nullptr, *dd = nullptr;
+  int err = 0;
+  auto fail = [&](cudaError_t e) {
+    if (e != cudaSuccess && err == 0) err = int(e);
+    return e != cudaSuccess;
+  };
+  if (!fail(cudaMalloc(&da, nab * sizeof(T))) && !fail(cudaMalloc(&db, nab * sizeof(T))) &&
+      !fail(cudaMalloc(&dc, lines * sizeof(T))) && !fail(cudaMalloc(&dd, lines * sizeof(T))) &&
+      !fail(cudaMemcpy(da, a_host, nab * sizeof(T), cudaMemcpyHostToDevice)) &&
+      !fail(cudaMemcpy(db, b_host, nab * sizeof(T), cudaMemcpyHostToDevice)) &&
+      !fail(cudaMemcpy(dc, c_host, lines * sizeof(T), cudaMemcpyHostToDevice)) &&
+      !fail(cudaMemset(dd, 0xa5, lines * sizeof(T)))) {
+    if (!fail(cudaError_t(launch(da, db, dc, dd))) && !fail(cudaDeviceSynchronize()))
+      fail(cudaMemcpy(d_host, dd, lines * sizeof(T), cudaMemcpyDeviceToHost));
+  }
+  cudaFree(da), cudaFree(db), cudaFree(dc), cudaFree(dd);
+  return err;
+}
+
 } // namespace
 
 int instr_k(in_type t) { return kin(t); }
@@ -393,25 +424,9 @@ bool supported(const probe_job &job, int cc_major, int cc_minor) {
 }
 
 int run_probe(const probe_job &job) {
-  if (job.lines == 0) return 0;
-  const std::size_t nab = job.lines * std::size_t(job.k);
-  std::uint32_t *da = nullptr, *db = nullptr, *dc = nullptr, *dd = nullptr;
-  int err = 0;
-  auto fail = [&](cudaError_t e) {
-    if (e != cudaSuccess && err == 0) err = int(e);
-    return e != cudaSuccess;
-  };
-  if (!fail(cudaMalloc(&da, nab * 4)) && !fail(cudaMalloc(&db, nab * 4)) &&
-      !fail(cudaMalloc(&dc, job.lines * 4)) && !fail(cudaMalloc(&dd, job.lines * 4)) &&
-      !fail(cudaMemcpy(da, job.a, nab * 4, cudaMemcpyHostToDevice)) &&
-      !fail(cudaMemcpy(db, job.b, nab * 4, cudaMemcpyHostToDevice)) &&
-      !fail(cudaMemcpy(dc, job.c, job.lines * 4, cudaMemcpyHostToDevice)) &&
-      !fail(cudaMemset(dd, 0xa5, job.lines * 4))) {
-    if (!fail(cudaError_t(dispatch(job, da, db, dc, dd))) && !fail(cudaDeviceSynchronize()))
-      fail(cudaMemcpy(job.d, dd, job.lines * 4, cudaMemcpyDeviceToHost));
-  }
-  cudaFree(da), cudaFree(db), cudaFree(dc), cudaFree(dd);
-  return err;
+  return run_on_device(job.a, job.b, job.c, job.d, job.lines * std::size_t(job.k), job.lines,
+                       [&](const std::uint32_t *a, const std::uint32_t *b, const std::uint32_t *c,
+                           std::uint32_t *d) { return dispatch(job, a, b, c, d); });
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -502,13 +517,8 @@ __global__ void __launch_bounds__(256)
     mma_probe16(const std::uint64_t *__restrict__ a, const std::uint64_t *__restrict__ b,
                 const std::uint64_t *__restrict__ c, std::uint64_t *__restrict__ d, int K,
                 std::size_t lines) {
-  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  const std::size_t warp = (std::size_t(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
-  const std::size_t nwarps = (std::size_t(gridDim.x) * blockDim.x) >> 5;
   constexpr int k = k16(Op);
-  for (std::size_t base = warp * 8; base < lines; base += nwarps * 8) {
-    const std::size_t line = base + g; // row g of A, column g of B, C[g][g]
-    const bool valid = line < lines;
+  for_each_group8(lines, [&](std::size_t line, bool valid, int g, int t) { // row g of A, column g of B
     if constexpr (Op == probe16_op::f64) {
       double acc[2] = {0, 0};
       if (valid && g == 2 * t) acc[0] = __longlong_as_double((long long)c[line]);
@@ -559,7 +569,7 @@ __global__ void __launch_bounds__(256)
         }
       }
     }
-  }
+  });
 }
 
 template <probe16_op Op>
@@ -604,25 +614,9 @@ bool probe16_supported(const probe16_job &job, int cc_major, int cc_minor) {
 }
 
 int run_probe16(const probe16_job &job) {
-  if (job.lines == 0) return 0;
-  const std::size_t nab = job.lines * std::size_t(job.k);
-  std::uint64_t *da = nullptr, *db = nullptr, *dc = nullptr, *dd = nullptr;
-  int err = 0;
-  auto fail = [&](cudaError_t e) {
-    if (e != cudaSuccess && err == 0) err = int(e);
-    return e != cudaSuccess;
-  };
-  if (!fail(cudaMalloc(&da, nab * 8)) && !fail(cudaMalloc(&db, nab * 8)) &&
-      !fail(cudaMalloc(&dc, job.lines * 8)) && !fail(cudaMalloc(&dd, job.lines * 8)) &&
-      !fail(cudaMemcpy(da, job.a, nab * 8, cudaMemcpyHostToDevice)) &&
-      !fail(cudaMemcpy(db, job.b, nab * 8, cudaMemcpyHostToDevice)) &&
-      !fail(cudaMemcpy(dc, job.c, job.lines * 8, cudaMemcpyHostToDevice)) &&
-      !fail(cudaMemset(dd, 0xa5, job.lines * 8))) {
-    if (!fail(cudaError_t(dispatch16(job, da, db, dc, dd))) && !fail(cudaDeviceSynchronize()))
-      fail(cudaMemcpy(job.d, dd, job.lines * 8, cudaMemcpyDeviceToHost));
-  }
-  cudaFree(da), cudaFree(db), cudaFree(dc), cudaFree(dd);
-  return err;
+  return run_on_device(job.a, job.b, job.c, job.d, job.lines * std::size_t(job.k), job.lines,
+                       [&](const std::uint64_t *a, const std::uint64_t *b, const std::uint64_t *c,
+                           std::uint64_t *d) { return dispatch16(job, a, b, c, d); });
 }
 
 } // namespace bf16emu::gpu
