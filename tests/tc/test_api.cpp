@@ -234,6 +234,47 @@ TEST(IeeeReduction, SmallIntegerDotProducts) {
 
 // mma(): every element is the dot product of its row and column; gemm() with K > k chains
 // instructions; D may alias C.
+// The mixed presets through mma(): B, C and D arrays in their own formats (the template
+// parameters deduced from the pointers), each D element equal to the reference's dot product.
+template <class In, class InB, class InC, class Out>
+void check_mixed_mma(const preset &P, std::uint64_t seed) {
+  gen g(seed);
+  const tcref::fmt fa = ref_fmt(P.in), fb = ref_fmt(P.b), fc = ref_fmt(P.c);
+  std::vector<fp<In>> A(P.m * P.k);
+  std::vector<fp<InB>> B(P.k * P.n);
+  std::vector<fp<InC>> C(P.m * P.n);
+  std::vector<fp<Out>> D(P.m * P.n);
+  for (auto &x : A)
+    x = fp<In>::from_bits(g.coin(5) ? g.any(fa) : g.normal(fa, -5, 5));
+  for (auto &x : B)
+    x = fp<InB>::from_bits(g.coin(5) ? g.any(fb) : g.normal(fb, -5, 5));
+  for (auto &x : C)
+    x = fp<InC>::from_bits(g.coin(5) ? g.tiny(fc) : g.normal(fc, -3, 3));
+  mma<In, Out>(P, A.data(), B.data(), C.data(), D.data());
+  for (int i = 0; i < P.m; ++i)
+    for (int j = 0; j < P.n; ++j) {
+      std::vector<std::uint64_t> a(P.k), b(P.k);
+      for (int k = 0; k < P.k; ++k)
+        a[k] = A[i * P.k + k].bits, b[k] = B[k * P.n + j].bits;
+      ASSERT_EQ(std::uint64_t(D[i * P.n + j].bits), ref_dot(P, a.data(), b.data(), P.k, C[i * P.n + j].bits))
+          << describe(P) << " i " << i << " j " << j;
+    }
+}
+
+TEST(Api, MixedFormatMma) {
+  using fmt = format_id;
+  check_mixed_mma<float8_e4m3, float8_e5m2, binary32, binary32>(
+      *find_preset(arch::sm89, instr_kind::mma, fmt::e4m3, fmt::e5m2, fmt::fp32, fmt::fp32), 1);
+  check_mixed_mma<float8_e5m2, float8_e4m3, binary16, binary16>(
+      *find_preset(arch::sm90, instr_kind::wgmma, fmt::e5m2, fmt::e4m3, fmt::fp16, fmt::fp16), 2);
+  check_mixed_mma<binary16, binary16, binary16, binary32>(
+      *find_preset(arch::sm70, instr_kind::mma, fmt::fp16, fmt::fp16, fmt::fp16, fmt::fp32), 3);
+  check_mixed_mma<binary16, binary16, binary32, binary16>(
+      *find_preset(arch::sm75, instr_kind::mma, fmt::fp16, fmt::fp16, fmt::fp32, fmt::fp16), 4);
+  check_mixed_mma<binary64, binary64, binary64, binary64>(
+      *find_preset(arch::sm90, instr_kind::mma, fmt::fp64, fmt::fp64, fmt::fp64, fmt::fp64), 5);
+}
+
 TEST(Api, MmaAndGemmAreDotProducts) {
   const preset &P = *find_preset(arch::sm80, instr_kind::mma, format_id::bf16, format_id::fp32);
   gen g(9);
