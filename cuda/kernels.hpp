@@ -43,6 +43,37 @@ bool supported(const probe_job &job, int cc_major, int cc_minor);
 int run_probe(const probe_job &job);
 
 // ------------------------------------------------------------------------------------------------
+// Issue-16 probes (docs/tensor-cores.md): the instructions of the mixed-format, m16n8k8 fp16,
+// sm120 kind::f8f6f4 and f64 presets, one line per output element laid on the diagonal of an
+// m16n8 (or m8n8) tile, 8 lines per warp-level instruction, K/k instructions chained in
+// increasing k. Every operand is a right-aligned bit pattern in a 64-bit slot (f64 needs 64).
+enum class probe16_op : std::uint8_t {
+  e4m3_e5m2,        // mma.sync m16n8k32 .f32.e4m3.e5m2.f32 (sm_89+)
+  e5m2_e4m3,        // mma.sync m16n8k32 .f32.e5m2.e4m3.f32 (sm_89+)
+  fp16_k8_f32,      // mma.sync m16n8k8 .f32.f16.f16.f32
+  fp16_k8_f16,      // mma.sync m16n8k8 .f16.f16.f16.f16
+  f8f6f4_e4m3_e4m3, // mma.sync m16n8k32 .kind::f8f6f4 .f32.e4m3.e4m3.f32 (sm_120a)
+  f8f6f4_e4m3_e5m2, // ... .f32.e4m3.e5m2.f32 (sm_120a)
+  f8f6f4_e5m2_e4m3, // ... .f32.e5m2.e4m3.f32 (sm_120a)
+  f8f6f4_e5m2_e5m2, // ... .f32.e5m2.e5m2.f32 (sm_120a)
+  f64,              // mma.sync m8n8k4 .f64.f64.f64.f64 (sm_80+)
+};
+struct probe16_job {
+  probe16_op op = probe16_op::f64;
+  int k = 4;              // values of A (and of B) per line: a multiple of the instruction's k
+  std::size_t lines = 0;  // number of dot products
+  const std::uint64_t *a; // lines*k
+  const std::uint64_t *b; // lines*k
+  const std::uint64_t *c; // lines (fp32/fp16/f64 bits, right-aligned)
+  std::uint64_t *d;       // lines, same encoding as c
+};
+int probe16_instr_k(probe16_op op);
+// Whether this build can run the job on the device (compute capability, and the machine code
+// it carries: fp8 mixes need the sm_90a code, kind::f8f6f4 the sm_120a code).
+bool probe16_supported(const probe16_job &job, int cc_major, int cc_minor);
+int run_probe16(const probe16_job &job);
+
+// ------------------------------------------------------------------------------------------------
 // GEMM: D[M][N] (fp32) = A[M][K] (bf16, row-major) * B (bf16, given as Bt[N][K], row-major),
 // on mma.sync.m16n8k16 with an FP32 accumulator that starts at +0 and runs over k in increasing
 // order, one instruction per 16 values of k. Each D element is therefore the line

@@ -126,6 +126,16 @@ __device__ __forceinline__ void mma_sync_issue(std::uint32_t (&acc)[4], const st
 #endif
 }
 
+// The warp's share of a grid-stride loop over groups of 8 lines: fn(line, valid, g, t) with
+// g = lane/4, t = lane%4 and line = the group's first line + g (valid: line < lines).
+template <class Fn> __device__ __forceinline__ void for_each_group8(std::size_t lines, Fn fn) {
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const std::size_t warp = (std::size_t(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
+  const std::size_t nwarps = (std::size_t(gridDim.x) * blockDim.x) >> 5;
+  for (std::size_t base = warp * 8; base < lines; base += nwarps * 8)
+    fn(base + g, base + g < lines, g, t);
+}
+
 // Fragment layouts (PTX ISA, "Matrix Fragments for mma.m16n8k16 / m16n8k8 / m16n8k32"), with
 // g = lane/4 and t = lane%4:
 //   16-bit A: reg0 = row g, cols 2t,2t+1; reg1 = row g+8; reg2 = row g, cols 2t+8,2t+9; reg3 = row g+8.
@@ -140,13 +150,8 @@ __global__ void __launch_bounds__(256)
     mma_sync_probe(const std::uint32_t *__restrict__ a, const std::uint32_t *__restrict__ b,
                    const std::uint32_t *__restrict__ c, std::uint32_t *__restrict__ d, int K,
                    std::size_t lines) {
-  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  const std::size_t warp = (std::size_t(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
-  const std::size_t nwarps = (std::size_t(gridDim.x) * blockDim.x) >> 5;
   constexpr int k = kin(T);
-  for (std::size_t base = warp * 8; base < lines; base += nwarps * 8) {
-    const std::size_t line = base + g; // row g of A and column g of B
-    const bool valid = line < lines;
+  for_each_group8(lines, [&](std::size_t line, bool valid, int g, int t) { // row g of A, column g of B
     std::uint32_t acc[4] = {0, 0, 0, 0};
     if constexpr (O == out_type::fp16) {
       // reg0 holds C[g][2t] (low half) and C[g][2t+1] (high half).
@@ -185,7 +190,7 @@ __global__ void __launch_bounds__(256)
         if (g == 2 * t + 1) d[line] = acc[1];
       }
     }
-  }
+  });
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -376,6 +381,32 @@ int dispatch(const probe_job &job, const std::uint32_t *a, const std::uint32_t *
   }
 }
 
+// Copies nab elements of A and B and `lines` of C to the device, runs launch(a, b, c, d) (which
+// returns a cudaError_t as int), waits, and copies `lines` results back to d_host. Returns the
+// first CUDA error, or 0. No lines: nothing runs.
+template <class T, class Launch>
+int run_on_device(const T *a_host, const T *b_host, const T *c_host, T *d_host, std::size_t nab,
+                  std::size_t lines, Launch launch) {
+  if (lines == 0) return 0;
+  T *da = nullptr, *db = nullptr, *dc = nullptr, *dd = nullptr;
+  int err = 0;
+  auto fail = [&](cudaError_t e) {
+    if (e != cudaSuccess && err == 0) err = int(e);
+    return e != cudaSuccess;
+  };
+  if (!fail(cudaMalloc(&da, nab * sizeof(T))) && !fail(cudaMalloc(&db, nab * sizeof(T))) &&
+      !fail(cudaMalloc(&dc, lines * sizeof(T))) && !fail(cudaMalloc(&dd, lines * sizeof(T))) &&
+      !fail(cudaMemcpy(da, a_host, nab * sizeof(T), cudaMemcpyHostToDevice)) &&
+      !fail(cudaMemcpy(db, b_host, nab * sizeof(T), cudaMemcpyHostToDevice)) &&
+      !fail(cudaMemcpy(dc, c_host, lines * sizeof(T), cudaMemcpyHostToDevice)) &&
+      !fail(cudaMemset(dd, 0xa5, lines * sizeof(T)))) {
+    if (!fail(cudaError_t(launch(da, db, dc, dd))) && !fail(cudaDeviceSynchronize()))
+      fail(cudaMemcpy(d_host, dd, lines * sizeof(T), cudaMemcpyDeviceToHost));
+  }
+  cudaFree(da), cudaFree(db), cudaFree(dc), cudaFree(dd);
+  return err;
+}
+
 } // namespace
 
 int instr_k(in_type t) { return kin(t); }
@@ -393,25 +424,199 @@ bool supported(const probe_job &job, int cc_major, int cc_minor) {
 }
 
 int run_probe(const probe_job &job) {
-  if (job.lines == 0) return 0;
-  const std::size_t nab = job.lines * std::size_t(job.k);
-  std::uint32_t *da = nullptr, *db = nullptr, *dc = nullptr, *dd = nullptr;
-  int err = 0;
-  auto fail = [&](cudaError_t e) {
-    if (e != cudaSuccess && err == 0) err = int(e);
-    return e != cudaSuccess;
-  };
-  if (!fail(cudaMalloc(&da, nab * 4)) && !fail(cudaMalloc(&db, nab * 4)) &&
-      !fail(cudaMalloc(&dc, job.lines * 4)) && !fail(cudaMalloc(&dd, job.lines * 4)) &&
-      !fail(cudaMemcpy(da, job.a, nab * 4, cudaMemcpyHostToDevice)) &&
-      !fail(cudaMemcpy(db, job.b, nab * 4, cudaMemcpyHostToDevice)) &&
-      !fail(cudaMemcpy(dc, job.c, job.lines * 4, cudaMemcpyHostToDevice)) &&
-      !fail(cudaMemset(dd, 0xa5, job.lines * 4))) {
-    if (!fail(cudaError_t(dispatch(job, da, db, dc, dd))) && !fail(cudaDeviceSynchronize()))
-      fail(cudaMemcpy(job.d, dd, job.lines * 4, cudaMemcpyDeviceToHost));
+  return run_on_device(job.a, job.b, job.c, job.d, job.lines * std::size_t(job.k), job.lines,
+                       [&](const std::uint32_t *a, const std::uint32_t *b, const std::uint32_t *c,
+                           std::uint32_t *d) { return dispatch(job, a, b, c, d); });
+}
+
+// ------------------------------------------------------------------------------------------------
+// Issue-16 probes (kernels.hpp, probe16_op). Fragment layouts (PTX ISA "Matrix Fragments"), g =
+// lane/4, t = lane%4:
+//   m16n8k32 8-bit A: reg0 = row g, cols 4t..4t+3; reg2 = row g, cols 4t+16..; B: reg0 = rows 4t..4t+3
+//     of col g, reg1 = rows 4t+16..4t+19 (kind::f8f6f4 with fp8 operands: the same layout).
+//   m16n8k8 f16 A: reg0 = row g, cols 2t,2t+1 (reg1 row g+8 stays 0); B: reg0 = rows 2t,2t+1 of col g.
+//   m16n8 f32 C/D: c0,c1 = row g, cols 2t,2t+1; f16 C/D: reg0 = row g, cols 2t (low), 2t+1 (high).
+//   m8n8k4 f64 A: row g, col t; B: row t, col g; C/D: d0,d1 = row g, cols 2t,2t+1.
+namespace {
+
+constexpr int k16(probe16_op op) {
+  return op == probe16_op::f64                                              ? 4
+         : (op == probe16_op::fp16_k8_f32 || op == probe16_op::fp16_k8_f16) ? 8
+                                                                            : 32;
+}
+
+__device__ __forceinline__ std::uint64_t e16(const std::uint64_t *p, std::size_t line, bool valid, int K,
+                                             int k) {
+  return valid ? p[line * std::size_t(K) + k] : 0u;
+}
+// n consecutive elements of `bits` bits from k on, lowest k in the low bits.
+__device__ __forceinline__ std::uint32_t pack16(const std::uint64_t *p, std::size_t line, bool valid, int K,
+                                                int k, int bits) {
+  std::uint32_t r = 0;
+  const std::uint64_t mask = (std::uint64_t{1} << bits) - 1;
+  for (int i = 0; i < 32 / bits; ++i)
+    r |= std::uint32_t(e16(p, line, valid, K, k + i) & mask) << (i * bits);
+  return r;
+}
+
+#define BF16EMU_MMA_K32(ptx)                                                                                 \
+  asm volatile(ptx " {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"                                \
+               : "+f"(f[0]), "+f"(f[1]), "+f"(f[2]), "+f"(f[3])                                              \
+               : "r"(ra[0]), "r"(ra[1]), "r"(ra[2]), "r"(ra[3]), "r"(rb[0]), "r"(rb[1]))
+
+// One m16n8 instruction on 32-bit accumulator registers (f32 bits, or f16 pairs for fp16_k8_f16).
+template <probe16_op Op>
+__device__ __forceinline__ void issue16(std::uint32_t (&acc)[4], const std::uint32_t (&ra)[4],
+                                        const std::uint32_t (&rb)[2]) {
+  [[maybe_unused]] float f[4] = {__uint_as_float(acc[0]), __uint_as_float(acc[1]), __uint_as_float(acc[2]),
+                                 __uint_as_float(acc[3])};
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  if constexpr (Op == probe16_op::fp16_k8_f16) {
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f16.f16.f16.f16 {%0,%1}, {%2,%3}, {%4}, {%0,%1};\n"
+                 : "+r"(acc[0]), "+r"(acc[1])
+                 : "r"(ra[0]), "r"(ra[1]), "r"(rb[0]));
+  } else if constexpr (Op == probe16_op::fp16_k8_f32) {
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5}, {%6}, "
+                 "{%0,%1,%2,%3};\n"
+                 : "+f"(f[0]), "+f"(f[1]), "+f"(f[2]), "+f"(f[3])
+                 : "r"(ra[0]), "r"(ra[1]), "r"(rb[0]));
+  } else if constexpr (Op == probe16_op::e4m3_e5m2 || Op == probe16_op::e5m2_e4m3) {
+#if __CUDA_ARCH__ >= 890
+    if constexpr (Op == probe16_op::e4m3_e5m2)
+      BF16EMU_MMA_K32("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e5m2.f32");
+    else
+      BF16EMU_MMA_K32("mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e4m3.f32");
+#else
+    f[0] = f[1] = f[2] = f[3] = __uint_as_float(0xffffffffu); // not launched below sm_89
+#endif
+  } else {
+#if defined(__CUDA_ARCH_FEAT_SM120_ALL)
+    if constexpr (Op == probe16_op::f8f6f4_e4m3_e4m3)
+      BF16EMU_MMA_K32("mma.sync.aligned.m16n8k32.row.col.kind::f8f6f4.f32.e4m3.e4m3.f32");
+    else if constexpr (Op == probe16_op::f8f6f4_e4m3_e5m2)
+      BF16EMU_MMA_K32("mma.sync.aligned.m16n8k32.row.col.kind::f8f6f4.f32.e4m3.e5m2.f32");
+    else if constexpr (Op == probe16_op::f8f6f4_e5m2_e4m3)
+      BF16EMU_MMA_K32("mma.sync.aligned.m16n8k32.row.col.kind::f8f6f4.f32.e5m2.e4m3.f32");
+    else
+      BF16EMU_MMA_K32("mma.sync.aligned.m16n8k32.row.col.kind::f8f6f4.f32.e5m2.e5m2.f32");
+#else
+    f[0] = f[1] = f[2] = f[3] = __uint_as_float(0xffffffffu); // sm_120a code only
+#endif
   }
-  cudaFree(da), cudaFree(db), cudaFree(dc), cudaFree(dd);
-  return err;
+  if constexpr (Op != probe16_op::fp16_k8_f16) { // the f16 accumulator was written in place
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      acc[i] = __float_as_uint(f[i]);
+  }
+#endif
+}
+#undef BF16EMU_MMA_K32
+
+template <probe16_op Op>
+__global__ void __launch_bounds__(256)
+    mma_probe16(const std::uint64_t *__restrict__ a, const std::uint64_t *__restrict__ b,
+                const std::uint64_t *__restrict__ c, std::uint64_t *__restrict__ d, int K,
+                std::size_t lines) {
+  constexpr int k = k16(Op);
+  for_each_group8(lines, [&](std::size_t line, bool valid, int g, int t) { // row g of A, column g of B
+    if constexpr (Op == probe16_op::f64) {
+      double acc[2] = {0, 0};
+      if (valid && g == 2 * t) acc[0] = __longlong_as_double((long long)c[line]);
+      if (valid && g == 2 * t + 1) acc[1] = __longlong_as_double((long long)c[line]);
+      for (int k0 = 0; k0 < K; k0 += k) {
+        const double x = __longlong_as_double((long long)e16(a, line, valid, K, k0 + t));
+        const double y = __longlong_as_double((long long)e16(b, line, valid, K, k0 + t));
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+        asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0,%1}, {%2}, {%3}, {%0,%1};\n"
+                     : "+d"(acc[0]), "+d"(acc[1])
+                     : "d"(x), "d"(y));
+#else
+        acc[0] = acc[1] = x + y; // not launched
+#endif
+      }
+      if (valid && g == 2 * t) d[line] = std::uint64_t(__double_as_longlong(acc[0]));
+      if (valid && g == 2 * t + 1) d[line] = std::uint64_t(__double_as_longlong(acc[1]));
+    } else {
+      constexpr bool half_out = Op == probe16_op::fp16_k8_f16;
+      std::uint32_t acc[4] = {0, 0, 0, 0};
+      if constexpr (half_out) {
+        if (valid && g == 2 * t) acc[0] = std::uint32_t(c[line] & 0xffffu);
+        if (valid && g == 2 * t + 1) acc[0] = std::uint32_t(c[line] & 0xffffu) << 16;
+      } else {
+        if (valid && g == 2 * t) acc[0] = std::uint32_t(c[line]);
+        if (valid && g == 2 * t + 1) acc[1] = std::uint32_t(c[line]);
+      }
+      for (int k0 = 0; k0 < K; k0 += k) {
+        std::uint32_t ra[4] = {0, 0, 0, 0}, rb[2] = {0, 0};
+        if constexpr (k == 8) {
+          ra[0] = pack16(a, line, valid, K, k0 + 2 * t, 16);
+          rb[0] = pack16(b, line, valid, K, k0 + 2 * t, 16);
+        } else {
+          ra[0] = pack16(a, line, valid, K, k0 + 4 * t, 8);
+          ra[2] = pack16(a, line, valid, K, k0 + 4 * t + 16, 8);
+          rb[0] = pack16(b, line, valid, K, k0 + 4 * t, 8);
+          rb[1] = pack16(b, line, valid, K, k0 + 4 * t + 16, 8);
+        }
+        issue16<Op>(acc, ra, rb);
+      }
+      if (valid) {
+        if constexpr (half_out) {
+          if (g == 2 * t) d[line] = acc[0] & 0xffffu;
+          if (g == 2 * t + 1) d[line] = acc[0] >> 16;
+        } else {
+          if (g == 2 * t) d[line] = acc[0];
+          if (g == 2 * t + 1) d[line] = acc[1];
+        }
+      }
+    }
+  });
+}
+
+template <probe16_op Op>
+int launch16(const probe16_job &job, const std::uint64_t *a, const std::uint64_t *b, const std::uint64_t *c,
+             std::uint64_t *d) {
+  const unsigned blocks = unsigned(std::min<std::size_t>((job.lines + 63) / 64, 8192));
+  mma_probe16<Op><<<blocks, 256>>>(a, b, c, d, job.k, job.lines);
+  return int(cudaGetLastError());
+}
+
+int dispatch16(const probe16_job &job, const std::uint64_t *a, const std::uint64_t *b, const std::uint64_t *c,
+               std::uint64_t *d) {
+  switch (job.op) {
+  case probe16_op::e4m3_e5m2: return launch16<probe16_op::e4m3_e5m2>(job, a, b, c, d);
+  case probe16_op::e5m2_e4m3: return launch16<probe16_op::e5m2_e4m3>(job, a, b, c, d);
+  case probe16_op::fp16_k8_f32: return launch16<probe16_op::fp16_k8_f32>(job, a, b, c, d);
+  case probe16_op::fp16_k8_f16: return launch16<probe16_op::fp16_k8_f16>(job, a, b, c, d);
+  case probe16_op::f8f6f4_e4m3_e4m3: return launch16<probe16_op::f8f6f4_e4m3_e4m3>(job, a, b, c, d);
+  case probe16_op::f8f6f4_e4m3_e5m2: return launch16<probe16_op::f8f6f4_e4m3_e5m2>(job, a, b, c, d);
+  case probe16_op::f8f6f4_e5m2_e4m3: return launch16<probe16_op::f8f6f4_e5m2_e4m3>(job, a, b, c, d);
+  case probe16_op::f8f6f4_e5m2_e5m2: return launch16<probe16_op::f8f6f4_e5m2_e5m2>(job, a, b, c, d);
+  default: return launch16<probe16_op::f64>(job, a, b, c, d);
+  }
+}
+
+} // namespace
+
+int probe16_instr_k(probe16_op op) { return k16(op); }
+
+bool probe16_supported(const probe16_job &job, int cc_major, int cc_minor) {
+  const int cc = cc_major * 10 + cc_minor;
+  if (job.k <= 0 || job.k % k16(job.op) != 0) return false;
+  switch (job.op) {
+  case probe16_op::e4m3_e5m2:
+  case probe16_op::e5m2_e4m3: return cc == 90; // the sm_90a code carries them (as the fp8 probes above)
+  case probe16_op::f8f6f4_e4m3_e4m3:
+  case probe16_op::f8f6f4_e4m3_e5m2:
+  case probe16_op::f8f6f4_e5m2_e4m3:
+  case probe16_op::f8f6f4_e5m2_e5m2: return cc == 120; // sm_120a code, when the build has it
+  default: return cc >= 80;
+  }
+}
+
+int run_probe16(const probe16_job &job) {
+  return run_on_device(job.a, job.b, job.c, job.d, job.lines * std::size_t(job.k), job.lines,
+                       [&](const std::uint64_t *a, const std::uint64_t *b, const std::uint64_t *c,
+                           std::uint64_t *d) { return dispatch16(job, a, b, c, d); });
 }
 
 } // namespace bf16emu::gpu

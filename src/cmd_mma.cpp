@@ -29,8 +29,8 @@ namespace bf16emu::cli {
 namespace {
 
 struct mma_cli {
-  std::string arch, instr, a_format, out = "fp32", in_file;
-  unsigned k = 0;
+  std::string arch, instr, a_format, b_format, c_format, out = "fp32", in_file;
+  unsigned k = 0, shape_k = 0;
   bool list = false, trace = false, json = false;
 };
 
@@ -72,6 +72,19 @@ const char *rounding_name(tc::out_round r) {
   return r == tc::out_round::truncate ? "truncate" : "nearest_even";
 }
 
+// The rounding column of --list-arch: the block's output rounding, or the f64 fma chain.
+const char *rounding_name(const tc::preset &p) {
+  return p.accum == tc::accum_kind::fma_chain ? "fma_chain" : rounding_name(p.block.rounding);
+}
+
+// "e4m3" or, when B differs, "e4m3xe5m2"; "fp32" or, when C differs, "fp32<fp16" (C's format).
+std::string in_column(const tc::preset &p) {
+  return std::string(io::name(p.in)) + (p.b != p.in ? std::string("x") + io::name(p.b) : "");
+}
+std::string out_column(const tc::preset &p) {
+  return std::string(io::name(p.out)) + (p.c != p.out ? std::string("<") + io::name(p.c) : "");
+}
+
 void list_presets(bool json) {
   if (json) {
     io::json_writer w(std::cout);
@@ -79,11 +92,13 @@ void list_presets(bool json) {
     for (const tc::preset &p : tc::presets) {
       w.begin_object();
       w.kv("arch", tc::to_string(p.arch)).kv("gpu", p.gpu).kv("instr", tc::to_string(p.kind));
-      w.kv("a_format", io::name(p.in)).kv("out", io::name(p.out)).kv("ptx", p.ptx);
+      w.kv("a_format", io::name(p.in)).kv("b_format", io::name(p.b)).kv("c_format", io::name(p.c));
+      w.kv("out", io::name(p.out)).kv("accum", p.accum == tc::accum_kind::fma_chain ? "fma_chain" : "fused");
+      w.kv("ptx", p.ptx);
       w.kv("m", p.m).kv("n", p.n).kv("k", p.k);
       w.kv("L", p.block.L).kv("F", p.block.F).kv("e_zero", p.block.e_zero);
       w.kv("e_zero_matters", p.e_zero_matters).kv("out_frac", p.block.out_frac);
-      w.kv("rounding", rounding_name(p.block.rounding)).kv("source", p.source);
+      w.kv("rounding", rounding_name(p)).kv("source", p.source);
       w.end_object();
     }
     io::write_cpu_models(w);
@@ -97,8 +112,8 @@ void list_presets(bool json) {
     char ez[16];
     std::snprintf(ez, sizeof ez, p.e_zero_matters ? "%d" : "(%d)", p.block.e_zero);
     std::printf("%-6s %-8s %-5s %-5s %3d %3d %3d %7s %4d %-13s %s\n", tc::to_string(p.arch),
-                tc::to_string(p.kind), io::name(p.in), io::name(p.out), p.k, p.block.L, p.block.F, ez,
-                p.block.out_frac, rounding_name(p.block.rounding), p.gpu);
+                tc::to_string(p.kind), in_column(p).c_str(), out_column(p).c_str(), p.k, p.block.L, p.block.F,
+                ez, p.block.out_frac, rounding_name(p), p.gpu);
     std::printf("%51s %s\n%51s %s\n", "", p.ptx, "", p.source);
   }
   std::printf(
@@ -106,6 +121,9 @@ void list_presets(bool json) {
       "e_zero: exponent of zero terms, in parentheses where it cannot change any result for these formats;\n"
       "frac: fraction bits of the output. Aliases: %s. No preset where the sources leave a parameter open "
       "(B200 fp8).\n"
+      "in AxB: B has its own format (--b-format); out D<C: C has its own format (--c-format), converted to "
+      "D's\n"
+      "before the first block; fma_chain: one IEEE fma per product in k order (f64; L, F, e_zero unused).\n"
       "Details and full references: docs/tensor-cores.md.\n",
       alias_list().c_str());
   std::printf("\nCPU BF16 instructions (--a-format bf16, --out fp32, one FP32 lane per line; "
@@ -159,23 +177,25 @@ template <class Fn> void for_each_line(std::istream &is, int K, Fn fn) {
   }
 }
 
-template <class In, class Out> void run_lines(const mma_cli &o, const tc::preset &P, std::istream &is) {
+template <class In, class Out, class InB = In, class InC = Out>
+void run_lines(const mma_cli &o, const tc::preset &P, std::istream &is) {
   const int K = o.k > 0 ? int(o.k) : P.k;
-  std::vector<fp<In>> a(K), b(K);
+  std::vector<fp<In>> a(K);
+  std::vector<fp<InB>> b(K);
   std::vector<tc::block_trace> blocks;
   auto tracer = tc::make_block_tracer([&](const tc::block_trace &t) { blocks.push_back(t); });
   for_each_line(is, K, [&](const std::vector<std::string> &tok, int lineno) {
     for (int i = 0; i < K; ++i) {
       a[i] = fp<In>::from_bits(parse_value(tok[i], P.in, lineno, "A value"));
-      b[i] = fp<In>::from_bits(parse_value(tok[K + i], P.in, lineno, "B value"));
+      b[i] = fp<InB>::from_bits(parse_value(tok[K + i], P.b, lineno, "B value"));
     }
-    const fp<Out> c = fp<Out>::from_bits(parse_value(tok[2 * K], P.out, lineno, "C value"));
+    const fp<InC> c = fp<InC>::from_bits(parse_value(tok[2 * K], P.c, lineno, "C value"));
     blocks.clear();
     fp<Out> d;
     if (o.trace)
-      d = tc::dot<In, Out>(P.block, P.k, a.data(), 1, b.data(), 1, K, c, tracer);
+      d = tc::preset_dot<In, Out>(P, a.data(), 1, b.data(), 1, K, c, tracer);
     else
-      d = tc::dot<In, Out>(P.block, P.k, a.data(), 1, b.data(), 1, K, c);
+      d = tc::preset_dot<In, Out>(P, a.data(), 1, b.data(), 1, K, c);
     const std::string dhex = hex_of(P.out, d.bits);
     if (o.json) {
       io::json_writer w(std::cout, false);
@@ -284,6 +304,74 @@ void run_cpu_lines(const mma_cli &o, const cpu::model_info &m, std::istream &is)
   std::fflush(stdout);
 }
 
+// The bad-input message for a combination without a preset, listing the arch's presets.
+std::string no_preset_message(tc::arch arch, tc::instr_kind kind, format_id in, format_id b, format_id c,
+                              format_id out, int shape_k) {
+  std::string have;
+  for (const tc::preset &p : tc::presets)
+    if (p.arch == arch) {
+      have += std::string(" ") + tc::to_string(p.kind) + ":" + in_column(p) + "->" + out_column(p);
+      if (tc::find_preset(p.arch, p.kind, p.in, p.b, p.c, p.out) != &p)
+        have += "(k" + std::to_string(p.k) + ")";
+    }
+  const std::string b_part = b != in ? std::string(" x ") + io::name(b) : "";
+  const std::string c_part = c != out ? std::string(" (C ") + io::name(c) + ")" : "";
+  const std::string k_part = shape_k > 0 ? " k" + std::to_string(shape_k) : "";
+  return std::string("no preset for ") + tc::to_string(arch) + " " + tc::to_string(kind) + " " +
+         io::name(in) + b_part + " -> " + io::name(out) + c_part + k_part +
+         " (the sources leave it open or the GPU lacks it); " + tc::to_string(arch) + " has:" + have;
+}
+
+// The line runner for P's formats: same-format presets as before; the fp8 e4m3 x e5m2 mixes;
+// the fp16 m8n8k4 C/D mixes; the f64 fma chain.
+void run_preset(const mma_cli &o, const tc::preset &P, std::istream &is) {
+  if (P.accum == tc::accum_kind::fma_chain) {
+    if (P.in == format_id::fp64 && P.b == format_id::fp64 && P.c == format_id::fp64 &&
+        P.out == format_id::fp64)
+      run_lines<binary64, binary64>(o, P, is);
+    return;
+  }
+  auto half_single = [](format_id f, auto fn) {
+    if (f == format_id::fp16)
+      fn(binary16{});
+    else
+      fn(binary32{});
+  };
+  if (P.b != P.in) {
+    auto fp8 = [](format_id f, auto fn) {
+      if (f == format_id::e4m3)
+        fn(float8_e4m3{});
+      else
+        fn(float8_e5m2{});
+    };
+    fp8(P.in, [&](auto fa) {
+      fp8(P.b, [&](auto fb) {
+        half_single(P.out, [&](auto fo) {
+          using Out = decltype(fo);
+          run_lines<decltype(fa), Out, decltype(fb), Out>(o, P, is);
+        });
+      });
+    });
+    return;
+  }
+  if (P.c != P.out) {
+    half_single(P.c, [&](auto fc) {
+      half_single(P.out,
+                  [&](auto fo) { run_lines<binary16, decltype(fo), binary16, decltype(fc)>(o, P, is); });
+    });
+    return;
+  }
+  visit_format(P.in, [&](auto fin) {
+    using In = decltype(fin);
+    if constexpr (In::width <= 19) {
+      if (P.out == format_id::fp16)
+        run_lines<In, binary16>(o, P, is);
+      else
+        run_lines<In, binary32>(o, P, is);
+    }
+  });
+}
+
 void run(const mma_cli &o) {
   if (o.list) {
     list_presets(o.json);
@@ -315,29 +403,16 @@ void run(const mma_cli &o) {
                     "; CPU models: see --list-arch)");
   const format_id in = io::rethrow_as<bad_input>([&] { return io::parse_format(o.a_format); });
   const format_id out = io::rethrow_as<bad_input>([&] { return io::parse_format(o.out); });
+  const format_id b =
+      o.b_format.empty() ? in : io::rethrow_as<bad_input>([&] { return io::parse_format(o.b_format); });
+  const format_id c =
+      o.c_format.empty() ? out : io::rethrow_as<bad_input>([&] { return io::parse_format(o.c_format); });
   tc::instr_kind kind = tc::default_kind(arch);
   if (!o.instr.empty() && !tc::parse_instr(o.instr, kind))
     throw bad_input("unknown --instr '" + io::shorten(o.instr) + "' (mma, wgmma, tcgen05)");
-  const tc::preset *P = tc::find_preset(arch, kind, in, out);
-  if (!P) {
-    std::string have;
-    for (const tc::preset &p : tc::presets)
-      if (p.arch == arch)
-        have += std::string(" ") + tc::to_string(p.kind) + ":" + io::name(p.in) + "->" + io::name(p.out);
-    throw bad_input(std::string("no preset for ") + tc::to_string(arch) + " " + tc::to_string(kind) + " " +
-                    io::name(in) + " -> " + io::name(out) +
-                    " (the sources leave it open or the GPU lacks it); " + tc::to_string(arch) +
-                    " has:" + have);
-  }
-  visit_format(P->in, [&](auto fin) {
-    using In = decltype(fin);
-    if constexpr (In::width <= 19) {
-      if (P->out == format_id::fp16)
-        run_lines<In, binary16>(o, *P, is);
-      else
-        run_lines<In, binary32>(o, *P, is);
-    }
-  });
+  const tc::preset *P = tc::find_preset(arch, kind, in, b, c, out, int(o.shape_k));
+  if (!P) throw bad_input(no_preset_message(arch, kind, in, b, c, out, int(o.shape_k)));
+  run_preset(o, *P, is);
 }
 
 void register_mma(CLI::App &app) {
@@ -348,12 +423,21 @@ void register_mma(CLI::App &app) {
                   arch_names(" or ") +
                       ", or a CPU BF16 model (avx512bf16, amx-bf16, arm-bfdot, ...; --list-arch)");
   sub->add_option("--instr", o->instr, "mma (mma.sync, default), wgmma (sm90), tcgen05 (sm100, its default)");
-  sub->add_option("--a-format", o->a_format, "format of A and B: bf16 fp16 tf32 e4m3 e5m2");
+  sub->add_option("--a-format", o->a_format,
+                  "format of A (and of B unless --b-format): bf16 fp16 tf32 e4m3 e5m2 fp64");
+  sub->add_option("--b-format", o->b_format, "format of B when it differs from A's (e4m3 x e5m2 mixes)");
+  sub->add_option(
+      "--c-format", o->c_format,
+      "format of C when it differs from D's (m8n8k4 f16/f32 mixes; C is converted to D's format)");
+  add_count(sub, "--shape-k", o->shape_k,
+            "the instruction's k where an arch has two shapes for the same formats (m16n8k8 vs m16n8k16: 8); "
+            "default the first listed",
+            1, 256);
   add_count(sub, "--k", o->k,
             "values of A (and of B) per line; default the instruction's k; padded with zeros to "
             "a multiple of it, instructions chained in increasing k",
             1, 1u << 20);
-  sub->add_option("--out", o->out, "format of C and D: fp32 (default) or fp16");
+  sub->add_option("--out", o->out, "format of D (and of C unless --c-format): fp32 (default), fp16, fp64");
   sub->add_option("--in", o->in_file, "read lines from FILE instead of stdin");
   sub->add_flag("--list-arch", o->list, "print the presets with their parameters and sources");
   sub->add_flag("--trace", o->trace,
@@ -361,7 +445,8 @@ void register_mma(CLI::App &app) {
   sub->add_flag("--json", o->json, "one JSON object per line (with --list-arch: a JSON array)");
   sub->footer(
       "Each input line: K values of a row of A, K values of a column of B, then C. Values are bit patterns\n"
-      "(0x..., of the A/B format; C and D in the --out format; tf32 as its 19-bit pattern or as the 32-bit\n"
+      "(0x..., of the A/B format; C in the --c-format, D in the --out format; tf32 as its 19-bit pattern or "
+      "as the 32-bit\n"
       "register, 0x3f7aa000, whose low 13 bits are dropped) or decimals,\n"
       "hex-floats, inf, nan that must be exact in their format. Lines that are empty or start with #\n"
       "are skipped. Output: D as a hex bit pattern, one per line. Bad input: 'line N: ...', exit 2.\n\n"

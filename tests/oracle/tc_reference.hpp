@@ -17,6 +17,10 @@ namespace tcref {
 // width only has to be large enough never to lose a bit, and `checked` proves it on every run.
 using big = boost::multiprecision::number<boost::multiprecision::cpp_int_backend<
     256, 256, boost::multiprecision::signed_magnitude, boost::multiprecision::checked, void>>;
+// The f64 fma holds exact sums that span the whole binary64 range and its products (lsb 2^-2148,
+// top below 2^1025): 4096 bits, checked as well.
+using wide = boost::multiprecision::number<boost::multiprecision::cpp_int_backend<
+    4096, 4096, boost::multiprecision::signed_magnitude, boost::multiprecision::checked, void>>;
 
 struct fmt {
   int ebits; // exponent field width
@@ -28,7 +32,7 @@ struct fmt {
 };
 
 inline constexpr fmt fp32{8, 23, false}, fp16{5, 10, false}, bf16{8, 7, false}, tf32{8, 10, false},
-    e4m3{4, 3, true}, e5m2{5, 2, false};
+    e4m3{4, 3, true}, e5m2{5, 2, false}, fp64{11, 52, false};
 
 struct params {
   int L, F, e_zero, out_frac;
@@ -60,21 +64,22 @@ inline value decode(const fmt &f, std::uint64_t bits) {
 
 // Encode (-1)^neg * |v| where v = mag * 2^lsb exactly, rounding into `out` with out_frac
 // fraction bits (truncate or nearest-even); past the range: Inf.
-inline std::uint64_t encode(const fmt &out, int out_frac, bool nearest_even, bool neg, big mag, int lsb) {
+template <class Int>
+std::uint64_t encode(const fmt &out, int out_frac, bool nearest_even, bool neg, Int mag, int lsb) {
   const std::uint64_t sign = std::uint64_t(neg) << (out.ebits + out.mbits);
   if (mag == 0) return 0; // zero results are +0
   // Exponent of the leading bit.
   const int lead = int(boost::multiprecision::msb(mag)) + lsb;
   const int q = std::max(lead, out.emin()) - out_frac; // weight of the last kept bit
-  big kept;
+  Int kept;
   if (q <= lsb) {
     kept = mag << (lsb - q);
   } else {
     const unsigned sh = unsigned(q - lsb);
     kept = mag >> sh;
     if (nearest_even) {
-      const big rem = mag - (kept << sh);
-      const big half = big(1) << (sh - 1);
+      const Int rem = mag - (kept << sh);
+      const Int half = Int(1) << (sh - 1);
       if (rem > half || (rem == half && (kept & 1) != 0)) kept += 1;
     }
   }
@@ -89,13 +94,14 @@ inline std::uint64_t encode(const fmt &out, int out_frac, bool nearest_even, boo
   const int e = qq + out_frac; // exponent of the result if normal
   if (normal && e > emax) return sign | (std::uint64_t((1 << out.ebits) - 1) << out.mbits); // Inf
   std::uint64_t field = normal ? std::uint64_t(e + out.bias()) : 0;
-  std::uint64_t frac = std::uint64_t(kept & ((big(1) << out_frac) - 1)) << (out.mbits - out_frac);
+  std::uint64_t frac = std::uint64_t(kept & ((Int(1) << out_frac) - 1)) << (out.mbits - out_frac);
   return sign | (field << out.mbits) | frac;
 }
 
-// One block: n products (n <= L; the rest of the L slots are zero products) and c.
-inline std::uint64_t block(const fmt &in, const fmt &out, const params &p, const std::uint64_t *a,
-                           const std::uint64_t *b, int n, std::uint64_t c) {
+// One block: n products (n <= L; the rest of the L slots are zero products) and c. A is in
+// `in`, B in `inb` (they differ for the fp8 e4m3 x e5m2 mixes), c and the result in `out`.
+inline std::uint64_t block(const fmt &in, const fmt &inb, const fmt &out, const params &p,
+                           const std::uint64_t *a, const std::uint64_t *b, int n, std::uint64_t c) {
   const std::uint64_t nan_out = (std::uint64_t{1} << (out.ebits + out.mbits)) - 1; // all ones
   // Special values first.
   bool nan = false, pinf = false, ninf = false;
@@ -105,7 +111,7 @@ inline std::uint64_t block(const fmt &in, const fmt &out, const params &p, const
   value va[64], vb[64];
   for (int i = 0; i < n; ++i) {
     va[i] = decode(in, a[i]);
-    vb[i] = decode(in, b[i]);
+    vb[i] = decode(inb, b[i]);
     const value &x = va[i], &y = vb[i];
     if (x.k == kind::nan || y.k == kind::nan)
       nan = true;
@@ -137,7 +143,7 @@ inline std::uint64_t block(const fmt &in, const fmt &out, const params &p, const
       continue;
     }
     const int e = va[i].exp + vb[i].exp;
-    terms[nt++] = {va[i].sig * vb[i].sig, va[i].neg != vb[i].neg, e, e - 2 * in.mbits};
+    terms[nt++] = {va[i].sig * vb[i].sig, va[i].neg != vb[i].neg, e, e - in.mbits - inb.mbits};
   }
   if (vc.k == kind::zero)
     terms[nt++] = {0, false, p.e_zero, 0};
@@ -167,15 +173,88 @@ inline std::uint64_t block(const fmt &in, const fmt &out, const params &p, const
   return encode(out, p.out_frac, p.nearest_even, neg, neg ? big(-sum) : sum, unit);
 }
 
-// K products chained through blocks of L, padded with zero products to a multiple of instr_k.
-inline std::uint64_t dot(const fmt &in, const fmt &out, const params &p, int instr_k, const std::uint64_t *a,
-                         const std::uint64_t *b, int K, std::uint64_t c) {
+// C given in format cf, as the D format `out` (docs/tensor-cores.md, mixed formats): the value
+// rounded to nearest even with out's full precision (exact when out is wider); a NaN becomes
+// the all-ones NaN, an Inf stays an Inf, a zero keeps its sign.
+inline std::uint64_t c_to_out(const fmt &cf, const fmt &out, std::uint64_t c) {
+  if (cf.ebits == out.ebits && cf.mbits == out.mbits && cf.fn == out.fn) return c;
+  const value v = decode(cf, c);
+  const std::uint64_t sign = std::uint64_t(v.neg) << (out.ebits + out.mbits);
+  switch (v.k) {
+  case kind::nan: return (std::uint64_t{1} << (out.ebits + out.mbits)) - 1;
+  case kind::inf: return sign | (std::uint64_t((1 << out.ebits) - 1) << out.mbits);
+  case kind::zero: return sign;
+  default: {
+    const std::uint64_t r = encode(out, out.mbits, true, v.neg, v.sig, v.exp - cf.mbits);
+    return r == 0 ? sign : r; // an underflow to zero keeps the sign
+  }
+  }
+}
+
+// K products chained through blocks of L, padded with zero products to a multiple of instr_k;
+// A in `in`, B in `inb`, C in `cf`, D in `out`.
+inline std::uint64_t dot(const fmt &in, const fmt &inb, const fmt &cf, const fmt &out, const params &p,
+                         int instr_k, const std::uint64_t *a, const std::uint64_t *b, int K,
+                         std::uint64_t c) {
+  c = c_to_out(cf, out, c);
   if (K <= 0) return c;
   const int padded = (K + instr_k - 1) / instr_k * instr_k;
   for (int k0 = 0; k0 < padded; k0 += p.L) {
     const int n = std::clamp(K - k0, 0, p.L);
-    c = block(in, out, p, a + std::min(k0, K), b + std::min(k0, K), n, c);
+    c = block(in, inb, out, p, a + std::min(k0, K), b + std::min(k0, K), n, c);
   }
+  return c;
+}
+
+inline std::uint64_t dot(const fmt &in, const fmt &out, const params &p, int instr_k, const std::uint64_t *a,
+                         const std::uint64_t *b, int K, std::uint64_t c) {
+  return dot(in, in, out, out, p, instr_k, a, b, K, c);
+}
+
+// One IEEE 754 fused multiply-add a*b + c in format f, rounded to nearest even, from the
+// definition: special cases by the standard's table; otherwise the exact sum of the exact
+// product and c on big integers, rounded once. An exact zero sum is +0 unless both addends are
+// zeros of negative sign; a nonzero sum that rounds to zero keeps its sign. NaN results are the
+// all-ones NaN.
+inline std::uint64_t fma(const fmt &f, std::uint64_t a, std::uint64_t b, std::uint64_t c) {
+  const int signpos = f.ebits + f.mbits;
+  const std::uint64_t nan_out = (std::uint64_t{1} << signpos) - 1;
+  const std::uint64_t inf_field = std::uint64_t((1 << f.ebits) - 1) << f.mbits;
+  const value x = decode(f, a), y = decode(f, b), z = decode(f, c);
+  if (x.k == kind::nan || y.k == kind::nan || z.k == kind::nan) return nan_out;
+  const bool pneg = x.neg != y.neg;
+  if (x.k == kind::inf || y.k == kind::inf) {
+    if (x.k == kind::zero || y.k == kind::zero) return nan_out; // Inf * 0
+    if (z.k == kind::inf && z.neg != pneg) return nan_out;      // Inf - Inf
+    return (std::uint64_t(pneg) << signpos) | inf_field;
+  }
+  if (z.k == kind::inf) return c;
+  const bool pzero = x.k == kind::zero || y.k == kind::zero;
+  // Exact values: product p = sig * 2^plsb, addend z = sig * 2^zlsb.
+  const wide psig = pzero ? wide(0) : wide(x.sig) * wide(y.sig);
+  const int plsb = x.exp - f.mbits + y.exp - f.mbits;
+  const wide zsig = z.k == kind::zero ? wide(0) : wide(z.sig);
+  const int zlsb = z.exp - f.mbits;
+  const int lsb = std::min(plsb, zlsb);
+  const wide ps = psig << unsigned(plsb - lsb), zs = zsig << unsigned(zlsb - lsb);
+  const wide sum = (pneg ? wide(-ps) : ps) + (z.neg ? wide(-zs) : zs);
+  if (sum == 0) {
+    const bool both_neg_zero = pzero && z.k == kind::zero && pneg && z.neg;
+    return both_neg_zero ? std::uint64_t{1} << signpos : 0;
+  }
+  const bool neg = sum < 0;
+  const std::uint64_t r = encode<wide>(f, f.mbits, true, neg, neg ? wide(-sum) : sum, lsb);
+  return r == 0 && neg ? std::uint64_t{1} << signpos : r;
+}
+
+// The f64 DMMA accumulation: d = c, then d = fma(a_k, b_k, d) over K products padded with
+// zero products to a multiple of instr_k, in increasing k.
+inline std::uint64_t fma_chain(const fmt &f, int instr_k, const std::uint64_t *a, const std::uint64_t *b,
+                               int K, std::uint64_t c) {
+  if (K <= 0) return c;
+  const int padded = (K + instr_k - 1) / instr_k * instr_k;
+  for (int k = 0; k < padded; ++k)
+    c = fma(f, k < K ? a[k] : 0, k < K ? b[k] : 0, c);
   return c;
 }
 

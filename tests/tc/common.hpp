@@ -25,6 +25,7 @@ inline tcref::fmt ref_fmt(format_id id) {
   case format_id::bf16: return tcref::bf16;
   case format_id::tf32: return tcref::tf32;
   case format_id::e4m3: return tcref::e4m3;
+  case format_id::fp64: return tcref::fp64;
   default: return tcref::e5m2;
   }
 }
@@ -43,6 +44,31 @@ std::uint64_t model_dot_t(const block_params &p, int instr_k, const std::uint64_
   return dot<In, Out>(p, instr_k, va, 1, vb, 1, K, fp<Out>::from_bits(c)).bits;
 }
 
+// The same through preset_dot, with B and C in their own formats and the preset's
+// accumulation (fused blocks or the f64 fma chain); p replaces the preset's block parameters.
+template <class In, class InB, class InC, class Out>
+std::uint64_t preset_dot_t(const preset &P, const block_params &p, const std::uint64_t *a,
+                           const std::uint64_t *b, int K, std::uint64_t c) {
+  fp<In> va[256];
+  fp<InB> vb[256];
+  for (int i = 0; i < K; ++i)
+    va[i] = fp<In>::from_bits(a[i]), vb[i] = fp<InB>::from_bits(b[i]);
+  preset Q = P;
+  Q.block = p;
+  return preset_dot<In, Out>(Q, va, 1, vb, 1, K, fp<InC>::from_bits(c)).bits;
+}
+
+// fp16 or fp32 (the C and D formats of the fused presets).
+template <class Fn> std::uint64_t visit_half_single(format_id f, Fn fn) {
+  if (f == format_id::fp16) return fn(binary16{});
+  return fn(binary32{});
+}
+// e4m3 or e5m2 (the mixed fp8 presets).
+template <class Fn> std::uint64_t visit_fp8(format_id f, Fn fn) {
+  if (f == format_id::e4m3) return fn(float8_e4m3{});
+  return fn(float8_e5m2{});
+}
+
 inline std::uint64_t model_dot(format_id in, format_id out, const block_params &p, int instr_k,
                                const std::uint64_t *a, const std::uint64_t *b, int K, std::uint64_t c) {
   return visit_format(in, [&](auto fin) -> std::uint64_t {
@@ -56,14 +82,39 @@ inline std::uint64_t model_dot(format_id in, format_id out, const block_params &
   });
 }
 
+// A preset on bit patterns (A in P.in, B in P.b, C in P.c, D in P.out), with block parameters p.
+inline std::uint64_t model_dot(const preset &P, const block_params &p, const std::uint64_t *a,
+                               const std::uint64_t *b, int K, std::uint64_t c) {
+  if (P.b == P.in && P.c == P.out && P.accum == accum_kind::fused)
+    return model_dot(P.in, P.out, p, P.k, a, b, K, c); // the plain dot, as before
+  if (P.accum == accum_kind::fma_chain)                // f64 DMMA
+    return preset_dot_t<binary64, binary64, binary64, binary64>(P, p, a, b, K, c);
+  if (P.b != P.in) // fp8 e4m3 x e5m2 mixes, C in the D format
+    return visit_fp8(P.in, [&](auto fa) {
+      return visit_fp8(P.b, [&](auto fb) {
+        return visit_half_single(P.out, [&](auto fo) {
+          using Out = decltype(fo);
+          return preset_dot_t<decltype(fa), decltype(fb), Out, Out>(P, p, a, b, K, c);
+        });
+      });
+    });
+  return visit_half_single(P.c, [&](auto fc) { // fp16 m8n8k4 C/D mixes
+    return visit_half_single(P.out, [&](auto fo) {
+      return preset_dot_t<binary16, binary16, decltype(fc), decltype(fo)>(P, p, a, b, K, c);
+    });
+  });
+}
+
 inline std::uint64_t model_dot(const preset &P, const std::uint64_t *a, const std::uint64_t *b, int K,
                                std::uint64_t c) {
-  return model_dot(P.in, P.out, P.block, P.k, a, b, K, c);
+  return model_dot(P, P.block, a, b, K, c);
 }
 
 inline std::uint64_t ref_dot(const preset &P, const std::uint64_t *a, const std::uint64_t *b, int K,
                              std::uint64_t c) {
-  return tcref::dot(ref_fmt(P.in), ref_fmt(P.out), ref_params(P.block), P.k, a, b, K, c);
+  if (P.accum == accum_kind::fma_chain) return tcref::fma_chain(ref_fmt(P.out), P.k, a, b, K, c);
+  return tcref::dot(ref_fmt(P.in), ref_fmt(P.b), ref_fmt(P.c), ref_fmt(P.out), ref_params(P.block), P.k, a, b,
+                    K, c);
 }
 
 inline std::string hex(std::uint64_t v) {
@@ -76,11 +127,19 @@ inline const char *format_name_of(format_id id) {
   return visit_format(id, [](auto f) { return format_name<decltype(f)>(); });
 }
 
-// "sm90 wgmma bf16->fp32" (sep " ", "->") or "sm90_wgmma_bf16_fp32" (sep "_", "_").
+// "sm90 wgmma bf16->fp32" (sep " ", "->") or "sm90_wgmma_bf16_fp32" (sep "_", "_"); a B format
+// other than A's adds "xe5m2", a C format other than D's "_cfp16", and an instruction k other
+// than the first preset's of the same formats "_k8".
 inline std::string describe(const preset &P, const char *sep = " ", const char *arrow = "->") {
-  char buf[96];
-  std::snprintf(buf, sizeof buf, "%s%s%s%s%s%s%s", to_string(P.arch), sep, to_string(P.kind), sep,
-                format_name_of(P.in), arrow, format_name_of(P.out));
+  char buf[160];
+  std::string extra;
+  if (P.b != P.in) extra += std::string("x") + format_name_of(P.b);
+  std::string tail;
+  if (P.c != P.out) tail += std::string("_c") + format_name_of(P.c);
+  const preset *first = find_preset(P.arch, P.kind, P.in, P.b, P.c, P.out);
+  if (first != nullptr && first->k != P.k) tail += "_k" + std::to_string(P.k);
+  std::snprintf(buf, sizeof buf, "%s%s%s%s%s%s%s%s%s", to_string(P.arch), sep, to_string(P.kind), sep,
+                format_name_of(P.in), extra.c_str(), arrow, format_name_of(P.out), tail.c_str());
   return buf;
 }
 

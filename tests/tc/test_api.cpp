@@ -142,20 +142,20 @@ TEST(Presets, Gaps) {
 // random patterns) give the same D with e_zero = -1000.
 TEST(Presets, ZeroTermExponentIrrelevantForNarrowInputs) {
   for (const preset &P : presets) {
-    if (P.e_zero_matters) continue;
+    if (P.e_zero_matters || P.accum != accum_kind::fused) continue;
     block_params other = P.block;
     other.e_zero = -1000;
     gen g(7);
-    const tcref::fmt in = ref_fmt(P.in), out = ref_fmt(P.out);
+    const tcref::fmt in = ref_fmt(P.in), inb = ref_fmt(P.b), out = ref_fmt(P.c);
     std::vector<std::uint64_t> a(P.k), b(P.k);
     for (int i = 0; i < 20000; ++i) {
       for (int k = 0; k < P.k; ++k) {
         a[k] = g.coin(3) ? 0 : g.coin(2) ? g.tiny(in) : g.any(in);
-        b[k] = g.coin(2) ? g.tiny(in) : g.any(in);
+        b[k] = g.coin(2) ? g.tiny(inb) : g.any(inb);
       }
       const std::uint64_t c = g.coin(2) ? 0 : g.tiny(out);
-      ASSERT_EQ(model_dot(P.in, P.out, P.block, P.k, a.data(), b.data(), P.k, c),
-                model_dot(P.in, P.out, other, P.k, a.data(), b.data(), P.k, c))
+      ASSERT_EQ(model_dot(P, P.block, a.data(), b.data(), P.k, c),
+                model_dot(P, other, a.data(), b.data(), P.k, c))
           << describe(P);
     }
   }
@@ -165,18 +165,19 @@ TEST(Presets, ZeroTermExponentIrrelevantForNarrowInputs) {
 // (F >= 2*frac_bits + 1 for every preset: no alignment loss). Expected: the host FPU product.
 TEST(IeeeReduction, SingleProductExact) {
   for (const preset &P : presets) {
-    const tcref::fmt in = ref_fmt(P.in);
+    if (P.accum != accum_kind::fused) continue; // f64: ProbeDmma
+    const tcref::fmt in = ref_fmt(P.in), inb = ref_fmt(P.b);
     gen g(11);
     std::vector<std::uint64_t> a(P.k, 0), b(P.k, 0);
     int tested = 0;
     for (int i = 0; i < 200000; ++i) {
       a[0] = g.coin(8) ? g.tiny(in) : g.normal(in, -70, 70);
-      b[0] = g.coin(8) ? g.tiny(in) : g.normal(in, -70, 70);
+      b[0] = g.coin(8) ? g.tiny(inb) : g.normal(inb, -70, 70);
       if (P.out == format_id::fp16) { // short significands, so that the product can fit FP16
         a[0] = g.normal(in, -7, 7) & ~std::uint64_t(0x3f);
-        b[0] = g.normal(in, -7, 7) & ~std::uint64_t(0x3f);
+        b[0] = g.normal(inb, -7, 7) & ~std::uint64_t(0x3f);
       }
-      const double x = value_of(in, a[0]) * value_of(in, b[0]); // exact: <= 22-bit significands
+      const double x = value_of(in, a[0]) * value_of(inb, b[0]); // exact: <= 22-bit significands
       std::uint64_t expect;
       if (P.out == format_id::fp32) {
         const float f = float(x);
@@ -201,6 +202,7 @@ TEST(IeeeReduction, SingleProductExact) {
 TEST(IeeeReduction, ZeroProductsKeepC) {
   for (const preset &P : presets) {
     if (P.block.F < (P.out == format_id::fp32 ? 23 : 10) || P.block.out_frac < 10) continue;
+    if (P.c != P.out || P.accum != accum_kind::fused) continue; // C/D mixes, f64: their own probes
     gen g(3);
     std::vector<std::uint64_t> a(P.k, 0), b(P.k, 0);
     const tcref::fmt out = ref_fmt(P.out);
@@ -232,6 +234,47 @@ TEST(IeeeReduction, SmallIntegerDotProducts) {
 
 // mma(): every element is the dot product of its row and column; gemm() with K > k chains
 // instructions; D may alias C.
+// The mixed presets through mma(): B, C and D arrays in their own formats (the template
+// parameters deduced from the pointers), each D element equal to the reference's dot product.
+template <class In, class InB, class InC, class Out>
+void check_mixed_mma(const preset &P, std::uint64_t seed) {
+  gen g(seed);
+  const tcref::fmt fa = ref_fmt(P.in), fb = ref_fmt(P.b), fc = ref_fmt(P.c);
+  std::vector<fp<In>> A(P.m * P.k);
+  std::vector<fp<InB>> B(P.k * P.n);
+  std::vector<fp<InC>> C(P.m * P.n);
+  std::vector<fp<Out>> D(P.m * P.n);
+  for (auto &x : A)
+    x = fp<In>::from_bits(g.coin(5) ? g.any(fa) : g.normal(fa, -5, 5));
+  for (auto &x : B)
+    x = fp<InB>::from_bits(g.coin(5) ? g.any(fb) : g.normal(fb, -5, 5));
+  for (auto &x : C)
+    x = fp<InC>::from_bits(g.coin(5) ? g.tiny(fc) : g.normal(fc, -3, 3));
+  mma<In, Out>(P, A.data(), B.data(), C.data(), D.data());
+  for (int i = 0; i < P.m; ++i)
+    for (int j = 0; j < P.n; ++j) {
+      std::vector<std::uint64_t> a(P.k), b(P.k);
+      for (int k = 0; k < P.k; ++k)
+        a[k] = A[i * P.k + k].bits, b[k] = B[k * P.n + j].bits;
+      ASSERT_EQ(std::uint64_t(D[i * P.n + j].bits), ref_dot(P, a.data(), b.data(), P.k, C[i * P.n + j].bits))
+          << describe(P) << " i " << i << " j " << j;
+    }
+}
+
+TEST(Api, MixedFormatMma) {
+  using fmt = format_id;
+  check_mixed_mma<float8_e4m3, float8_e5m2, binary32, binary32>(
+      *find_preset(arch::sm89, instr_kind::mma, fmt::e4m3, fmt::e5m2, fmt::fp32, fmt::fp32), 1);
+  check_mixed_mma<float8_e5m2, float8_e4m3, binary16, binary16>(
+      *find_preset(arch::sm90, instr_kind::wgmma, fmt::e5m2, fmt::e4m3, fmt::fp16, fmt::fp16), 2);
+  check_mixed_mma<binary16, binary16, binary16, binary32>(
+      *find_preset(arch::sm70, instr_kind::mma, fmt::fp16, fmt::fp16, fmt::fp16, fmt::fp32), 3);
+  check_mixed_mma<binary16, binary16, binary32, binary16>(
+      *find_preset(arch::sm75, instr_kind::mma, fmt::fp16, fmt::fp16, fmt::fp32, fmt::fp16), 4);
+  check_mixed_mma<binary64, binary64, binary64, binary64>(
+      *find_preset(arch::sm90, instr_kind::mma, fmt::fp64, fmt::fp64, fmt::fp64, fmt::fp64), 5);
+}
+
 TEST(Api, MmaAndGemmAreDotProducts) {
   const preset &P = *find_preset(arch::sm80, instr_kind::mma, format_id::bf16, format_id::fp32);
   gen g(9);

@@ -17,6 +17,7 @@
 //   [DSV3]   DeepSeek-V3 technical report, arXiv 2412.19437 s3.3.2 (H800 FP8 accumulation
 //            keeps about 14 bits).
 #include <initializer_list>
+#include <tuple>
 #include <utility>
 
 #include <gtest/gtest.h>
@@ -384,29 +385,183 @@ std::uint64_t nan_of(format_id f) {
 
 TEST(ProbeAllPresets, GenericProbes) {
   for (const preset &P : presets) {
-    const std::uint64_t one_in = one_of(P.in);
+    // The C/D mixes and f64 have their own probes (issue 16, above); B's 1.0 is in B's format.
+    if (P.c != P.out || P.accum != accum_kind::fused) continue;
+    const std::uint64_t one_in = one_of(P.in), one_b = one_of(P.b);
     const bool f32 = P.out == format_id::fp32;
     // F probe 1*1 + c, c = -(1 - 2^-24) (FP32 c): c is cut to F fraction bits below 2^0, so
     // D = 2^-min(F, 24) [FHMP21][KM25][MMASIM]: V100 2^-23, A100 and H100 2^-24, fp8 2^-13.
     // FP16 c = -(1 - 2^-11) fits every F >= 11: D = 2^-11 (0x1000).
     if (f32) {
       const int e = -std::min(P.block.F, 24);
-      EXPECT_EQ(probe(P, {{0, one_in}}, {{0, one_in}}, 0xbf7fffff), f32_pow2(e)) << describe(P);
+      EXPECT_EQ(probe(P, {{0, one_in}}, {{0, one_b}}, 0xbf7fffff), f32_pow2(e)) << describe(P);
     } else {
-      EXPECT_EQ(probe(P, {{0, one_in}}, {{0, one_in}}, 0xbbff), 0x1000u) << describe(P);
+      EXPECT_EQ(probe(P, {{0, one_in}}, {{0, one_b}}, 0xbbff), 0x1000u) << describe(P);
     }
     // 1*1 + 1 = 2 in every preset.
-    EXPECT_EQ(probe(P, {{0, one_in}}, {{0, one_in}}, f32 ? 0x3f800000 : 0x3c00), f32 ? 0x40000000u : 0x4000u)
+    EXPECT_EQ(probe(P, {{0, one_in}}, {{0, one_b}}, f32 ? 0x3f800000 : 0x3c00), f32 ? 0x40000000u : 0x4000u)
         << describe(P);
     // Exact cancellation: +0.
-    EXPECT_EQ(probe(P, {{P.k - 1, one_in}}, {{P.k - 1, one_in}}, f32 ? 0xbf800000 : 0xbc00), 0u)
+    EXPECT_EQ(probe(P, {{P.k - 1, one_in}}, {{P.k - 1, one_b}}, f32 ? 0xbf800000 : 0xbc00), 0u)
         << describe(P);
     // NaN input at the last k: the all-ones NaN [MMASIM].
-    EXPECT_EQ(probe(P, {{P.k - 1, nan_of(P.in)}}, {{P.k - 1, one_in}}, 0), f32 ? 0x7fffffffu : 0x7fffu)
+    EXPECT_EQ(probe(P, {{P.k - 1, nan_of(P.in)}}, {{P.k - 1, one_b}}, 0), f32 ? 0x7fffffffu : 0x7fffu)
         << describe(P);
     // An Inf accumulator passes through finite products.
-    EXPECT_EQ(probe(P, {{0, one_in}}, {{0, one_in}}, f32 ? 0x7f800000 : 0x7c00), f32 ? 0x7f800000u : 0x7c00u)
+    EXPECT_EQ(probe(P, {{0, one_in}}, {{0, one_b}}, f32 ? 0x7f800000 : 0x7c00), f32 ? 0x7f800000u : 0x7c00u)
         << describe(P);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Issue 16: mixed operand formats, the m8n8k4 C/D mixes, m16n8k8 fp16, mma.sync on sm100 and
+// sm120, f64 DMMA. Parameters from MMA-Sim arXiv 2511.10909 (mmasim/isa/nv_ptx/nv_mma.py: which
+// shapes each arch runs; mmasim/simulator/nv_ptx.py: fraction bits, split-k, output rounding, C
+// converted to the D type, f64 as an fma chain) and the PTX ISA (shapes and types); every
+// expected value is derived by hand in the comment.
+
+const preset &get6(const char *name, instr_kind kind, format_id a, format_id b, format_id c, format_id d,
+                   int k = 0) {
+  arch ar{};
+  if (!parse_arch(name, ar)) throw std::runtime_error(std::string("unknown arch ") + name);
+  const preset *p = find_preset(ar, kind, a, b, c, d, k);
+  if (!p) throw std::runtime_error(std::string("no preset ") + name);
+  return *p;
+}
+
+constexpr format_id E4 = format_id::e4m3, E5 = format_id::e5m2, H = format_id::fp16, S = format_id::fp32,
+                    D64 = format_id::fp64, BF = format_id::bf16;
+
+// e4m3 x e5m2: B is decoded as e5m2 (0x3c = 1.0; as e4m3 it would be 1.5), A as e4m3 (0x38 = 1.0).
+// 448 (e4m3 0x7e, 1.75*2^8) * 57344 (e5m2 0x7b, 1.75*2^15) = 3.0625*2^23 = 0x4bc40000 (exact in 13
+// bits). Smallest subnormals 2^-9 (e4m3 0x01) * 2^-16 (e5m2 0x01) = 2^-25 = 0x33000000; to FP16 that
+// is half the smallest subnormal, a tie to even: 0. 2^-8 (e4m3 0x02) * 2^-16 = 2^-24 = FP16 0x0001.
+// F probe 1*1 + c, c = -(1 - 2^-24): 13 bits (Ada, Hopper) cut c to -(1 - 2^-13): 2^-13 = 0x39000000.
+TEST(ProbeMixedFp8, E4m3TimesE5m2) {
+  struct mix {
+    const char *arch;
+    instr_kind kind;
+  };
+  for (const mix m :
+       {mix{"sm89", instr_kind::mma}, mix{"sm90", instr_kind::mma}, mix{"sm90", instr_kind::wgmma}}) {
+    const preset &P = get6(m.arch, m.kind, E4, E5, S, S), &Q = get6(m.arch, m.kind, E5, E4, S, S);
+    EXPECT_EQ(probe(P, {{0, 0x38}}, {{0, 0x3c}}, 0), 0x3f800000u) << m.arch;
+    EXPECT_EQ(probe(Q, {{0, 0x3c}}, {{0, 0x38}}, 0), 0x3f800000u) << m.arch;
+    EXPECT_EQ(probe(P, {{P.k - 1, 0x7e}}, {{P.k - 1, 0x7b}}, 0), 0x4bc40000u) << m.arch;
+    EXPECT_EQ(probe(Q, {{3, 0x7b}}, {{3, 0x7e}}, 0), 0x4bc40000u) << m.arch;
+    EXPECT_EQ(probe(P, {{1, 0x01}}, {{1, 0x01}}, 0), 0x33000000u) << m.arch;
+    EXPECT_EQ(probe(P, {{0, 0x38}}, {{0, 0x3c}}, 0xbf7fffff), 0x39000000u) << m.arch;
+    // A NaN in B (e5m2 0x7e) and an Inf in B (e5m2 0x7c) times a nonzero e4m3.
+    EXPECT_EQ(probe(P, {{2, 0x38}}, {{2, 0x7e}}, 0), 0x7fffffffu) << m.arch;
+    EXPECT_EQ(probe(P, {{2, 0xb8}}, {{2, 0x7c}}, 0), 0xff800000u) << m.arch;
+    const preset &Ph = get6(m.arch, m.kind, E4, E5, H, H);
+    EXPECT_EQ(probe(Ph, {{1, 0x01}}, {{1, 0x01}}, 0), 0x0000u) << m.arch;
+    EXPECT_EQ(probe(Ph, {{1, 0x02}}, {{1, 0x01}}, 0), 0x0001u) << m.arch;
+    EXPECT_EQ(probe(Ph, {{0, 0x38}}, {{0, 0x3c}}, 0xbbff), 0x1000u) << m.arch; // 1 - (1 - 2^-11)
+  }
+}
+
+// m8n8k4 with C in FP16 and D in FP32 (MMA-Sim: C converted to the D type, exact): zero products
+// and C = 0x3555 (1.0101010101b * 2^-2) give that value in FP32, 0x3eaaa000. C = -(1 - 2^-11)
+// (0xbbff) plus 1*1 gives 2^-11 (0x3a000000) with F 23 (Volta) and 24 (Turing). On Turing an FP32 C
+// -(1 - 2^-24) plus 1*1 gives 2^-24 (0x33800000: 24 bits), on Volta 2^-23 (0x34000000).
+TEST(ProbeM8n8k4, CAndDFormats) {
+  for (const char *a : {"sm70", "sm75"}) {
+    const preset &P = get6(a, instr_kind::mma, H, H, H, S);
+    EXPECT_EQ(probe(P, {}, {}, 0x3555), 0x3eaaa000u) << a;
+    EXPECT_EQ(probe(P, {{3, 0x3c00}}, {{3, 0x3c00}}, 0xbbff), 0x3a000000u) << a;
+    EXPECT_EQ(probe(P, {}, {}, 0x0001), 0x33800000u) << a; // FP16 subnormal 2^-24 -> FP32 normal
+  }
+  EXPECT_EQ(probe(get6("sm75", instr_kind::mma, H, H, S, S, 4), {{0, 0x3c00}}, {{0, 0x3c00}}, 0xbf7fffff),
+            0x33800000u);
+  EXPECT_EQ(probe(get6("sm70", instr_kind::mma, H, H, S, S), {{0, 0x3c00}}, {{0, 0x3c00}}, 0xbf7fffff),
+            0x34000000u);
+  EXPECT_EQ(probe(get6("sm75", instr_kind::mma, H, H, H, H, 4), {{0, 0x3c00}}, {{0, 0x3c00}}, 0xbbff),
+            0x1000u);
+}
+
+// m8n8k4 .f16.f16.f16.f32 (C FP32, D FP16), the open choice: C = 1 + 2^-11 (0x3f801000) is rounded to
+// FP16 first (a tie: to even, 1.0), then 2^-10 * 2^-10 = 2^-20 is added: 1 + 2^-20 rounds to 1.0,
+// 0x3c00. Had C entered the fused sum at full precision, 1 + 2^-11 + 2^-20 would round to 0x3c01: a
+// GPU run of this line settles the choice. C = 65520 (0x477ff000) rounds to FP16 Inf (0x7c00).
+TEST(ProbeM8n8k4, Fp32CIntoFp16DOpen) {
+  for (const char *a : {"sm70", "sm75"}) {
+    const preset &P = get6(a, instr_kind::mma, H, H, S, H);
+    EXPECT_EQ(probe(P, {{1, 0x1400}}, {{1, 0x1400}}, 0x3f801000), 0x3c00u) << a;
+    EXPECT_EQ(probe(P, {}, {}, 0x477ff000), 0x7c00u) << a;
+  }
+}
+
+// m16n8k8 fp16 is one block of 8 (not split, MMA-Sim): 1*1 at k0, 2^-12 * 2^-13 = 2^-25 at k7
+// (0x0c00, 0x0800), C = -1: with 24 bits (Ampere, Ada) 2^-25 falls below the block lsb 2^-24: +0;
+// with 25 bits (Hopper, Blackwell, RTX Blackwell) it stays: 2^-25 = 0x33000000. Split into two
+// blocks of 4 it would survive on Ampere too. FP16 output: 1*1 + C -(1 - 2^-11) = 2^-11 = 0x1000.
+TEST(ProbeM16n8k8, Fp16OneBlockOfEight) {
+  const std::pair<const char *, std::uint64_t> cases[] = {
+      {"sm75", 0},          {"sm80", 0},           {"sm86", 0},          {"sm89", 0},
+      {"sm90", 0x33000000}, {"sm100", 0x33000000}, {"sm120", 0x33000000}};
+  for (const auto &[a, want] : cases) {
+    const preset &P = get6(a, instr_kind::mma, H, H, S, S, 8);
+    ASSERT_EQ(P.k, 8) << a;
+    EXPECT_EQ(probe(P, {{0, 0x3c00}, {7, 0x0c00}}, {{0, 0x3c00}, {7, 0x0800}}, 0xbf800000), want) << a;
+    EXPECT_EQ(probe(get6(a, instr_kind::mma, H, H, H, H, 8), {{0, 0x3c00}}, {{0, 0x3c00}}, 0xbbff), 0x1000u)
+        << a;
+  }
+}
+
+// mma.sync on sm100 and sm120 (MMA-Sim: 25 bits, k16 not split): 1*1 at k0 and 2^-13 * 2^-13 =
+// 2^-26 (bf16 0x3900) at k15, C = -1: one block of 16 with lsb 2^-25 drops 2^-26: +0 (two blocks
+// of 8 would keep it: 0x32800000). 2^-12 * 2^-13 = 2^-25 (0x3980, 0x3900) at k1 stays: 0x33000000.
+TEST(ProbeBlackwellMmaSync, OneBlockOf16With25Bits) {
+  for (const char *a : {"sm100", "sm120"}) {
+    const preset &P = get6(a, instr_kind::mma, BF, BF, S, S);
+    EXPECT_EQ(probe(P, {{0, one}, {15, 0x3900}}, {{0, one}, {15, 0x3900}}, 0xbf800000), 0u) << a;
+    EXPECT_EQ(probe(P, {{0, one}, {1, 0x3980}}, {{0, one}, {1, 0x3900}}, 0xbf800000), 0x33000000u) << a;
+    const preset &Q = get6(a, instr_kind::mma, H, H, S, S);
+    EXPECT_EQ(Q.k, 16) << a;
+    EXPECT_EQ(probe(Q, {{0, 0x3c00}, {1, 0x0c00}}, {{0, 0x3c00}, {1, 0x0800}}, 0xbf800000), 0x33000000u) << a;
+  }
+}
+
+// sm120 fp8 (kind::f8f6f4): 25 bits and a plain FP32 output (MMA-Sim applies the 13-bit cut to
+// Ada only): 1*1 + C -(1 - 2^-24) = 2^-24 (0x33800000; Ada gives 2^-13); 1*1 + 2^-20 (0x35800000)
+// = 1 + 2^-20 = 0x3f800008 (Ada's 13-bit output: 0x3f800000). Mixed: e4m3 1.0 x e5m2 1.0.
+TEST(ProbeRtxBlackwell, Fp8TwentyFiveBits) {
+  for (const auto &[fa, fb, oa, ob] : {std::tuple{E4, E4, 0x38, 0x38}, std::tuple{E4, E5, 0x38, 0x3c},
+                                       std::tuple{E5, E4, 0x3c, 0x38}, std::tuple{E5, E5, 0x3c, 0x3c}}) {
+    const preset &P = get6("sm120", instr_kind::mma, fa, fb, S, S);
+    EXPECT_EQ(probe(P, {{0, std::uint64_t(oa)}}, {{0, std::uint64_t(ob)}}, 0xbf7fffff), 0x33800000u);
+    EXPECT_EQ(probe(P, {{31, std::uint64_t(oa)}}, {{31, std::uint64_t(ob)}}, 0x35800000), 0x3f800008u);
+    const preset &Ph = get6("sm120", instr_kind::mma, fa, fb, H, H);
+    EXPECT_EQ(probe(Ph, {{0, std::uint64_t(oa)}}, {{0, std::uint64_t(ob)}}, 0xbbff), 0x1000u);
+  }
+  EXPECT_EQ(probe(get6("sm89", instr_kind::mma, E4, E4, S, S), {{0, 0x38}}, {{0, 0x38}}, 0x35800000),
+            0x3f800000u);
+}
+
+// f64 DMMA, an IEEE fma chain in k order (MMA-Sim simulator/nv_ptx.py), where a fused dot would
+// differ:
+//  - 1*1, then + 2^-53 twice: each fma ties and rounds to even, D = 1.0 (a fused exact sum
+//    1 + 2^-52 would give 0x3ff0000000000001);
+//  - the same terms in the other k order: 2^-53 + 2^-53 = 2^-52, then + 1 = 0x3ff0000000000001;
+//  - (1 + 2^-52)(1 - 2^-53) - 1 = 2^-53 - 2^-105 exactly (0x3c9ffffffffffffe): one rounding per
+//    fma (a rounded product would give 1 - 1 = 0);
+//  - (-0)*(+0) + ... + (-0) = -0 (IEEE signs of zero; a fused block gives +0);
+//  - 2^-537 * 2^-537 = 2^-1074, the smallest subnormal (0x1).
+TEST(ProbeDmma, FmaChainInKOrder) {
+  constexpr std::uint64_t d1 = 0x3ff0000000000000, d53 = 0x3ca0000000000000, neg0 = 0x8000000000000000;
+  for (const char *a : {"sm80", "sm90"}) {
+    const preset &P = get6(a, instr_kind::mma, D64, D64, D64, D64);
+    EXPECT_EQ(P.accum, accum_kind::fma_chain);
+    EXPECT_EQ(probe(P, {{0, d1}, {1, d53}, {2, d53}}, {{0, d1}, {1, d1}, {2, d1}}, 0), d1) << a;
+    EXPECT_EQ(probe(P, {{0, d53}, {1, d53}, {3, d1}}, {{0, d1}, {1, d1}, {3, d1}}, 0), 0x3ff0000000000001u)
+        << a;
+    EXPECT_EQ(probe(P, {{2, 0x3ff0000000000001}}, {{2, 0x3fefffffffffffff}}, 0xbff0000000000000),
+              0x3c9ffffffffffffeu)
+        << a;
+    EXPECT_EQ(probe(P, {{0, neg0}, {1, neg0}, {2, neg0}, {3, neg0}}, {}, neg0), neg0) << a;
+    EXPECT_EQ(probe(P, {{0, 0x1e60000000000000}}, {{0, 0x1e60000000000000}}, 0), 1u) << a;
+    EXPECT_EQ(probe(P, {{0, 0x7ff0000000000000}}, {}, 0), 0x7fffffffffffffffu) << a; // Inf * 0
   }
 }
 

@@ -192,12 +192,13 @@ BF16EMU_CXHD std::uint64_t round_out(bool neg, std::uint64_t mag, int base, int 
 }
 
 // The NaN/Inf path (taken when any input is Inf or NaN).
-template <class In, class Out>
-BF16EMU_CXHD std::uint64_t special_block(const fp<In> *a, std::ptrdiff_t sa, const fp<In> *b,
+template <class In, class Out, class InB = In>
+BF16EMU_CXHD std::uint64_t special_block(const fp<In> *a, std::ptrdiff_t sa, const fp<InB> *b,
                                          std::ptrdiff_t sb, int n, fp<Out> c) noexcept {
   bool nan = c.is_nan(), pinf = c.is_inf() && !c.sign(), ninf = c.is_inf() && c.sign();
   for (int i = 0; i < n; ++i) {
-    const fp<In> x = a[i * sa], y = b[i * sb];
+    const fp<In> x = a[i * sa];
+    const fp<InB> y = b[i * sb];
     if (x.is_nan() || y.is_nan())
       nan = true;
     else if (x.is_inf() || y.is_inf()) {
@@ -390,14 +391,16 @@ BF16EMU_HD inline bool fast_one(const block_params &p, const fp<In> *a, std::ptr
 } // namespace detail
 
 // One block: d = sum_{i<n} a[i*sa]*b[i*sb] + c, with L - n zero products padding the block.
-// `block_index` and `k0` only label the trace record.
-template <class In, class Out, class Tracer>
-BF16EMU_CXHD fp<Out> block_fdpa(const block_params &p, const fp<In> *a, std::ptrdiff_t sa, const fp<In> *b,
+// `block_index` and `k0` only label the trace record. A and B may have different formats
+// (InB, deduced from b: the fp8 e4m3 x e5m2 mixes); a product's significand then has
+// In::frac_bits + InB::frac_bits fraction bits. Mixed blocks take the general path.
+template <class In, class Out, class Tracer, class InB = In>
+BF16EMU_CXHD fp<Out> block_fdpa(const block_params &p, const fp<In> *a, std::ptrdiff_t sa, const fp<InB> *b,
                                 std::ptrdiff_t sb, int n, fp<Out> c, Tracer &tracer, int block_index = 0,
                                 int k0 = 0) noexcept {
-  static_assert(2 * In::precision + 2 <= 62, "input significands too wide for the 64-bit model");
+  static_assert(In::precision + InB::precision + 2 <= 62, "input significands too wide for the 64-bit model");
   if (n > p.L) n = p.L;
-  if constexpr (detail::fast_formats<In, Out> &&
+  if constexpr (std::is_same_v<In, InB> && detail::fast_formats<In, Out> &&
                 (!Tracer::enabled || detail::is_summary_tracer<Tracer>::value)) {
     if (!__builtin_is_constant_evaluated() && detail::fast_params<In>(p)) {
       block_summary s;
@@ -410,8 +413,8 @@ BF16EMU_CXHD fp<Out> block_fdpa(const block_params &p, const fp<In> *a, std::ptr
       }
     }
   }
-  constexpr int m2 = 2 * In::frac_bits; // products: value = sig * 2^(exp - m2)
-  constexpr int mc = Out::frac_bits;    // c:        value = sig * 2^(exp - mc)
+  constexpr int m2 = In::frac_bits + InB::frac_bits; // products: value = sig * 2^(exp - m2)
+  constexpr int mc = Out::frac_bits;                 // c:        value = sig * 2^(exp - mc)
 
   // Pass 1: specials, exact products, the max exponent.
   std::uint64_t psig[max_block];
@@ -423,8 +426,8 @@ BF16EMU_CXHD fp<Out> block_fdpa(const block_params &p, const fp<In> *a, std::ptr
   int emax = none; // over nonzero terms
   for (int i = 0; i < n; ++i) {
     const std::uint64_t xa = a[i * sa].bits, xb = b[i * sb].bits;
-    special |= bool(unsigned(detail::is_special<In>(xa)) | unsigned(detail::is_special<In>(xb)));
-    const detail::unpacked ua = detail::unpack<In>(xa), ub = detail::unpack<In>(xb);
+    special |= bool(unsigned(detail::is_special<In>(xa)) | unsigned(detail::is_special<InB>(xb)));
+    const detail::unpacked ua = detail::unpack<In>(xa), ub = detail::unpack<InB>(xb);
     psig[i] = ua.sig * ub.sig;
     pexp[i] = ua.exp + ub.exp;
     pneg[i] = ua.neg != ub.neg;
@@ -435,7 +438,7 @@ BF16EMU_CXHD fp<Out> block_fdpa(const block_params &p, const fp<In> *a, std::ptr
   }
   std::uint64_t d;
   if (special) {
-    d = detail::special_block<In, Out>(a, sa, b, sb, n, c);
+    d = detail::special_block<In, Out, InB>(a, sa, b, sb, n, c);
     if constexpr (Tracer::enabled) {
       block_trace t{};
       t.block = block_index, t.k0 = k0, t.n_products = p.L, t.n_real = n, t.special = true;
@@ -528,8 +531,8 @@ BF16EMU_CXHD fp<Out> block_fdpa(const block_params &p, const fp<In> *a, std::ptr
 }
 
 // Same, without a trace.
-template <class In, class Out>
-BF16EMU_CXHD fp<Out> block_fdpa(const block_params &p, const fp<In> *a, std::ptrdiff_t sa, const fp<In> *b,
+template <class In, class Out, class InB = In>
+BF16EMU_CXHD fp<Out> block_fdpa(const block_params &p, const fp<In> *a, std::ptrdiff_t sa, const fp<InB> *b,
                                 std::ptrdiff_t sb, int n, fp<Out> c) noexcept {
   no_block_trace t;
   return block_fdpa<In, Out>(p, a, sa, b, sb, n, c, t);
@@ -570,15 +573,16 @@ BF16EMU_HD inline fp<Out> fast_chain(const block_params &p, int padded, const fp
 
 // A chain of blocks over K products a[k*sa]*b[k*sb], padded to a multiple of instr_k with zero
 // products, each block's result the next block's c (the k order of tc::dot, mma.hpp). On the
-// fast path the host status is saved once for the whole chain.
-template <class In, class Out, class Tracer>
+// fast path the host status is saved once for the whole chain. B may have its own format
+// (InB, as in block_fdpa); mixed chains take the general path.
+template <class In, class Out, class Tracer, class InB = In>
 BF16EMU_CXHD fp<Out> chain_fdpa(const block_params &p, int instr_k, const fp<In> *a, std::ptrdiff_t sa,
-                                const fp<In> *b, std::ptrdiff_t sb, int K, fp<Out> c,
+                                const fp<InB> *b, std::ptrdiff_t sb, int K, fp<Out> c,
                                 Tracer &tracer) noexcept {
   if (K <= 0) return c;
   if (instr_k < p.L) instr_k = p.L;
   const int padded = (K + instr_k - 1) / instr_k * instr_k;
-  if constexpr (detail::fast_formats<In, Out> &&
+  if constexpr (std::is_same_v<In, InB> && detail::fast_formats<In, Out> &&
                 (!Tracer::enabled || detail::is_summary_tracer<Tracer>::value)) {
     if (!__builtin_is_constant_evaluated() && detail::fast_params<In>(p))
       return detail::fast_chain<In, Out>(p, padded, a, sa, b, sb, K, c, tracer);

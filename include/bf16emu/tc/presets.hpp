@@ -1,8 +1,9 @@
 // bf16emu tensor-core model: parameter presets per NVIDIA generation and instruction.
 //
 // Every number comes from the sources cited in `source` (full references in
-// docs/tensor-cores.md). Where the sources leave a parameter open, the preset is absent:
-// B200 fp8 (tcgen05 kind::f8f6f4) and mma.sync on sm100 have no preset.
+// docs/tensor-cores.md). Where the sources leave a parameter open and it can change a result,
+// the preset is absent (B200 fp8 tcgen05 kind::f8f6f4, fp8 mma.sync on sm100) or its source
+// says "open:" and names the choice made (docs/tensor-cores.md names the probe that settles it).
 #pragma once
 
 #include <cstdint>
@@ -36,6 +37,12 @@ BF16EMU_CXHD bool parse_instr(std::string_view name, instr_kind &k) noexcept {
   return false;
 }
 
+// How an instruction accumulates.
+enum class accum_kind : std::uint8_t {
+  fused,     // blocks of L products fused with c (block.hpp): every preset but f64
+  fma_chain, // one IEEE fma (round to nearest even) per product in k order: f64 DMMA
+};
+
 struct preset {
   tc::arch arch;   // arch::sm80
   const char *gpu; // "A100"
@@ -51,6 +58,10 @@ struct preset {
   // c >= its format's emin, so e_zero never wins the max search (tests/tc checks this).
   bool e_zero_matters;
   const char *source;
+  format_id b;      // B's format (== in except for the fp8 e4m3 x e5m2 mixes)
+  format_id c;      // C's format (== out except for the m8n8k4 C/D mixes); C is converted to
+                    // the D format before the first block (c_as_out, mma.hpp)
+  accum_kind accum; // fused blocks, or an fma chain (f64)
 };
 
 namespace detail {
@@ -68,6 +79,14 @@ inline constexpr block_params hopper_h{16, 25, -133, 10, out_round::nearest_even
 inline constexpr block_params hopper_tf32{8, 25, -133, 23, out_round::truncate};
 inline constexpr block_params hopper_fp8{32, 13, -133, 13, out_round::truncate};
 inline constexpr block_params hopper_fp8_h{32, 13, -133, 10, out_round::nearest_even};
+inline constexpr block_params turing_k4{4, 24, -132, 23, out_round::truncate};
+inline constexpr block_params turing_k4_h{4, 24, -132, 10, out_round::nearest_even};
+inline constexpr block_params hopper_k8_h{8, 25, -133, 10, out_round::nearest_even};
+inline constexpr block_params blackwell_fp8{32, 25, -133, 23, out_round::truncate};
+inline constexpr block_params blackwell_fp8_h{32, 25, -133, 10, out_round::nearest_even};
+// f64 (accum_kind::fma_chain): the block parameters are unused but for L (one instruction's
+// k) and the output rounding; F and e_zero are placeholders.
+inline constexpr block_params dmma{4, 48, -1074, 52, out_round::nearest_even};
 
 inline constexpr const char *src_volta =
     "Fasi, Higham, Mikaitis, Pranesh, PeerJ CS 7:e330 (2021); Khattak & Mikaitis arXiv 2512.07004 "
@@ -96,8 +115,58 @@ inline constexpr const char *src_blackwell =
     "Khattak & Mikaitis arXiv 2512.07004 (models/B200TC.m: block 16, tf32 block 8, -133); MMA-Sim arXiv "
     "2511.10909 (Blackwell: 25 bits)";
 
+inline constexpr const char *src_volta_mix =
+    "PTX ISA 9.7.14.5 (m8n8k4 .dtype/.ctype each f16 or f32); MMA-Sim arXiv 2511.10909, "
+    "mmasim/simulator/nv_ptx.py (Volta 23 bits; C converted to the D type before the fused sum)";
+inline constexpr const char *src_volta_open =
+    "PTX ISA 9.7.14.5 (m8n8k4 .f16.f16.f16.f32 allowed); not in MMA-Sim. open: C (f32) is rounded to "
+    "f16 (nearest even) before the fused sum, as MMA-Sim converts C for the other mixes";
+inline constexpr const char *src_turing_k4 =
+    "MMA-Sim arXiv 2511.10909, mmasim/isa/nv_ptx/nv_mma.py (Turing runs the Volta m8n8k4 shapes) and "
+    "simulator/nv_ptx.py (Turing 24 bits, k4 one block); e_zero no effect for fp16";
+inline constexpr const char *src_turing_k4_open =
+    "PTX ISA 9.7.14.5 (m8n8k4 .f16.f16.f16.f32); not in MMA-Sim; Turing 24 bits. open: C (f32) rounded "
+    "to f16 (nearest even) before the fused sum";
+inline constexpr const char *src_k8 =
+    "MMA-Sim arXiv 2511.10909, mmasim/isa/nv_ptx/nv_mma.py (m16n8k8 f16 on Turing and later) and "
+    "simulator/nv_ptx.py (k8 f16 is not split: one block of 8; Ampere/Ada 24 bits, Hopper 25)";
+inline constexpr const char *src_mix_fp8_ada =
+    "PTX ISA 9.7.14.5 (m16n8k32 .atype/.btype e4m3 or e5m2, sm_89); MMA-Sim arXiv 2511.10909, "
+    "mmasim/isa/nv_ptx/nv_mma.py (the four fp8 mixes on Ada) and simulator/nv_ptx.py (13 bits, e8m13 "
+    "output, k split into halves)";
+inline constexpr const char *src_mix_fp8_hopper =
+    "PTX ISA 9.7.14.5 / 9.7.15 (fp8 mixes on mma m16n8k32 and wgmma); parameters of the same-format "
+    "Hopper fp8 rows (Khattak & Mikaitis models/H100TC.m; MMA-Sim simulator/nv_ptx.py wgmma fp8 13 bits)";
+inline constexpr const char *src_sm100_mma =
+    "MMA-Sim arXiv 2511.10909, mmasim/isa/nv_ptx/nv_mma.py (Blackwell mma.sync: the Ampere and Turing "
+    "shapes, no fp8) and simulator/nv_ptx.py (25 bits, no split). open: e_zero -133 taken from "
+    "tcgen05 (models/B200TC.m); it matters for bf16/tf32 only";
+inline constexpr const char *src_sm100_mma_h =
+    "MMA-Sim arXiv 2511.10909, mmasim/isa/nv_ptx/nv_mma.py and simulator/nv_ptx.py (Blackwell mma.sync: "
+    "25 bits, no split); e_zero no effect for fp16";
+inline constexpr const char *src_sm120 =
+    "MMA-Sim arXiv 2511.10909, mmasim/isa/nv_ptx/nv_mma.py (RTX Blackwell: Ampere/Turing shapes and Ada "
+    "fp8, kind::f8f6f4) and simulator/nv_ptx.py (25 bits, no split, plain f32 output). open: e_zero "
+    "-133 assumed (as B200); it matters for bf16/tf32 only";
+inline constexpr const char *src_sm120_fp8 =
+    "PTX ISA 9.7.14.5 (m16n8k32 .kind::f8f6f4, sm_120a); MMA-Sim arXiv 2511.10909, "
+    "mmasim/isa/nv_ptx/nv_mma.py (RTX Blackwell fp8 mixes) and simulator/nv_ptx.py (25 bits, one block "
+    "of 32, f32 output to 23 bits: no e8m13 cut off Ada)";
+inline constexpr const char *src_dmma =
+    "PTX ISA 9.7.14.5 (mma.sync m8n8k4 .f64, sm_80); MMA-Sim arXiv 2511.10909, simulator/nv_ptx.py "
+    "(f64: one IEEE fma per k in increasing k). open: the NaN payload (all ones here)";
+
 #define BF16EMU_TC_P(sm, gpu, kind, in, out, ptx, m, n, k, blk, ezm, src)                                    \
-  preset { arch::sm, gpu, instr_kind::kind, format_id::in, format_id::out, ptx, m, n, k, blk, ezm, src }
+  preset {                                                                                                   \
+    arch::sm, gpu, instr_kind::kind, format_id::in, format_id::out, ptx, m, n, k, blk, ezm, src,             \
+        format_id::in, format_id::out, accum_kind::fused                                                     \
+  }
+// A preset whose B format (inb) or C format (cf) differs, or that accumulates otherwise (acc).
+#define BF16EMU_TC_PX(sm, gpu, kind, in, inb, cf, out, ptx, m, n, k, blk, ezm, src, acc)                     \
+  preset {                                                                                                   \
+    arch::sm, gpu, instr_kind::kind, format_id::in, format_id::out, ptx, m, n, k, blk, ezm, src,             \
+        format_id::inb, format_id::cf, accum_kind::acc                                                       \
+  }
 } // namespace detail
 
 // clang-format off
@@ -138,12 +207,61 @@ inline constexpr preset presets[] = {
   BF16EMU_TC_P(sm90, "H100 / H200", wgmma, e4m3, fp16, "wgmma.mma_async.sync.aligned.m64n8k32.f16.e4m3.e4m3", 64, 8, 32, detail::hopper_fp8_h, false, detail::src_hopper_fp8),
   BF16EMU_TC_P(sm90, "H100 / H200", wgmma, e5m2, fp32, "wgmma.mma_async.sync.aligned.m64n8k32.f32.e5m2.e5m2", 64, 8, 32, detail::hopper_fp8, false, detail::src_hopper_fp8),
   BF16EMU_TC_P(sm90, "H100 / H200", wgmma, e5m2, fp16, "wgmma.mma_async.sync.aligned.m64n8k32.f16.e5m2.e5m2", 64, 8, 32, detail::hopper_fp8_h, false, detail::src_hopper_fp8),
+  BF16EMU_TC_PX(sm70, "V100", mma, fp16, fp16, fp16, fp32, "mma.sync.aligned.m8n8k4.row.col.f32.f16.f16.f16", 8, 8, 4, detail::volta, false, detail::src_volta_mix, fused),
+  BF16EMU_TC_PX(sm70, "V100", mma, fp16, fp16, fp32, fp16, "mma.sync.aligned.m8n8k4.row.col.f16.f16.f16.f32", 8, 8, 4, detail::volta_h, false, detail::src_volta_open, fused),
+  BF16EMU_TC_PX(sm75, "T4 / RTX 20", mma, fp16, fp16, fp32, fp32, "mma.sync.aligned.m8n8k4.row.col.f32.f16.f16.f32", 8, 8, 4, detail::turing_k4, false, detail::src_turing_k4, fused),
+  BF16EMU_TC_PX(sm75, "T4 / RTX 20", mma, fp16, fp16, fp16, fp32, "mma.sync.aligned.m8n8k4.row.col.f32.f16.f16.f16", 8, 8, 4, detail::turing_k4, false, detail::src_turing_k4, fused),
+  BF16EMU_TC_PX(sm75, "T4 / RTX 20", mma, fp16, fp16, fp16, fp16, "mma.sync.aligned.m8n8k4.row.col.f16.f16.f16.f16", 8, 8, 4, detail::turing_k4_h, false, detail::src_turing_k4, fused),
+  BF16EMU_TC_PX(sm75, "T4 / RTX 20", mma, fp16, fp16, fp32, fp16, "mma.sync.aligned.m8n8k4.row.col.f16.f16.f16.f32", 8, 8, 4, detail::turing_k4_h, false, detail::src_turing_k4_open, fused),
+  BF16EMU_TC_P(sm80, "A100", mma, fp16, fp32, "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32", 16, 8, 8, detail::ampere, false, detail::src_k8),
+  BF16EMU_TC_P(sm80, "A100", mma, fp16, fp16, "mma.sync.aligned.m16n8k8.row.col.f16.f16.f16.f16", 16, 8, 8, detail::ampere_h, false, detail::src_k8),
+  BF16EMU_TC_P(sm86, "A2 / RTX 30", mma, fp16, fp32, "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32", 16, 8, 8, detail::ampere, false, detail::src_k8),
+  BF16EMU_TC_P(sm86, "A2 / RTX 30", mma, fp16, fp16, "mma.sync.aligned.m16n8k8.row.col.f16.f16.f16.f16", 16, 8, 8, detail::ampere_h, false, detail::src_k8),
+  BF16EMU_TC_P(sm89, "L40S / RTX 40", mma, fp16, fp32, "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32", 16, 8, 8, detail::ampere, false, detail::src_k8),
+  BF16EMU_TC_P(sm89, "L40S / RTX 40", mma, fp16, fp16, "mma.sync.aligned.m16n8k8.row.col.f16.f16.f16.f16", 16, 8, 8, detail::ampere_h, false, detail::src_k8),
+  BF16EMU_TC_P(sm90, "H100 / H200", mma, fp16, fp32, "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32", 16, 8, 8, detail::hopper_tf32, false, detail::src_k8),
+  BF16EMU_TC_P(sm90, "H100 / H200", mma, fp16, fp16, "mma.sync.aligned.m16n8k8.row.col.f16.f16.f16.f16", 16, 8, 8, detail::hopper_k8_h, false, detail::src_k8),
+  BF16EMU_TC_PX(sm89, "L40S / RTX 40", mma, e4m3, e5m2, fp32, fp32, "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e5m2.f32", 16, 8, 32, detail::ada_fp8, false, detail::src_mix_fp8_ada, fused),
+  BF16EMU_TC_PX(sm89, "L40S / RTX 40", mma, e5m2, e4m3, fp32, fp32, "mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e4m3.f32", 16, 8, 32, detail::ada_fp8, false, detail::src_mix_fp8_ada, fused),
+  BF16EMU_TC_PX(sm89, "L40S / RTX 40", mma, e4m3, e5m2, fp16, fp16, "mma.sync.aligned.m16n8k32.row.col.f16.e4m3.e5m2.f16", 16, 8, 32, detail::ada_fp8_h, false, detail::src_mix_fp8_ada, fused),
+  BF16EMU_TC_PX(sm89, "L40S / RTX 40", mma, e5m2, e4m3, fp16, fp16, "mma.sync.aligned.m16n8k32.row.col.f16.e5m2.e4m3.f16", 16, 8, 32, detail::ada_fp8_h, false, detail::src_mix_fp8_ada, fused),
+  BF16EMU_TC_PX(sm90, "H100 / H200", mma, e4m3, e5m2, fp32, fp32, "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e5m2.f32", 16, 8, 32, detail::hopper_fp8, false, detail::src_mix_fp8_hopper, fused),
+  BF16EMU_TC_PX(sm90, "H100 / H200", mma, e5m2, e4m3, fp32, fp32, "mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e4m3.f32", 16, 8, 32, detail::hopper_fp8, false, detail::src_mix_fp8_hopper, fused),
+  BF16EMU_TC_PX(sm90, "H100 / H200", mma, e4m3, e5m2, fp16, fp16, "mma.sync.aligned.m16n8k32.row.col.f16.e4m3.e5m2.f16", 16, 8, 32, detail::hopper_fp8_h, false, detail::src_mix_fp8_hopper, fused),
+  BF16EMU_TC_PX(sm90, "H100 / H200", mma, e5m2, e4m3, fp16, fp16, "mma.sync.aligned.m16n8k32.row.col.f16.e5m2.e4m3.f16", 16, 8, 32, detail::hopper_fp8_h, false, detail::src_mix_fp8_hopper, fused),
+  BF16EMU_TC_PX(sm90, "H100 / H200", wgmma, e4m3, e5m2, fp32, fp32, "wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e5m2", 64, 8, 32, detail::hopper_fp8, false, detail::src_mix_fp8_hopper, fused),
+  BF16EMU_TC_PX(sm90, "H100 / H200", wgmma, e5m2, e4m3, fp32, fp32, "wgmma.mma_async.sync.aligned.m64n8k32.f32.e5m2.e4m3", 64, 8, 32, detail::hopper_fp8, false, detail::src_mix_fp8_hopper, fused),
+  BF16EMU_TC_PX(sm90, "H100 / H200", wgmma, e4m3, e5m2, fp16, fp16, "wgmma.mma_async.sync.aligned.m64n8k32.f16.e4m3.e5m2", 64, 8, 32, detail::hopper_fp8_h, false, detail::src_mix_fp8_hopper, fused),
+  BF16EMU_TC_PX(sm90, "H100 / H200", wgmma, e5m2, e4m3, fp16, fp16, "wgmma.mma_async.sync.aligned.m64n8k32.f16.e5m2.e4m3", 64, 8, 32, detail::hopper_fp8_h, false, detail::src_mix_fp8_hopper, fused),
+  BF16EMU_TC_PX(sm80, "A100", mma, fp64, fp64, fp64, fp64, "mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64", 8, 8, 4, detail::dmma, false, detail::src_dmma, fma_chain),
+  BF16EMU_TC_PX(sm90, "H100 / H200", mma, fp64, fp64, fp64, fp64, "mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64", 8, 8, 4, detail::dmma, false, detail::src_dmma, fma_chain),
+  BF16EMU_TC_P(sm100, "B200", mma, bf16, fp32, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", 16, 8, 16, detail::hopper, true, detail::src_sm100_mma),
+  BF16EMU_TC_P(sm100, "B200", mma, fp16, fp32, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", 16, 8, 16, detail::hopper, false, detail::src_sm100_mma_h),
+  BF16EMU_TC_P(sm100, "B200", mma, fp16, fp16, "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16", 16, 8, 16, detail::hopper_h, false, detail::src_sm100_mma_h),
+  BF16EMU_TC_P(sm100, "B200", mma, tf32, fp32, "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", 16, 8, 8, detail::hopper_tf32, true, detail::src_sm100_mma),
+  BF16EMU_TC_P(sm100, "B200", mma, fp16, fp32, "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32", 16, 8, 8, detail::hopper_tf32, false, detail::src_sm100_mma_h),
+  BF16EMU_TC_P(sm100, "B200", mma, fp16, fp16, "mma.sync.aligned.m16n8k8.row.col.f16.f16.f16.f16", 16, 8, 8, detail::hopper_k8_h, false, detail::src_sm100_mma_h),
+  BF16EMU_TC_P(sm120, "RTX 50 / RTX PRO", mma, bf16, fp32, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", 16, 8, 16, detail::hopper, true, detail::src_sm120),
+  BF16EMU_TC_P(sm120, "RTX 50 / RTX PRO", mma, fp16, fp32, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", 16, 8, 16, detail::hopper, false, detail::src_sm120),
+  BF16EMU_TC_P(sm120, "RTX 50 / RTX PRO", mma, fp16, fp16, "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16", 16, 8, 16, detail::hopper_h, false, detail::src_sm120),
+  BF16EMU_TC_P(sm120, "RTX 50 / RTX PRO", mma, tf32, fp32, "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", 16, 8, 8, detail::hopper_tf32, true, detail::src_sm120),
+  BF16EMU_TC_P(sm120, "RTX 50 / RTX PRO", mma, fp16, fp32, "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32", 16, 8, 8, detail::hopper_tf32, false, detail::src_sm120),
+  BF16EMU_TC_P(sm120, "RTX 50 / RTX PRO", mma, fp16, fp16, "mma.sync.aligned.m16n8k8.row.col.f16.f16.f16.f16", 16, 8, 8, detail::hopper_k8_h, false, detail::src_sm120),
+  BF16EMU_TC_PX(sm120, "RTX 50 / RTX PRO", mma, e4m3, e4m3, fp32, fp32, "mma.sync.aligned.m16n8k32.row.col.kind::f8f6f4.f32.e4m3.e4m3.f32", 16, 8, 32, detail::blackwell_fp8, false, detail::src_sm120_fp8, fused),
+  BF16EMU_TC_PX(sm120, "RTX 50 / RTX PRO", mma, e4m3, e4m3, fp16, fp16, "mma.sync.aligned.m16n8k32.row.col.kind::f8f6f4.f16.e4m3.e4m3.f16", 16, 8, 32, detail::blackwell_fp8_h, false, detail::src_sm120_fp8, fused),
+  BF16EMU_TC_PX(sm120, "RTX 50 / RTX PRO", mma, e4m3, e5m2, fp32, fp32, "mma.sync.aligned.m16n8k32.row.col.kind::f8f6f4.f32.e4m3.e5m2.f32", 16, 8, 32, detail::blackwell_fp8, false, detail::src_sm120_fp8, fused),
+  BF16EMU_TC_PX(sm120, "RTX 50 / RTX PRO", mma, e4m3, e5m2, fp16, fp16, "mma.sync.aligned.m16n8k32.row.col.kind::f8f6f4.f16.e4m3.e5m2.f16", 16, 8, 32, detail::blackwell_fp8_h, false, detail::src_sm120_fp8, fused),
+  BF16EMU_TC_PX(sm120, "RTX 50 / RTX PRO", mma, e5m2, e4m3, fp32, fp32, "mma.sync.aligned.m16n8k32.row.col.kind::f8f6f4.f32.e5m2.e4m3.f32", 16, 8, 32, detail::blackwell_fp8, false, detail::src_sm120_fp8, fused),
+  BF16EMU_TC_PX(sm120, "RTX 50 / RTX PRO", mma, e5m2, e4m3, fp16, fp16, "mma.sync.aligned.m16n8k32.row.col.kind::f8f6f4.f16.e5m2.e4m3.f16", 16, 8, 32, detail::blackwell_fp8_h, false, detail::src_sm120_fp8, fused),
+  BF16EMU_TC_PX(sm120, "RTX 50 / RTX PRO", mma, e5m2, e5m2, fp32, fp32, "mma.sync.aligned.m16n8k32.row.col.kind::f8f6f4.f32.e5m2.e5m2.f32", 16, 8, 32, detail::blackwell_fp8, false, detail::src_sm120_fp8, fused),
+  BF16EMU_TC_PX(sm120, "RTX 50 / RTX PRO", mma, e5m2, e5m2, fp16, fp16, "mma.sync.aligned.m16n8k32.row.col.kind::f8f6f4.f16.e5m2.e5m2.f16", 16, 8, 32, detail::blackwell_fp8_h, false, detail::src_sm120_fp8, fused),
   BF16EMU_TC_P(sm100, "B200", tcgen05, bf16, fp32, "tcgen05.mma.cta_group::1.kind::f16 (bf16 in, f32 acc), k16", 128, 16, 16, detail::hopper, true, detail::src_blackwell),
   BF16EMU_TC_P(sm100, "B200", tcgen05, fp16, fp32, "tcgen05.mma.cta_group::1.kind::f16 (f16 in, f32 acc), k16", 128, 16, 16, detail::hopper, false, detail::src_blackwell),
   BF16EMU_TC_P(sm100, "B200", tcgen05, tf32, fp32, "tcgen05.mma.cta_group::1.kind::tf32, k8", 128, 16, 8, detail::hopper_tf32, true, detail::src_blackwell),
 };
 // clang-format on
 #undef BF16EMU_TC_P
+#undef BF16EMU_TC_PX
 
 inline constexpr int preset_count = int(sizeof(presets) / sizeof(presets[0]));
 
@@ -152,11 +270,20 @@ BF16EMU_CXHD instr_kind default_kind(arch a) noexcept {
   return a == arch::sm100 ? instr_kind::tcgen05 : instr_kind::mma;
 }
 
-// The preset for (arch, instruction, input format, output format); nullptr if none.
-BF16EMU_CXHD const preset *find_preset(arch a, instr_kind kind, format_id in, format_id out) noexcept {
+// The preset for (arch, instruction, A format, B format, C format, D format) and instruction k
+// (0: the first listed, the widest k); nullptr if none.
+BF16EMU_CXHD const preset *find_preset(arch a, instr_kind kind, format_id in, format_id b, format_id c,
+                                       format_id out, int k = 0) noexcept {
   for (const preset &p : presets)
-    if (p.arch == a && p.kind == kind && p.in == in && p.out == out) return &p;
+    if (p.arch == a && p.kind == kind && p.in == in && p.b == b && p.c == c && p.out == out &&
+        (k == 0 || p.k == k))
+      return &p;
   return nullptr;
+}
+
+// The preset for (arch, instruction, input format of A and B, format of C and D); nullptr if none.
+BF16EMU_CXHD const preset *find_preset(arch a, instr_kind kind, format_id in, format_id out) noexcept {
+  return find_preset(a, kind, in, in, out, out);
 }
 
 // The BF16 -> FP32 preset of the arch's default instruction, the model attention and the bias
