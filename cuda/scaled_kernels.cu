@@ -37,45 +37,41 @@ __global__ void mma_f8f6f4_e4m3_e2m1(const std::uint32_t *a, const std::uint32_t
 #endif
 }
 
-// kind::mxf8f6f4 block_scale scale_vec::1X m16n8k32, e4m3 x e2m1 -> f32, ue8m0 scales.
-__global__ void mma_mxf8f6f4_e4m3_e2m1(const std::uint32_t *a, const std::uint32_t *b, const float *c,
-                                       const std::uint32_t *sa, const std::uint32_t *sb, float *d) {
-#ifdef BF16EMU_SM120A
-  const unsigned l = threadIdx.x;
-  const std::uint16_t zero = 0;
-  float r0, r1, r2, r3;
-  asm volatile(
-      "mma.sync.aligned.m16n8k32.row.col.kind::mxf8f6f4.block_scale.scale_vec::1X.f32.e4m3.e2m1.f32.ue8m0 "
-      "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13}, %14, {%16, %16}, %15, {%16, %16};\n"
-      : "=f"(r0), "=f"(r1), "=f"(r2), "=f"(r3)
-      : "r"(a[4 * l]), "r"(a[4 * l + 1]), "r"(a[4 * l + 2]), "r"(a[4 * l + 3]), "r"(b[2 * l]),
-        "r"(b[2 * l + 1]), "f"(c[4 * l]), "f"(c[4 * l + 1]), "f"(c[4 * l + 2]), "f"(c[4 * l + 3]), "r"(sa[l]),
-        "r"(sb[l]), "h"(zero));
-  d[4 * l] = r0, d[4 * l + 1] = r1, d[4 * l + 2] = r2, d[4 * l + 3] = r3;
-#else
-  (void)a, (void)b, (void)c, (void)sa, (void)sb, (void)d;
-#endif
-}
+// One mma.sync block_scale instruction INSTR on the lane's registers (operands as above).
+#define BF16EMU_BLOCK_SCALE_MMA(INSTR)                                                                       \
+  asm volatile(INSTR " {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13}, %14, {%16, %16}, %15, "     \
+                     "{%16, %16};\n"                                                                         \
+               : "=f"(r0), "=f"(r1), "=f"(r2), "=f"(r3)                                                      \
+               : "r"(a[4 * l]), "r"(a[4 * l + 1]), "r"(a[4 * l + 2]), "r"(a[4 * l + 3]), "r"(b[2 * l]),      \
+                 "r"(b[2 * l + 1]), "f"(c[4 * l]), "f"(c[4 * l + 1]), "f"(c[4 * l + 2]), "f"(c[4 * l + 3]),  \
+                 "r"(sa[l]), "r"(sb[l]), "h"(zero))
 
-// kind::mxf4nvf4 block_scale scale_vec::4X m16n8k64, e2m1 x e2m1 -> f32, ue4m3 scales (NVFP4).
-__global__ void mma_mxf4nvf4_ue4m3(const std::uint32_t *a, const std::uint32_t *b, const float *c,
-                                   const std::uint32_t *sa, const std::uint32_t *sb, float *d) {
+// Kind 0: kind::mxf8f6f4 block_scale scale_vec::1X m16n8k32, e4m3 x e2m1 -> f32, ue8m0 scales.
+// Kind 1: kind::mxf4nvf4 block_scale scale_vec::4X m16n8k64, e2m1 x e2m1 -> f32, ue4m3 (NVFP4).
+template <int Kind>
+__global__ void mma_block_scale(const std::uint32_t *a, const std::uint32_t *b, const float *c,
+                                const std::uint32_t *sa, const std::uint32_t *sb, float *d) {
 #ifdef BF16EMU_SM120A
   const unsigned l = threadIdx.x;
   const std::uint16_t zero = 0;
   float r0, r1, r2, r3;
-  asm volatile(
-      "mma.sync.aligned.m16n8k64.row.col.kind::mxf4nvf4.block_scale.scale_vec::4X.f32.e2m1.e2m1.f32.ue4m3 "
-      "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13}, %14, {%16, %16}, %15, {%16, %16};\n"
-      : "=f"(r0), "=f"(r1), "=f"(r2), "=f"(r3)
-      : "r"(a[4 * l]), "r"(a[4 * l + 1]), "r"(a[4 * l + 2]), "r"(a[4 * l + 3]), "r"(b[2 * l]),
-        "r"(b[2 * l + 1]), "f"(c[4 * l]), "f"(c[4 * l + 1]), "f"(c[4 * l + 2]), "f"(c[4 * l + 3]), "r"(sa[l]),
-        "r"(sb[l]), "h"(zero));
+  if constexpr (Kind == 0)
+    BF16EMU_BLOCK_SCALE_MMA(
+        "mma.sync.aligned.m16n8k32.row.col.kind::mxf8f6f4.block_scale.scale_vec::1X.f32.e4m3.e2m1.f32.ue8m0");
+  else
+    BF16EMU_BLOCK_SCALE_MMA(
+        "mma.sync.aligned.m16n8k64.row.col.kind::mxf4nvf4.block_scale.scale_vec::4X.f32.e2m1.e2m1.f32.ue4m3");
   d[4 * l] = r0, d[4 * l + 1] = r1, d[4 * l + 2] = r2, d[4 * l + 3] = r3;
 #else
   (void)a, (void)b, (void)c, (void)sa, (void)sb, (void)d;
 #endif
 }
+#undef BF16EMU_BLOCK_SCALE_MMA
+
+template __global__ void mma_block_scale<0>(const std::uint32_t *, const std::uint32_t *, const float *,
+                                            const std::uint32_t *, const std::uint32_t *, float *);
+template __global__ void mma_block_scale<1>(const std::uint32_t *, const std::uint32_t *, const float *,
+                                            const std::uint32_t *, const std::uint32_t *, float *);
 
 // sm_100a: issue one tcgen05.mma of each kind on operands the caller has placed: A and B through
 // shared-memory matrix descriptors, D (and the scale factors) in tensor memory at the given

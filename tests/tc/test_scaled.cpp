@@ -23,16 +23,6 @@ using namespace tctest;
 // ---------------------------------------------------------------------------------------------
 // Dispatch from runtime format ids to the model's templates.
 
-template <class Fn> decltype(auto) visit_f8f6f4(format_id id, Fn &&f) {
-  switch (id) {
-  case format_id::e4m3: return f(float8_e4m3{});
-  case format_id::e5m2: return f(float8_e5m2{});
-  case format_id::e3m2: return f(float6_e3m2{});
-  case format_id::e2m3: return f(float6_e2m3{});
-  default: return f(float4_e2m1{});
-  }
-}
-
 std::uint64_t model(const scaled_params &p, format_id fa, format_id fb, format_id out, const std::uint64_t *a,
                     const std::uint64_t *b, int K, const std::uint8_t *sa, const std::uint8_t *sb,
                     std::uint64_t c) {

@@ -264,6 +264,17 @@ struct scaled_preset {
 inline constexpr format_id f8f6f4_formats[] = {format_id::e4m3, format_id::e5m2, format_id::e3m2,
                                                format_id::e2m3, format_id::e2m1};
 
+// Calls f(format trait) for an f8f6f4 operand format id (e2m1 for any other id).
+template <class Fn> BF16EMU_CXHD decltype(auto) visit_f8f6f4(format_id id, Fn &&f) {
+  switch (id) {
+  case format_id::e4m3: return f(float8_e4m3{});
+  case format_id::e5m2: return f(float8_e5m2{});
+  case format_id::e3m2: return f(float6_e3m2{});
+  case format_id::e2m3: return f(float6_e2m3{});
+  default: return f(float4_e2m1{});
+  }
+}
+
 namespace detail {
 inline constexpr scaled_params bw_f8f6f4{32, 1, 0, scale_kind::none, 25, -133, 23, out_round::truncate};
 inline constexpr scaled_params bw_f8f6f4_h{32, 1, 0, scale_kind::none, 25, -133, 10, out_round::nearest_even};
