@@ -317,6 +317,35 @@ TEST_P(ScaledVsReference, Random) {
   std::printf("[ scaled ] %s: %ld vectors, %ld mismatches\n", P.ptx, total, nbad);
 }
 
+// The comparison can fail: the reference with F - 1 disagrees with the model (F) on a vector
+// whose result depends on the bit at 2^-F. fp32 out: 1 * 1 + c, c = -2^-F (F keeps c: 0x3f7fffff;
+// F - 1 cuts it: 1.0). fp16 out (F = 25): e5m2 1 * e4m3 1 + e5m2 2^-16 * e4m3 2^-9 + c = 2^-11,
+// i.e. 1 + 2^-11 + 2^-25, just above the f16 tie (0x3c01); F - 1 cuts 2^-25 and ties to 1.0.
+TEST(Scaled, ReferenceCatchesWrongF) {
+  for (const scaled_preset &P : scaled_presets) {
+    const scaled_params &p = P.params;
+    const int k = p.k, ns = p.scales_per_block();
+    const bool h = P.out == format_id::fp16;
+    std::vector<std::uint64_t> a(k, 0), b(k, 0);
+    std::vector<std::uint8_t> s(ns ? ns : 1, p.scale == scale_kind::ue4m3 ? 0x38 : 0x7F);
+    format_id fa = P.any_f8f6f4 ? E4M3 : E2M1, fb = fa;
+    a[0] = b[0] = P.any_f8f6f4 ? 0x38 : 0x2; // 1.0
+    std::uint64_t c = 0x80000000u | (std::uint64_t(127 - p.F) << 23);
+    if (h) {
+      fa = E5M2, a[0] = 0x3c, a[1] = 0x01, b[1] = 0x01, c = 0x1000;
+      EXPECT_EQ(p.F, 25);
+    }
+    scaled_params wrong = p;
+    wrong.F = p.F - 1;
+    const std::uint64_t m = model(p, fa, fb, P.out, a.data(), b.data(), k, s.data(), s.data(), c);
+    const std::uint64_t r = reference(p, fa, fb, P.out, a.data(), b.data(), k, s.data(), s.data(), c);
+    const std::uint64_t w = reference(wrong, fa, fb, P.out, a.data(), b.data(), k, s.data(), s.data(), c);
+    EXPECT_EQ(hex(m), h ? "0x3c01" : "0x3f7fffff") << P.ptx;
+    EXPECT_EQ(hex(r), hex(m)) << P.ptx;
+    EXPECT_EQ(hex(w), h ? "0x3c00" : "0x3f800000") << P.ptx;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllScaledPresets, ScaledVsReference, ::testing::Range(0, scaled_preset_count),
                          [](const ::testing::TestParamInfo<int> &info) {
                            const scaled_preset &P = scaled_presets[info.param];
