@@ -19,6 +19,7 @@
 #include "io/files.hpp"
 #include "io/json.hpp"
 #include "io/mma_amd.hpp"
+#include "io/mma_scaled.hpp"
 #include "io/names.hpp"
 #include "io/number.hpp"
 #include "io/tokens.hpp"
@@ -32,6 +33,7 @@ struct mma_cli {
   std::string arch, instr, a_format, b_format, c_format, out = "fp32", in_file;
   unsigned k = 0, shape_k = 0;
   bool list = false, trace = false, json = false;
+  io::scaled_mma_options scaled; // --kind, --scale-format, --scale-vec (io/mma_scaled); B: b_format
 };
 
 std::string hex_of(format_id f, std::uint64_t bits) {
@@ -101,6 +103,7 @@ void list_presets(bool json) {
       w.kv("rounding", rounding_name(p)).kv("source", p.source);
       w.end_object();
     }
+    io::write_scaled_presets(w);
     io::write_cpu_models(w);
     io::write_amd_presets(w);
     w.end_array();
@@ -126,6 +129,9 @@ void list_presets(bool json) {
       "before the first block; fma_chain: one IEEE fma per product in k order (f64; L, F, e_zero unused).\n"
       "Details and full references: docs/tensor-cores.md.\n",
       alias_list().c_str());
+  std::fflush(stdout);
+  io::print_scaled_presets(std::cout);
+  std::cout.flush();
   std::printf("\nCPU BF16 instructions (--a-format bf16, --out fp32, one FP32 lane per line; "
               "docs/cpu-bf16.md):\n");
   io::print_cpu_models();
@@ -381,6 +387,13 @@ void run(const mma_cli &o) {
   std::ifstream file;
   if (!o.in_file.empty()) file = io::rethrow_as<bad_input>([&] { return io::open_input(o.in_file, "--in"); });
   std::istream &is = o.in_file.empty() ? std::cin : file;
+  if (io::scaled_requested(o.scaled)) {
+    io::scaled_mma_options sc = o.scaled;
+    sc.b_format = o.b_format; // the one --b-format option serves both the block model and --kind
+    io::rethrow_as<bad_input>(
+        [&] { io::run_scaled_lines(sc, {o.arch, o.instr, o.a_format, o.out, o.k, o.json}, is, std::cout); });
+    return;
+  }
   if (const cpu::model_info *m = cpu::find_model(o.arch.c_str())) {
     run_cpu_lines(o, *m, is);
     return;
@@ -437,6 +450,13 @@ void register_mma(CLI::App &app) {
             "values of A (and of B) per line; default the instruction's k; padded with zeros to "
             "a multiple of it, instructions chained in increasing k",
             1, 1u << 20);
+  sub->add_option(
+      "--kind", o->scaled.kind,
+      "mixed-format / block-scaled kind: f8f6f4, mxf8f6f4, mxf4, mxf4nvf4 (sm100 tcgen05, sm120 mma)");
+  sub->add_option(
+      "--scale-format", o->scaled.scale_format,
+      "with --kind: ue8m0 or ue4m3; scale factors follow B on each line as bit patterns 0x00..0xff");
+  add_count(sub, "--scale-vec", o->scaled.vec, "with --kind: k-elements per scale factor, 16 or 32", 1, 64);
   sub->add_option("--out", o->out, "format of D (and of C unless --c-format): fp32 (default), fp16, fp64");
   sub->add_option("--in", o->in_file, "read lines from FILE instead of stdin");
   sub->add_flag("--list-arch", o->list, "print the presets with their parameters and sources");

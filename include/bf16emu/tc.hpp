@@ -5,3 +5,4 @@
 #include "bf16emu/tc/block.hpp"
 #include "bf16emu/tc/mma.hpp"
 #include "bf16emu/tc/presets.hpp"
+#include "bf16emu/tc/scaled.hpp"

@@ -147,7 +147,9 @@ template <class Fmt> BF16EMU_CXHD unpacked unpack(std::uint64_t bits) noexcept {
 
 // Is the pattern an Inf or NaN (the special path)?
 template <class Fmt> BF16EMU_CXHD bool is_special(std::uint64_t bits) noexcept {
-  if constexpr (Fmt::has_inf)
+  if constexpr (!Fmt::has_nan) // OCP MX fp6/fp4: every pattern is finite
+    return (void)bits, false;
+  else if constexpr (Fmt::has_inf)
     return (bits & Fmt::exp_mask) == Fmt::exp_mask;
   else
     return (bits & Fmt::abs_mask) == (Fmt::exp_mask | Fmt::frac_mask);

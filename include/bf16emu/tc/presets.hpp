@@ -258,6 +258,7 @@ inline constexpr preset presets[] = {
   BF16EMU_TC_P(sm100, "B200", tcgen05, bf16, fp32, "tcgen05.mma.cta_group::1.kind::f16 (bf16 in, f32 acc), k16", 128, 16, 16, detail::hopper, true, detail::src_blackwell),
   BF16EMU_TC_P(sm100, "B200", tcgen05, fp16, fp32, "tcgen05.mma.cta_group::1.kind::f16 (f16 in, f32 acc), k16", 128, 16, 16, detail::hopper, false, detail::src_blackwell),
   BF16EMU_TC_P(sm100, "B200", tcgen05, tf32, fp32, "tcgen05.mma.cta_group::1.kind::tf32, k8", 128, 16, 8, detail::hopper_tf32, true, detail::src_blackwell),
+  BF16EMU_TC_P(sm100, "B200", tcgen05, fp16, fp16, "tcgen05.mma.cta_group::1.kind::f16 (f16 in, f16 acc), k16", 128, 16, 16, detail::hopper_h, false, "MMA-Sim arXiv 2511.10909 (isa/nv_ptx/nv_tcgen05mma.py: kind::f16 takes f16 D with f16 A and B; simulator/nv_ptx.py: 25 bits, k16 one block, f16 output RNE); Khattak & Mikaitis models/B200TC.m (-133)"),
 };
 // clang-format on
 #undef BF16EMU_TC_P
