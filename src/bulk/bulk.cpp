@@ -315,6 +315,206 @@ std::uint8_t tf32_to_f32(const std::uint32_t *in, std::uint32_t *out, std::size_
 }
 
 // ---------------------------------------------------------------------------
+// fp32 -> fp16 / e5m2 / e4m3 (a narrower exponent range). A normal fp32 lane x = sig * 2^(E-150)
+// (sig with its hidden bit, 24 bits) is cut at the quantum of Out's binade, or of 2^emin below
+// it: sh = 23 - M + max(0, emin - lead) bits go, lead = E - 127. From the cut (kept, guard,
+// round, sticky; frac32 = floor(discarded fraction * 2^32) as round.hpp's cut) the shared
+// rule rounds, and the result packs as round_pack does: (max(lead, emin) + bias - 1) << M plus
+// the rounded kept bits, so a carry runs into the exponent field; above max_finite the
+// overflow result of the mode and saturation; below 2^emin tiny (underflow when inexact;
+// flushed to a signed zero with underflow | inexact under flush_outputs). Zero lanes (and
+// fp32 subnormal lanes read as zero) give the signed zero. Lanes left to the scalar core:
+// NaN, Inf, fp32 subnormals not read as zero, and under after-rounding tininess the binade
+// just below 2^emin (lead = emin - 1), whose tininess depends on a second rounding.
+template <class Out, rm Mode>
+std::uint8_t narrow_small(const std::uint32_t *HWY_RESTRICT in, typename Out::storage *HWY_RESTRICT out,
+                          std::size_t n, const args &a) {
+  constexpr int M = Out::frac_bits;
+  constexpr int base = binary32::frac_bits - M;
+  constexpr int W = Out::width;
+  const hn::ScalableTag<std::uint32_t> d;
+  const hn::RebindToSigned<decltype(d)> di;
+  const hn::Rebind<typename Out::storage, decltype(d)> dn;
+  const std::size_t N = hn::Lanes(d);
+  const env &e = a.e;
+  const std::uint32_t sat_pos =
+      std::uint32_t(bf16emu::detail::overflow_to_inf(false, e) ? Out::inf_bits : Out::max_finite_bits);
+  const std::uint32_t sat_neg =
+      std::uint32_t(Out::sign_mask) |
+      std::uint32_t(bf16emu::detail::overflow_to_inf(true, e) ? Out::inf_bits : Out::max_finite_bits);
+  const unsigned subn = static_cast<unsigned>(e.subnormal);
+  const bool daz = (subn & static_cast<unsigned>(subnormals::inputs_as_zero)) != 0;
+  const bool ftz = bf16emu::detail::flushes_outputs(e);
+  const bool after = e.tiny == tininess::after_rounding;
+  const auto one = hn::Set(d, 1u);
+  const auto abs = hn::Set(d, 0x7FFFFFFFu);
+  const auto min_normal = hn::Set(d, 0x00800000u);
+  // Biased fp32 exponent of 2^emin, and of the binade below it (after-rounding tininess).
+  const auto e_min = hn::Set(d, std::uint32_t(127 + Out::emin));
+  const auto e_edge = hn::Set(d, after ? std::uint32_t(127 + Out::emin - 1) : 0u);
+  random_lanes<decltype(d)> rnd(d, a);
+  const auto fixed_random = hn::Set(d, e.random);
+  auto acc_inexact = hn::Zero(d), acc_over = hn::Zero(d), acc_under = hn::Zero(d);
+  std::uint8_t flags = 0;
+  std::size_t i = 0;
+  for (; i + N <= n; i += N) {
+    const auto x = hn::LoadU(d, in + i);
+    const auto mag = hn::And(x, abs);
+    const auto E = hn::ShiftRight<23>(mag);
+    const auto sig = hn::Or(hn::And(mag, hn::Set(d, 0x007FFFFFu)), min_normal);
+    // sh = base + max(0, emin - lead); kept, guard, round and sticky need sh only up to 31.
+    const auto extra = hn::IfThenElseZero(hn::Lt(E, e_min), hn::Sub(e_min, E));
+    const auto sh = hn::Add(extra, hn::Set(d, std::uint32_t(base)));
+    const auto shc = hn::Min(sh, hn::Set(d, 31u));
+    const auto kept = hn::Shr(sig, shc);
+    const auto rem = hn::Sub(sig, hn::Shl(kept, shc));
+    const auto g = hn::And(hn::Shr(sig, hn::Sub(shc, one)), one);
+    const auto r = hn::And(hn::Shr(sig, hn::Sub(shc, hn::Set(d, 2u))), one);
+    const auto below_round = hn::Sub(hn::Shl(one, hn::Sub(shc, hn::Set(d, 2u))), one);
+    const auto st = hn::IfThenZeroElse(hn::Eq(hn::And(rem, below_round), hn::Zero(d)), one);
+    hn::Vec<decltype(d)> frac32 = hn::Zero(d), random = fixed_random;
+    if constexpr (Mode == rm::stochastic) {
+      const auto wide = hn::Gt(sh, hn::Set(d, 32u));
+      frac32 = hn::IfThenElse(wide, hn::Shr(sig, hn::Min(hn::Sub(sh, hn::Set(d, 32u)), hn::Set(d, 31u))),
+                              hn::Shl(rem, hn::IfThenZeroElse(wide, hn::Sub(hn::Set(d, 32u), sh))));
+      if (a.stream) random = rnd.next(d);
+    }
+    const auto sign = hn::ShiftRight<31>(x);
+    const auto inexact = hn::Or(hn::Or(g, r), st);
+    const auto up = hn::And(rounds_up_lanes<Mode>(kept, g, r, st, sign, frac32, random), inexact);
+    // Exponent field of the quantum's binade, minus one (the hidden bit of kept adds it).
+    const auto field =
+        hn::IfThenZeroElse(hn::Lt(E, e_min), hn::Sub(E, hn::Set(d, std::uint32_t(127 + Out::emin))));
+    const auto packed = hn::Add(hn::Add(hn::ShiftLeft<M>(field), kept), up);
+    const auto over = hn::Gt(packed, hn::Set(d, std::uint32_t(Out::max_finite_bits)));
+    const auto tiny = hn::Lt(E, e_min);
+    const auto sneg = hn::Eq(sign, one);
+    const auto osign = hn::ShiftLeft<W - 1>(sign);
+    auto res = hn::IfThenElse(over, hn::IfThenElse(sneg, hn::Set(d, sat_neg), hn::Set(d, sat_pos)),
+                              hn::Or(osign, ftz ? hn::IfThenZeroElse(tiny, packed) : packed));
+    // Lanes settled here: normal fp32 lanes (not on the after-rounding edge), zeros.
+    const auto normal = hn::Lt(hn::Sub(mag, min_normal), hn::Set(d, 0x7F000000u));
+    const auto zero = daz ? hn::Lt(mag, min_normal) : hn::Eq(mag, hn::Zero(d));
+    res = hn::IfThenElse(zero, osign, res);
+    const auto ok_normal = hn::And(normal, hn::Ne(E, e_edge));
+    const auto inex_lane = hn::IfThenElseZero(ok_normal, hn::Or(inexact, hn::VecFromMask(d, over)));
+    const auto under_lane = hn::And(hn::And(ok_normal, tiny), ftz ? tiny : hn::Ne(inexact, hn::Zero(d)));
+    acc_inexact = hn::Or(acc_inexact, hn::Or(inex_lane, hn::VecFromMask(d, under_lane)));
+    acc_over = hn::Or(acc_over, hn::VecFromMask(d, hn::And(ok_normal, over)));
+    acc_under = hn::Or(acc_under, hn::VecFromMask(d, under_lane));
+    const auto ok = hn::Or(ok_normal, zero);
+    if (HWY_UNLIKELY(!hn::AllTrue(d, ok))) {
+      HWY_ALIGN std::uint32_t tr[hn::MaxLanes(d)], tok[hn::MaxLanes(d)];
+      hn::Store(res, d, tr);
+      hn::Store(hn::VecFromMask(d, ok), d, tok);
+      for (std::size_t j = 0; j < N; ++j) {
+        if (tok[j]) continue;
+        const result<Out> s = detail::scalar_convert<Out>(in[i + j], a, i + j);
+        tr[j] = s.value.bits;
+        flags |= s.flags;
+      }
+      res = hn::Load(d, tr);
+    }
+    hn::StoreU(hn::DemoteTo(dn, hn::BitCast(di, res)), dn, out + i);
+  }
+  if (!hn::AllTrue(d, hn::Eq(acc_inexact, hn::Zero(d)))) flags |= flag::inexact;
+  if (!hn::AllTrue(d, hn::Eq(acc_over, hn::Zero(d)))) flags |= flag::overflow | flag::inexact;
+  if (!hn::AllTrue(d, hn::Eq(acc_under, hn::Zero(d)))) flags |= flag::underflow | flag::inexact;
+  for (; i < n; ++i) {
+    const result<Out> s = detail::scalar_convert<Out>(in[i], a, i);
+    out[i] = s.value.bits;
+    flags |= s.flags;
+  }
+  return flags;
+}
+
+std::uint8_t f32_to_f16(const std::uint32_t *in, std::uint16_t *out, std::size_t n, const args &a) {
+  return with_fixed_mode(a.e.mode,
+                         [&](auto m) { return narrow_small<binary16, decltype(m)::value>(in, out, n, a); });
+}
+std::uint8_t f32_to_e5m2(const std::uint32_t *in, std::uint8_t *out, std::size_t n, const args &a) {
+  return with_fixed_mode(
+      a.e.mode, [&](auto m) { return narrow_small<float8_e5m2, decltype(m)::value>(in, out, n, a); });
+}
+std::uint8_t f32_to_e4m3(const std::uint32_t *in, std::uint8_t *out, std::size_t n, const args &a) {
+  return with_fixed_mode(
+      a.e.mode, [&](auto m) { return narrow_small<float8_e4m3, decltype(m)::value>(in, out, n, a); });
+}
+
+// ---------------------------------------------------------------------------
+// fp16 / e5m2 / e4m3 -> fp32: exact. Normal lanes rebias the exponent; subnormal lanes
+// convert the fraction to float and scale by 2^(emin - M) (both exact); zero and Inf keep
+// their sign; NaN lanes take the policy's NaN (ieee: the payload shifted up, quiet bit set;
+// invalid for a signaling one; the fn formats' one NaN has none). Subnormal inputs are read
+// as signed zeros under inputs_as_zero; they are normal in fp32, so flush_outputs leaves them.
+template <class In>
+std::uint8_t widen_small(const typename In::storage *HWY_RESTRICT in, std::uint32_t *HWY_RESTRICT out,
+                         std::size_t n, const env &e) {
+  constexpr int M = In::frac_bits;
+  const hn::ScalableTag<std::uint32_t> d;
+  const hn::RebindToSigned<decltype(d)> di;
+  const hn::RebindToFloat<decltype(d)> df;
+  const hn::Rebind<typename In::storage, decltype(d)> dn;
+  const std::size_t N = hn::Lanes(d);
+  const bool nan_ieee = e.nan == nan_policy::ieee;
+  const auto nan_const = hn::Set(d, std::uint32_t(bf16emu::detail::default_nan<binary32>(e, 0).value.bits));
+  const bool daz =
+      (static_cast<unsigned>(e.subnormal) & static_cast<unsigned>(subnormals::inputs_as_zero)) != 0;
+  const auto absn = hn::Set(d, std::uint32_t(In::abs_mask));
+  const auto expn = hn::Set(d, std::uint32_t(In::exp_mask));
+  const auto scale = hn::Set(df, 1.0f / float(1u << (M - In::emin)));
+  auto acc_snan = hn::Zero(d);
+  std::size_t i = 0;
+  for (; i + N <= n; i += N) {
+    const auto v = hn::PromoteTo(d, hn::LoadU(dn, in + i));
+    const auto mag = hn::And(v, absn);
+    const auto sign = hn::ShiftLeft<31>(hn::ShiftRight<In::width - 1>(v));
+    const auto normal = hn::ShiftLeft<23 - M>(hn::Add(mag, hn::Set(d, std::uint32_t(127 - In::bias) << M)));
+    const auto sub_val = hn::BitCast(d, hn::Mul(hn::ConvertTo(df, hn::BitCast(di, mag)), scale));
+    const auto is_sub = hn::Lt(mag, hn::Set(d, 1u << M));
+    auto res = hn::IfThenElse(is_sub, daz ? hn::Zero(d) : sub_val, normal);
+    if constexpr (In::has_inf) {
+      const auto special = hn::Not(hn::Lt(mag, expn));
+      const auto nan = hn::Gt(mag, expn);
+      const auto payload = hn::ShiftLeft<23 - M>(hn::And(mag, hn::Set(d, std::uint32_t(In::frac_mask))));
+      const auto nanres = nan_ieee ? hn::Or(hn::Set(d, 0x7FC00000u), payload) : nan_const;
+      res = hn::IfThenElse(special, hn::IfThenElse(nan, nanres, hn::Set(d, 0x7F800000u)), res);
+      acc_snan =
+          hn::Or(acc_snan, hn::IfThenElseZero(nan, hn::Xor(v, hn::Set(d, std::uint32_t(In::quiet_bit)))));
+      const auto signed_res = hn::Or(res, sign);
+      res = nan_ieee ? signed_res : hn::IfThenElse(nan, res, signed_res);
+    } else {
+      const auto nan = hn::Eq(mag, absn);
+      const auto nanres =
+          nan_ieee ? hn::Set(d, 0x7FC00000u | (std::uint32_t(In::frac_mask) << (23 - M))) : nan_const;
+      res = hn::IfThenElse(nan, nanres, res);
+      const auto signed_res = hn::Or(res, sign);
+      res = nan_ieee ? signed_res : hn::IfThenElse(nan, res, signed_res);
+    }
+    hn::StoreU(res, d, out + i);
+  }
+  std::uint8_t flags = 0;
+  if (!hn::AllTrue(d, hn::Eq(hn::And(acc_snan, hn::Set(d, std::uint32_t(In::quiet_bit))), hn::Zero(d))))
+    flags |= flag::invalid;
+  for (; i < n; ++i) {
+    const result<binary32> r = convert<binary32>(fp<In>{in[i]}, e);
+    out[i] = r.value.bits;
+    flags |= r.flags;
+  }
+  return flags;
+}
+
+std::uint8_t f16_to_f32(const std::uint16_t *in, std::uint32_t *out, std::size_t n, const env &e) {
+  return widen_small<binary16>(in, out, n, e);
+}
+std::uint8_t e5m2_to_f32(const std::uint8_t *in, std::uint32_t *out, std::size_t n, const env &e) {
+  return widen_small<float8_e5m2>(in, out, n, e);
+}
+std::uint8_t e4m3_to_f32(const std::uint8_t *in, std::uint32_t *out, std::size_t n, const env &e) {
+  return widen_small<float8_e4m3>(in, out, n, e);
+}
+
+// ---------------------------------------------------------------------------
 // bf16 add / sub / mul. Per lane the exact result goes into a cut window at the bf16 quantum
 // (kept, guard, round, sticky and, for stochastic rounding, the 32 bits below the cut), then
 // the shared rule above rounds it and the carry runs into the exponent field:
@@ -535,6 +735,12 @@ HWY_EXPORT(f32_to_bf16);
 HWY_EXPORT(f32_to_tf32);
 HWY_EXPORT(bf16_to_f32);
 HWY_EXPORT(tf32_to_f32);
+HWY_EXPORT(f32_to_f16);
+HWY_EXPORT(f32_to_e5m2);
+HWY_EXPORT(f32_to_e4m3);
+HWY_EXPORT(f16_to_f32);
+HWY_EXPORT(e5m2_to_f32);
+HWY_EXPORT(e4m3_to_f32);
 HWY_EXPORT(bf16_add);
 HWY_EXPORT(bf16_sub);
 HWY_EXPORT(bf16_mul);
@@ -569,42 +775,6 @@ template <class Fn> std::uint8_t in_blocks(std::size_t n, const detail::args &a,
   return flags;
 }
 
-template <class Out>
-std::uint8_t convert_scalar(const f32 *in, fp<Out> *out, std::size_t n, const detail::args &a) {
-  std::uint8_t flags = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    const result<Out> r = detail::scalar_convert<Out>(in[i].bits, a, i);
-    out[i] = r.value;
-    flags |= r.flags;
-  }
-  return flags;
-}
-
-template <class In> std::uint8_t widen_scalar(const fp<In> *in, f32 *out, std::size_t n, const env &e) {
-  std::uint8_t flags = 0;
-  if constexpr (In::width <= 8) {
-    if (n >= 1024) { // a table of the 256 scalar results, then lookups
-      result<binary32> table[256];
-      for (unsigned x = 0; x < 256; ++x)
-        table[x] = convert<binary32>(fp<In>{typename In::storage(x)}, e);
-      bool seen[256] = {};
-      for (std::size_t i = 0; i < n; ++i) {
-        out[i] = table[in[i].bits].value;
-        seen[in[i].bits] = true;
-      }
-      for (unsigned x = 0; x < 256; ++x)
-        if (seen[x]) flags |= table[x].flags;
-      return flags;
-    }
-  }
-  for (std::size_t i = 0; i < n; ++i) {
-    const result<binary32> r = convert<binary32>(in[i], e);
-    out[i] = r.value;
-    flags |= r.flags;
-  }
-  return flags;
-}
-
 } // namespace
 
 // fp<F> is standard-layout with one member: its array is an array of bit patterns.
@@ -624,15 +794,24 @@ std::uint8_t convert_n(const f32 *in, tf32 *out, std::size_t n, const env &e,
 }
 std::uint8_t convert_n(const f32 *in, f16 *out, std::size_t n, const env &e,
                        const random_stream *rng) noexcept {
-  return convert_scalar(in, out, n, make_args(e, rng));
+  if (n == 0) return 0;
+  return in_blocks(n, make_args(e, rng), [&](std::size_t first, std::size_t count, const detail::args &a) {
+    return HWY_DYNAMIC_DISPATCH(f32_to_f16)(&in[first].bits, &out[first].bits, count, a);
+  });
 }
 std::uint8_t convert_n(const f32 *in, e4m3 *out, std::size_t n, const env &e,
                        const random_stream *rng) noexcept {
-  return convert_scalar(in, out, n, make_args(e, rng));
+  if (n == 0) return 0;
+  return in_blocks(n, make_args(e, rng), [&](std::size_t first, std::size_t count, const detail::args &a) {
+    return HWY_DYNAMIC_DISPATCH(f32_to_e4m3)(&in[first].bits, &out[first].bits, count, a);
+  });
 }
 std::uint8_t convert_n(const f32 *in, e5m2 *out, std::size_t n, const env &e,
                        const random_stream *rng) noexcept {
-  return convert_scalar(in, out, n, make_args(e, rng));
+  if (n == 0) return 0;
+  return in_blocks(n, make_args(e, rng), [&](std::size_t first, std::size_t count, const detail::args &a) {
+    return HWY_DYNAMIC_DISPATCH(f32_to_e5m2)(&in[first].bits, &out[first].bits, count, a);
+  });
 }
 
 std::uint8_t convert_n(const bf16 *in, f32 *out, std::size_t n, const env &e) noexcept {
@@ -642,13 +821,13 @@ std::uint8_t convert_n(const tf32 *in, f32 *out, std::size_t n, const env &e) no
   return n == 0 ? 0 : HWY_DYNAMIC_DISPATCH(tf32_to_f32)(&in[0].bits, &out[0].bits, n, e);
 }
 std::uint8_t convert_n(const f16 *in, f32 *out, std::size_t n, const env &e) noexcept {
-  return widen_scalar(in, out, n, e);
+  return n == 0 ? 0 : HWY_DYNAMIC_DISPATCH(f16_to_f32)(&in[0].bits, &out[0].bits, n, e);
 }
 std::uint8_t convert_n(const e4m3 *in, f32 *out, std::size_t n, const env &e) noexcept {
-  return widen_scalar(in, out, n, e);
+  return n == 0 ? 0 : HWY_DYNAMIC_DISPATCH(e4m3_to_f32)(&in[0].bits, &out[0].bits, n, e);
 }
 std::uint8_t convert_n(const e5m2 *in, f32 *out, std::size_t n, const env &e) noexcept {
-  return widen_scalar(in, out, n, e);
+  return n == 0 ? 0 : HWY_DYNAMIC_DISPATCH(e5m2_to_f32)(&in[0].bits, &out[0].bits, n, e);
 }
 
 namespace {

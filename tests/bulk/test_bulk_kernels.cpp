@@ -7,6 +7,7 @@
 #include <hwy/highway.h>
 #include <hwy/targets.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <random>
@@ -110,6 +111,32 @@ env element_env(const env &e, const bk::random_stream *rng, std::size_t i) {
   return x;
 }
 
+// fp32 values in and around Out's range: exponents from far below 2^emin (deep underflow,
+// stochastic fractions below 2^-32) through the subnormal binades and the binade just below
+// 2^emin (after-rounding tininess) up past the overflow edge; fractions random, exact ties at
+// a random cut, all ones below a random cut (carries into the next binade, to 2^emin, to
+// overflow), or zeros below it; both signs.
+template <class Out> std::vector<std::uint32_t> f32_near_range(std::size_t n, std::mt19937_64 &rng) {
+  const int lo = std::max(1, 127 + Out::emin - Out::frac_bits - 14);
+  const int hi = std::min(254, 127 + Out::emax + 2);
+  std::vector<std::uint32_t> v(n);
+  for (auto &x : v) {
+    const std::uint64_t r = rng();
+    const std::uint32_t E = std::uint32_t(lo + int((r >> 8) % std::uint64_t(hi - lo + 1)));
+    const unsigned k = unsigned((r >> 16) % 24);
+    const std::uint32_t below = (1u << k) - 1;
+    std::uint32_t f = std::uint32_t(r >> 40) & 0x7FFFFFu;
+    switch (r & 3) {
+    case 1: f = (f & ~below & 0x7FFFFFu) | (k ? 1u << (k - 1) : 0u); break; // a tie at cut k
+    case 2: f |= below; break;                                              // all ones below k
+    case 3: f &= ~below & 0x7FFFFFu; break;                                 // zeros below k
+    default: break;
+    }
+    x = std::uint32_t((r >> 7) & 1) << 31 | E << 23 | f;
+  }
+  return v;
+}
+
 // Checks one narrowing conversion fp32 -> Out against the scalar convert<Out>.
 template <class Out>
 void check_narrow(const std::vector<std::uint32_t> &src, const env &e, const bk::random_stream *rng) {
@@ -147,6 +174,9 @@ template <class Out> void narrow_suite() {
         if (::testing::Test::HasFatalFailure()) return;
       }
       check_narrow<Out>(f32_specials(), e, nullptr);
+      const auto near = f32_near_range<Out>(4099, rng);
+      check_narrow<Out>(near, e, nullptr);
+      if (e.mode == round_mode::stochastic) check_narrow<Out>(near, e, &stream);
       if (::testing::Test::HasFatalFailure()) return;
     }
   });
