@@ -726,6 +726,67 @@ std::uint8_t bf16_mul(const std::uint16_t *x, const std::uint16_t *y, std::uint1
                          [&](auto m) { return bf16_arith<bop::mul, decltype(m)::value>(x, y, out, n, a); });
 }
 
+// ---------------------------------------------------------------------------
+// dot_n, blocked16, nearest-even: the 16 partial sums p[j] (fp32 bit patterns, in and out)
+// take steps p[j] = fma_to<binary32>(a[i], b[i], p[j]) over whole chunks of 16 elements
+// (n a multiple of 16). The product of two bf16 significands has at most 16 bits, so the
+// native fp32 product of normal operands is exact when it is normal; the native sum then
+// rounds the exact p + acc once, to nearest-even: the scalar core's result. A lane is settled
+// here when a and b are normal, the product is normal, the partial sum is normal or zero and
+// the new sum is normal or zero (no overflow, no tiny result, no NaN or Inf: the only flag is
+// inexact, from the exact TwoSum error of the addition). Other lanes take the scalar step.
+std::uint8_t dot16_even(const std::uint16_t *HWY_RESTRICT pa, const std::uint16_t *HWY_RESTRICT pb,
+                        std::size_t n, std::uint32_t *HWY_RESTRICT p, const env &e) {
+  const hn::ScalableTag<std::uint32_t> d;
+  const hn::RebindToFloat<decltype(d)> df;
+  const hn::Rebind<std::uint16_t, decltype(d)> d16;
+  const std::size_t N = hn::Lanes(d);
+  const auto abs = hn::Set(d, 0x7FFFFFFFu);
+  const auto min_normal = hn::Set(d, 0x00800000u);
+  const auto normal_span = hn::Set(d, 0x7F000000u);
+  const auto normal = [&](auto m) { return hn::Lt(hn::Sub(m, min_normal), normal_span); };
+  const auto normal_or_zero = [&](auto m) { return hn::Or(normal(m), hn::Eq(m, hn::Zero(d))); };
+  auto acc_inexact = hn::Zero(d);
+  std::uint8_t flags = 0;
+  for (std::size_t i = 0; i < n; i += 16) {
+    for (std::size_t j = 0; j < 16; j += N) {
+      const auto fa = hn::ShiftLeft<16>(hn::PromoteTo(d, hn::LoadU(d16, pa + i + j)));
+      const auto fb = hn::ShiftLeft<16>(hn::PromoteTo(d, hn::LoadU(d16, pb + i + j)));
+      const auto acc = hn::LoadU(d, p + j);
+      const auto prod = hn::Mul(hn::BitCast(df, fa), hn::BitCast(df, fb));
+      const auto facc = hn::BitCast(df, acc);
+      const auto sum = hn::Add(prod, facc);
+      // TwoSum: the exact error of the addition (no overflow in settled lanes).
+      const auto bb = hn::Sub(sum, prod);
+      const auto err = hn::Add(hn::Sub(prod, hn::Sub(sum, bb)), hn::Sub(facc, bb));
+      const auto s = hn::BitCast(d, sum);
+      const auto ok = hn::And(
+          hn::And(normal(hn::And(fa, abs)), normal(hn::And(fb, abs))),
+          hn::And(hn::And(normal(hn::And(hn::BitCast(d, prod), abs)), normal_or_zero(hn::And(acc, abs))),
+                  normal_or_zero(hn::And(s, abs))));
+      acc_inexact = hn::Or(acc_inexact, hn::IfThenElseZero(ok, hn::BitCast(d, err)));
+      if (HWY_LIKELY(hn::AllTrue(d, ok))) {
+        hn::StoreU(s, d, p + j);
+        continue;
+      }
+      HWY_ALIGN std::uint32_t ts[hn::MaxLanes(d)], tok[hn::MaxLanes(d)];
+      hn::Store(s, d, ts);
+      hn::Store(hn::VecFromMask(d, ok), d, tok);
+      for (std::size_t k = 0; k < N; ++k) {
+        if (!tok[k]) {
+          const result<binary32> r =
+              fma_to<binary32>(bf16{pa[i + j + k]}, bf16{pb[i + j + k]}, f32{p[j + k]}, e);
+          ts[k] = r.value.bits;
+          flags |= r.flags;
+        }
+      }
+      hn::StoreU(hn::Load(d, ts), d, p + j);
+    }
+  }
+  if (!hn::AllTrue(d, hn::Eq(hn::And(acc_inexact, abs), hn::Zero(d)))) flags |= flag::inexact;
+  return flags;
+}
+
 } // namespace bf16emu::bulk::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
@@ -744,6 +805,7 @@ HWY_EXPORT(e4m3_to_f32);
 HWY_EXPORT(bf16_add);
 HWY_EXPORT(bf16_sub);
 HWY_EXPORT(bf16_mul);
+HWY_EXPORT(dot16_even);
 
 namespace {
 
@@ -886,7 +948,14 @@ result<binary32> dot_n(const bf16 *a, const bf16 *b, std::size_t n, f32 init, do
   }
   f32 p[16] = {};
   p[0] = init;
-  for (std::size_t i = 0; i < n; ++i) {
+  std::size_t i = 0;
+  if (e.mode == round_mode::nearest_even) { // whole chunks of 16 in SIMD (random words unused)
+    static_assert(sizeof(f32) == sizeof(std::uint32_t));
+    const std::size_t whole = n / 16 * 16;
+    if (whole) flags |= HWY_DYNAMIC_DISPATCH(dot16_even)(&a[0].bits, &b[0].bits, whole, &p[0].bits, e);
+    i = whole;
+  }
+  for (; i < n; ++i) {
     const result<binary32> r = fma_to<binary32>(a[i], b[i], p[i % 16], detail::element_env(args, i));
     p[i % 16] = r.value;
     flags |= r.flags;

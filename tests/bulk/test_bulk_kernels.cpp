@@ -464,6 +464,52 @@ TEST(Bulk, DotBothOrders) {
   });
 }
 
+// Dot products on data that keep the SIMD nearest-even steps busy, and on their edges: normal
+// operands with moderate exponents, exponents whose products and sums are tiny (subnormal
+// partial sums, underflow), or near 2^128 (overflow), and sums that cancel exactly (element
+// i + 16 negates element i, so a partial sum returns to zero); and 32 elements whose only
+// inexact steps are the second 16 (2^10 + 2^-20 per partial sum; every other step and every
+// combining addition exact), so the inexact flag can only come from those steps.
+TEST(Bulk, DotRegimes) {
+  std::mt19937_64 rng(0x5EED0006);
+  for_each_target([&] {
+    for (const env &e : envs()) {
+      for (const int regime : {0, 1, 2, 3, 4}) {
+        const std::size_t n = regime == 3 ? 4096 : regime == 4 ? 32 : 1024 + 37;
+        std::vector<bf::bf16> a(n), b(n);
+        const auto pick = [&](int lo, int span) {
+          return std::uint16_t(((rng() & 1) << 15) | (unsigned(lo + int(rng() % unsigned(span))) << 7) |
+                               (rng() & 0x7F));
+        };
+        for (std::size_t i = 0; i < n; ++i) {
+          switch (regime) {
+          case 0: a[i].bits = pick(120, 16), b[i].bits = pick(120, 16); break;
+          case 1: a[i].bits = pick(58, 8), b[i].bits = pick(62, 8); break;
+          case 2: a[i].bits = pick(186, 8), b[i].bits = pick(186, 6); break;
+          case 4:
+            a[i].bits = i < 16 ? 0x4480 : 0x3580; // 2^10, then 2^-20
+            b[i].bits = 0x3F80;                   // 1
+            break;
+          default:
+            a[i].bits = (i / 16) % 2 ? a[i - 16].bits : pick(110, 30);
+            b[i].bits = (i / 16) % 2 ? std::uint16_t(b[i - 16].bits ^ 0x8000u) : pick(110, 30);
+            break;
+          }
+        }
+        for (const auto order : {bk::dot_order::sequential, bk::dot_order::blocked16}) {
+          const auto want = dot_reference(a, b, {}, order, e, nullptr);
+          const auto got = bk::dot_n(a.data(), b.data(), n, {}, order, e);
+          ASSERT_EQ(got.value.bits, want.value.bits)
+              << "regime=" << regime << " order=" << int(order) << " mode=" << bf::to_string(e.mode);
+          ASSERT_EQ(got.flags, want.flags)
+              << "regime=" << regime << " order=" << int(order) << " mode=" << bf::to_string(e.mode)
+              << " sub=" << int(e.subnormal);
+        }
+      }
+    }
+  });
+}
+
 namespace {
 
 // Rows of the all-pairs check: add_n(row, every bf16 b) on the chosen target in each mode,
