@@ -727,17 +727,19 @@ std::uint8_t bf16_mul(const std::uint16_t *x, const std::uint16_t *y, std::uint1
 }
 
 // ---------------------------------------------------------------------------
-// dot_n, blocked16, nearest-even: the 16 partial sums p[j] (fp32 bit patterns, in and out)
-// take steps p[j] = fma_to<binary32>(a[i], b[i], p[j]) over whole chunks of 16 elements
-// (n a multiple of 16). The product of two bf16 significands has at most 16 bits, so the
-// native fp32 product of normal operands is exact when it is normal; the native sum then
-// rounds the exact p + acc once, to nearest-even: the scalar core's result. A lane is settled
-// here when a and b are normal, the product is normal, the partial sum is normal or zero and
-// the new sum is normal or zero (no overflow, no tiny result, no NaN or Inf: the only flag is
-// inexact, from the exact TwoSum error of the addition). Other lanes take the scalar step.
-std::uint8_t dot16_even(const std::uint16_t *HWY_RESTRICT pa, const std::uint16_t *HWY_RESTRICT pb,
-                        std::size_t n, std::uint32_t *HWY_RESTRICT p, const env &e) {
-  const hn::ScalableTag<std::uint32_t> d;
+// dot_n, nearest-even: the W partial sums p[j] (fp32 bit patterns, in and out; W = 16 for
+// blocked16, 1 for sequential) take steps p[j] = fma_to<binary32>(a[i], b[i], p[j]) over
+// whole chunks of W elements (n a multiple of W). The product of two bf16 significands has
+// at most 16 bits, so the native fp32 product of normal operands is exact when it is normal;
+// the native sum then rounds the exact p + acc once, to nearest-even: the scalar core's
+// result. A lane is settled here when a and b are normal, the product is normal, the partial
+// sum is normal or zero and the new sum is normal or zero (no overflow, no tiny result, no
+// NaN or Inf: the only flag is inexact, from the exact TwoSum error of the addition). Other
+// lanes take the scalar step.
+template <std::size_t W>
+std::uint8_t dot_even(const std::uint16_t *HWY_RESTRICT pa, const std::uint16_t *HWY_RESTRICT pb,
+                      std::size_t n, std::uint32_t *HWY_RESTRICT p, const env &e) {
+  const hn::CappedTag<std::uint32_t, W> d;
   const hn::RebindToFloat<decltype(d)> df;
   const hn::Rebind<std::uint16_t, decltype(d)> d16;
   const std::size_t N = hn::Lanes(d);
@@ -748,8 +750,8 @@ std::uint8_t dot16_even(const std::uint16_t *HWY_RESTRICT pa, const std::uint16_
   const auto normal_or_zero = [&](auto m) { return hn::Or(normal(m), hn::Eq(m, hn::Zero(d))); };
   auto acc_inexact = hn::Zero(d);
   std::uint8_t flags = 0;
-  for (std::size_t i = 0; i < n; i += 16) {
-    for (std::size_t j = 0; j < 16; j += N) {
+  for (std::size_t i = 0; i < n; i += W) {
+    for (std::size_t j = 0; j < W; j += N) {
       const auto fa = hn::ShiftLeft<16>(hn::PromoteTo(d, hn::LoadU(d16, pa + i + j)));
       const auto fb = hn::ShiftLeft<16>(hn::PromoteTo(d, hn::LoadU(d16, pb + i + j)));
       const auto acc = hn::LoadU(d, p + j);
@@ -787,6 +789,15 @@ std::uint8_t dot16_even(const std::uint16_t *HWY_RESTRICT pa, const std::uint16_
   return flags;
 }
 
+std::uint8_t dot16_even(const std::uint16_t *a, const std::uint16_t *b, std::size_t n, std::uint32_t *p,
+                        const env &e) {
+  return dot_even<16>(a, b, n, p, e);
+}
+std::uint8_t dot1_even(const std::uint16_t *a, const std::uint16_t *b, std::size_t n, std::uint32_t *p,
+                       const env &e) {
+  return dot_even<1>(a, b, n, p, e);
+}
+
 } // namespace bf16emu::bulk::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
@@ -806,6 +817,7 @@ HWY_EXPORT(bf16_add);
 HWY_EXPORT(bf16_sub);
 HWY_EXPORT(bf16_mul);
 HWY_EXPORT(dot16_even);
+HWY_EXPORT(dot1_even);
 
 namespace {
 
@@ -939,6 +951,10 @@ result<binary32> dot_n(const bf16 *a, const bf16 *b, std::size_t n, f32 init, do
   std::uint8_t flags = 0;
   if (order == dot_order::sequential) {
     f32 acc = init;
+    if (e.mode == round_mode::nearest_even && n) { // random words unused
+      flags = HWY_DYNAMIC_DISPATCH(dot1_even)(&a[0].bits, &b[0].bits, n, &acc.bits, e);
+      return {acc, flags};
+    }
     for (std::size_t i = 0; i < n; ++i) {
       const result<binary32> r = fma_to<binary32>(a[i], b[i], acc, detail::element_env(args, i));
       acc = r.value;
