@@ -103,6 +103,19 @@ template <rm Mode, class V> HWY_INLINE V rounds_up_lanes(V kept, V g, V r, V s, 
     return hn::And(hn::VecFromMask(d, hn::Gt(frac32, hn::Not(random))), one);
 }
 
+// The elements i .. n-1 left after the whole vectors of a narrowing: the scalar core.
+template <class Out>
+std::uint8_t narrow_tail(const std::uint32_t *in, typename Out::storage *out, std::size_t i, std::size_t n,
+                         const args &a) {
+  std::uint8_t flags = 0;
+  for (; i < n; ++i) {
+    const result<Out> s = detail::scalar_convert<Out>(in[i], a, i);
+    out[i] = s.value.bits;
+    flags |= s.flags;
+  }
+  return flags;
+}
+
 // ---------------------------------------------------------------------------
 // fp32 -> bf16 / tf32 (same exponent range). Per lane the rounding is an addition below the
 // cut and a shift: r = (x + inc) >> sh, inc being the mode's increment (nearest-even
@@ -240,21 +253,20 @@ std::uint8_t narrow_same_range(const std::uint32_t *HWY_RESTRICT in, typename Ou
   if (any(acc_over, 1u)) flags |= flag::overflow | flag::inexact;
   if (any(acc_snan, 0x00400000u)) flags |= flag::invalid;
   if (any(acc_under, low)) flags |= flag::underflow | flag::inexact;
-  for (; i < n; ++i) {
-    const result<Out> s = detail::scalar_convert<Out>(in[i], a, i);
-    out[i] = s.value.bits;
-    flags |= s.flags;
-  }
-  return flags;
+  return flags | narrow_tail<Out>(in, out, i, n, a);
 }
 
-std::uint8_t f32_to_bf16(const std::uint32_t *in, std::uint16_t *out, std::size_t n, const args &a) {
-  return with_fixed_mode(
-      a.e.mode, [&](auto m) { return narrow_same_range<bfloat16, decltype(m)::value>(in, out, n, a); });
-}
-std::uint8_t f32_to_tf32(const std::uint32_t *in, std::uint32_t *out, std::size_t n, const args &a) {
-  return with_fixed_mode(
-      a.e.mode, [&](auto m) { return narrow_same_range<tensorfloat32, decltype(m)::value>(in, out, n, a); });
+// The elements i .. n-1 left after the whole vectors of a widening: the scalar core.
+template <class In>
+std::uint8_t widen_tail(const typename In::storage *in, std::uint32_t *out, std::size_t i, std::size_t n,
+                        const env &e) {
+  std::uint8_t flags = 0;
+  for (; i < n; ++i) {
+    const result<binary32> r = convert<binary32>(fp<In>{in[i]}, e);
+    out[i] = r.value.bits;
+    flags |= r.flags;
+  }
+  return flags;
 }
 
 // ---------------------------------------------------------------------------
@@ -299,19 +311,7 @@ std::uint8_t widen_same_range(const typename In::storage *HWY_RESTRICT in, std::
   if (!hn::AllTrue(d, hn::Eq(hn::And(acc_snan, hn::Set(d, 0x00400000u)), hn::Zero(d))))
     flags |= flag::invalid;
   if (ftz && !hn::AllTrue(d, hn::Eq(acc_sub, hn::Zero(d)))) flags |= flag::underflow | flag::inexact;
-  for (; i < n; ++i) {
-    const result<binary32> r = convert<binary32>(fp<In>{in[i]}, e);
-    out[i] = r.value.bits;
-    flags |= r.flags;
-  }
-  return flags;
-}
-
-std::uint8_t bf16_to_f32(const std::uint16_t *in, std::uint32_t *out, std::size_t n, const env &e) {
-  return widen_same_range<bfloat16>(in, out, n, e);
-}
-std::uint8_t tf32_to_f32(const std::uint32_t *in, std::uint32_t *out, std::size_t n, const env &e) {
-  return widen_same_range<tensorfloat32>(in, out, n, e);
+  return flags | widen_tail<In>(in, out, i, n, e);
 }
 
 // ---------------------------------------------------------------------------
@@ -420,25 +420,33 @@ std::uint8_t narrow_small(const std::uint32_t *HWY_RESTRICT in, typename Out::st
   if (!hn::AllTrue(d, hn::Eq(acc_inexact, hn::Zero(d)))) flags |= flag::inexact;
   if (!hn::AllTrue(d, hn::Eq(acc_over, hn::Zero(d)))) flags |= flag::overflow | flag::inexact;
   if (!hn::AllTrue(d, hn::Eq(acc_under, hn::Zero(d)))) flags |= flag::underflow | flag::inexact;
-  for (; i < n; ++i) {
-    const result<Out> s = detail::scalar_convert<Out>(in[i], a, i);
-    out[i] = s.value.bits;
-    flags |= s.flags;
-  }
-  return flags;
+  return flags | narrow_tail<Out>(in, out, i, n, a);
 }
 
+// The exported narrowings: the kernel for the run-time mode.
+template <class Out>
+std::uint8_t narrow(const std::uint32_t *in, typename Out::storage *out, std::size_t n, const args &a) {
+  return with_fixed_mode(a.e.mode, [&](auto m) {
+    if constexpr (Out::exp_bits == binary32::exp_bits)
+      return narrow_same_range<Out, decltype(m)::value>(in, out, n, a);
+    else
+      return narrow_small<Out, decltype(m)::value>(in, out, n, a);
+  });
+}
+std::uint8_t f32_to_bf16(const std::uint32_t *in, std::uint16_t *out, std::size_t n, const args &a) {
+  return narrow<bfloat16>(in, out, n, a);
+}
+std::uint8_t f32_to_tf32(const std::uint32_t *in, std::uint32_t *out, std::size_t n, const args &a) {
+  return narrow<tensorfloat32>(in, out, n, a);
+}
 std::uint8_t f32_to_f16(const std::uint32_t *in, std::uint16_t *out, std::size_t n, const args &a) {
-  return with_fixed_mode(a.e.mode,
-                         [&](auto m) { return narrow_small<binary16, decltype(m)::value>(in, out, n, a); });
+  return narrow<binary16>(in, out, n, a);
 }
 std::uint8_t f32_to_e5m2(const std::uint32_t *in, std::uint8_t *out, std::size_t n, const args &a) {
-  return with_fixed_mode(
-      a.e.mode, [&](auto m) { return narrow_small<float8_e5m2, decltype(m)::value>(in, out, n, a); });
+  return narrow<float8_e5m2>(in, out, n, a);
 }
 std::uint8_t f32_to_e4m3(const std::uint32_t *in, std::uint8_t *out, std::size_t n, const args &a) {
-  return with_fixed_mode(
-      a.e.mode, [&](auto m) { return narrow_small<float8_e4m3, decltype(m)::value>(in, out, n, a); });
+  return narrow<float8_e4m3>(in, out, n, a);
 }
 
 // ---------------------------------------------------------------------------
@@ -496,22 +504,31 @@ std::uint8_t widen_small(const typename In::storage *HWY_RESTRICT in, std::uint3
   std::uint8_t flags = 0;
   if (!hn::AllTrue(d, hn::Eq(hn::And(acc_snan, hn::Set(d, std::uint32_t(In::quiet_bit))), hn::Zero(d))))
     flags |= flag::invalid;
-  for (; i < n; ++i) {
-    const result<binary32> r = convert<binary32>(fp<In>{in[i]}, e);
-    out[i] = r.value.bits;
-    flags |= r.flags;
-  }
-  return flags;
+  return flags | widen_tail<In>(in, out, i, n, e);
 }
 
+// The exported widenings.
+template <class In>
+std::uint8_t widen(const typename In::storage *in, std::uint32_t *out, std::size_t n, const env &e) {
+  if constexpr (In::exp_bits == binary32::exp_bits)
+    return widen_same_range<In>(in, out, n, e);
+  else
+    return widen_small<In>(in, out, n, e);
+}
+std::uint8_t bf16_to_f32(const std::uint16_t *in, std::uint32_t *out, std::size_t n, const env &e) {
+  return widen<bfloat16>(in, out, n, e);
+}
+std::uint8_t tf32_to_f32(const std::uint32_t *in, std::uint32_t *out, std::size_t n, const env &e) {
+  return widen<tensorfloat32>(in, out, n, e);
+}
 std::uint8_t f16_to_f32(const std::uint16_t *in, std::uint32_t *out, std::size_t n, const env &e) {
-  return widen_small<binary16>(in, out, n, e);
+  return widen<binary16>(in, out, n, e);
 }
 std::uint8_t e5m2_to_f32(const std::uint8_t *in, std::uint32_t *out, std::size_t n, const env &e) {
-  return widen_small<float8_e5m2>(in, out, n, e);
+  return widen<float8_e5m2>(in, out, n, e);
 }
 std::uint8_t e4m3_to_f32(const std::uint8_t *in, std::uint32_t *out, std::size_t n, const env &e) {
-  return widen_small<float8_e4m3>(in, out, n, e);
+  return widen<float8_e4m3>(in, out, n, e);
 }
 
 // ---------------------------------------------------------------------------
