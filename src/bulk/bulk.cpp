@@ -322,10 +322,12 @@ std::uint8_t widen_same_range(const typename In::storage *HWY_RESTRICT in, std::
 // rule rounds, and the result packs as round_pack does: (max(lead, emin) + bias - 1) << M plus
 // the rounded kept bits, so a carry runs into the exponent field; above max_finite the
 // overflow result of the mode and saturation; below 2^emin tiny (underflow when inexact;
-// flushed to a signed zero with underflow | inexact under flush_outputs). Zero lanes (and
-// fp32 subnormal lanes read as zero) give the signed zero. Lanes left to the scalar core:
-// NaN, Inf, fp32 subnormals not read as zero, and under after-rounding tininess the binade
-// just below 2^emin (lead = emin - 1), whose tininess depends on a second rounding.
+// flushed to a signed zero with underflow | inexact under flush_outputs). An fp32 subnormal
+// (not read as zero) is cut the same way, exponent field 0 counting as 1 and no hidden bit.
+// Zero lanes (and fp32 subnormal lanes read as zero) give the signed zero; NaN lanes the
+// policy's NaN (invalid for a signaling one), Inf lanes special.hpp's infinity<Out>. Lanes
+// left to the scalar core: under after-rounding tininess the binade just below 2^emin
+// (lead = emin - 1), whose tininess depends on a second rounding.
 template <class Out, rm Mode>
 std::uint8_t narrow_small(const std::uint32_t *HWY_RESTRICT in, typename Out::storage *HWY_RESTRICT out,
                           std::size_t n, const args &a) {
@@ -355,13 +357,20 @@ std::uint8_t narrow_small(const std::uint32_t *HWY_RESTRICT in, typename Out::st
   random_lanes<decltype(d)> rnd(d, a);
   const auto fixed_random = hn::Set(d, e.random);
   auto acc_inexact = hn::Zero(d), acc_over = hn::Zero(d), acc_under = hn::Zero(d);
+  auto acc_snan = hn::Zero(d), acc_inf = hn::Zero(d);
+  const bool nan_ieee = e.nan == nan_policy::ieee;
+  const std::uint32_t nan_const = std::uint32_t(bf16emu::detail::default_nan<Out>(e, 0).value.bits);
+  const result<Out> inf_p = bf16emu::detail::infinity<Out>(false, e),
+                    inf_n = bf16emu::detail::infinity<Out>(true, e);
+  const std::uint32_t inf_pos = inf_p.value.bits, inf_neg = inf_n.value.bits;
+  const std::uint8_t inf_flags = std::uint8_t(inf_p.flags | inf_n.flags);
   std::uint8_t flags = 0;
   std::size_t i = 0;
   for (; i + N <= n; i += N) {
     const auto x = hn::LoadU(d, in + i);
     const auto mag = hn::And(x, abs);
-    const auto E = hn::ShiftRight<23>(mag);
-    const auto sig = hn::Or(hn::And(mag, hn::Set(d, 0x007FFFFFu)), min_normal);
+    const auto E = hn::Max(hn::ShiftRight<23>(mag), one); // a subnormal's field 0 counts as 1
+    const auto sig = hn::Sub(mag, hn::ShiftLeft<23>(hn::Sub(E, one)));
     // sh = base + max(0, emin - lead); kept, guard, round and sticky need sh only up to 31.
     const auto extra = hn::IfThenElseZero(hn::Lt(E, e_min), hn::Sub(e_min, E));
     const auto sh = hn::Add(extra, hn::Set(d, std::uint32_t(base)));
@@ -392,8 +401,9 @@ std::uint8_t narrow_small(const std::uint32_t *HWY_RESTRICT in, typename Out::st
     const auto osign = hn::ShiftLeft<W - 1>(sign);
     auto res = hn::IfThenElse(over, hn::IfThenElse(sneg, hn::Set(d, sat_neg), hn::Set(d, sat_pos)),
                               hn::Or(osign, ftz ? hn::IfThenZeroElse(tiny, packed) : packed));
-    // Lanes settled here: normal fp32 lanes (not on the after-rounding edge), zeros.
-    const auto normal = hn::Lt(hn::Sub(mag, min_normal), hn::Set(d, 0x7F000000u));
+    // Lanes settled here: finite nonzero fp32 lanes (not on the after-rounding edge), zeros.
+    const auto normal = daz ? hn::Lt(hn::Sub(mag, min_normal), hn::Set(d, 0x7F000000u))
+                            : hn::Lt(hn::Sub(mag, one), hn::Set(d, 0x7F7FFFFFu));
     const auto zero = daz ? hn::Lt(mag, min_normal) : hn::Eq(mag, hn::Zero(d));
     res = hn::IfThenElse(zero, osign, res);
     const auto ok_normal = hn::And(normal, hn::Ne(E, e_edge));
@@ -402,7 +412,25 @@ std::uint8_t narrow_small(const std::uint32_t *HWY_RESTRICT in, typename Out::st
     acc_inexact = hn::Or(acc_inexact, hn::Or(inex_lane, hn::VecFromMask(d, under_lane)));
     acc_over = hn::Or(acc_over, hn::VecFromMask(d, hn::And(ok_normal, over)));
     acc_under = hn::Or(acc_under, hn::VecFromMask(d, under_lane));
-    const auto ok = hn::Or(ok_normal, zero);
+    auto ok = hn::Or(ok_normal, zero);
+    if (HWY_UNLIKELY(!hn::AllTrue(d, ok))) {
+      const auto inf32 = hn::Set(d, 0x7F800000u);
+      const auto nan = hn::Gt(mag, inf32), inf = hn::Eq(mag, inf32);
+      hn::Vec<decltype(d)> nanres = hn::Set(d, nan_const);
+      if (nan_ieee) {
+        if constexpr (Out::has_inf)
+          nanres = hn::Or(hn::Or(osign, hn::Set(d, std::uint32_t(Out::exp_mask | Out::quiet_bit))),
+                          hn::And(hn::ShiftRight<base>(mag), hn::Set(d, std::uint32_t(Out::frac_mask))));
+        else
+          nanres = hn::Or(osign, hn::Set(d, std::uint32_t(Out::inf_bits)));
+      }
+      res = hn::IfThenElse(
+          nan, nanres,
+          hn::IfThenElse(inf, hn::IfThenElse(sneg, hn::Set(d, inf_neg), hn::Set(d, inf_pos)), res));
+      acc_snan = hn::Or(acc_snan, hn::IfThenElseZero(nan, hn::Not(x)));
+      acc_inf = hn::Or(acc_inf, hn::VecFromMask(d, inf));
+      ok = hn::Or(ok, hn::Or(nan, inf));
+    }
     if (HWY_UNLIKELY(!hn::AllTrue(d, ok))) {
       HWY_ALIGN std::uint32_t tr[hn::MaxLanes(d)], tok[hn::MaxLanes(d)];
       hn::Store(res, d, tr);
@@ -420,6 +448,9 @@ std::uint8_t narrow_small(const std::uint32_t *HWY_RESTRICT in, typename Out::st
   if (!hn::AllTrue(d, hn::Eq(acc_inexact, hn::Zero(d)))) flags |= flag::inexact;
   if (!hn::AllTrue(d, hn::Eq(acc_over, hn::Zero(d)))) flags |= flag::overflow | flag::inexact;
   if (!hn::AllTrue(d, hn::Eq(acc_under, hn::Zero(d)))) flags |= flag::underflow | flag::inexact;
+  if (!hn::AllTrue(d, hn::Eq(hn::And(acc_snan, hn::Set(d, 0x00400000u)), hn::Zero(d))))
+    flags |= flag::invalid;
+  if (!hn::AllTrue(d, hn::Eq(acc_inf, hn::Zero(d)))) flags |= inf_flags;
   return flags | narrow_tail<Out>(in, out, i, n, a);
 }
 
