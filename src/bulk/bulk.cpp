@@ -103,6 +103,19 @@ template <rm Mode, class V> HWY_INLINE V rounds_up_lanes(V kept, V g, V r, V s, 
     return hn::And(hn::VecFromMask(d, hn::Gt(frac32, hn::Not(random))), one);
 }
 
+// The elements i .. n-1 left after the whole vectors of a narrowing: the scalar core.
+template <class Out>
+std::uint8_t narrow_tail(const std::uint32_t *in, typename Out::storage *out, std::size_t i, std::size_t n,
+                         const args &a) {
+  std::uint8_t flags = 0;
+  for (; i < n; ++i) {
+    const result<Out> s = detail::scalar_convert<Out>(in[i], a, i);
+    out[i] = s.value.bits;
+    flags |= s.flags;
+  }
+  return flags;
+}
+
 // ---------------------------------------------------------------------------
 // fp32 -> bf16 / tf32 (same exponent range). Per lane the rounding is an addition below the
 // cut and a shift: r = (x + inc) >> sh, inc being the mode's increment (nearest-even
@@ -240,21 +253,20 @@ std::uint8_t narrow_same_range(const std::uint32_t *HWY_RESTRICT in, typename Ou
   if (any(acc_over, 1u)) flags |= flag::overflow | flag::inexact;
   if (any(acc_snan, 0x00400000u)) flags |= flag::invalid;
   if (any(acc_under, low)) flags |= flag::underflow | flag::inexact;
-  for (; i < n; ++i) {
-    const result<Out> s = detail::scalar_convert<Out>(in[i], a, i);
-    out[i] = s.value.bits;
-    flags |= s.flags;
-  }
-  return flags;
+  return flags | narrow_tail<Out>(in, out, i, n, a);
 }
 
-std::uint8_t f32_to_bf16(const std::uint32_t *in, std::uint16_t *out, std::size_t n, const args &a) {
-  return with_fixed_mode(
-      a.e.mode, [&](auto m) { return narrow_same_range<bfloat16, decltype(m)::value>(in, out, n, a); });
-}
-std::uint8_t f32_to_tf32(const std::uint32_t *in, std::uint32_t *out, std::size_t n, const args &a) {
-  return with_fixed_mode(
-      a.e.mode, [&](auto m) { return narrow_same_range<tensorfloat32, decltype(m)::value>(in, out, n, a); });
+// The elements i .. n-1 left after the whole vectors of a widening: the scalar core.
+template <class In>
+std::uint8_t widen_tail(const typename In::storage *in, std::uint32_t *out, std::size_t i, std::size_t n,
+                        const env &e) {
+  std::uint8_t flags = 0;
+  for (; i < n; ++i) {
+    const result<binary32> r = convert<binary32>(fp<In>{in[i]}, e);
+    out[i] = r.value.bits;
+    flags |= r.flags;
+  }
+  return flags;
 }
 
 // ---------------------------------------------------------------------------
@@ -299,19 +311,255 @@ std::uint8_t widen_same_range(const typename In::storage *HWY_RESTRICT in, std::
   if (!hn::AllTrue(d, hn::Eq(hn::And(acc_snan, hn::Set(d, 0x00400000u)), hn::Zero(d))))
     flags |= flag::invalid;
   if (ftz && !hn::AllTrue(d, hn::Eq(acc_sub, hn::Zero(d)))) flags |= flag::underflow | flag::inexact;
-  for (; i < n; ++i) {
-    const result<binary32> r = convert<binary32>(fp<In>{in[i]}, e);
-    out[i] = r.value.bits;
-    flags |= r.flags;
-  }
-  return flags;
+  return flags | widen_tail<In>(in, out, i, n, e);
 }
 
+// ---------------------------------------------------------------------------
+// fp32 -> fp16 / e5m2 / e4m3 (a narrower exponent range). A normal fp32 lane x = sig * 2^(E-150)
+// (sig with its hidden bit, 24 bits) is cut at the quantum of Out's binade, or of 2^emin below
+// it: sh = 23 - M + max(0, emin - lead) bits go, lead = E - 127. From the cut (kept, guard,
+// round, sticky; frac32 = floor(discarded fraction * 2^32) as round.hpp's cut) the shared
+// rule rounds, and the result packs as round_pack does: (max(lead, emin) + bias - 1) << M plus
+// the rounded kept bits, so a carry runs into the exponent field; above max_finite the
+// overflow result of the mode and saturation; below 2^emin tiny (underflow when inexact;
+// flushed to a signed zero with underflow | inexact under flush_outputs). An fp32 subnormal
+// (not read as zero) is cut the same way, exponent field 0 counting as 1 and no hidden bit.
+// Zero lanes (and fp32 subnormal lanes read as zero) give the signed zero; NaN lanes the
+// policy's NaN (invalid for a signaling one), Inf lanes special.hpp's infinity<Out>. Lanes
+// left to the scalar core: under after-rounding tininess the binade just below 2^emin
+// (lead = emin - 1), whose tininess depends on a second rounding.
+template <class Out, rm Mode>
+std::uint8_t narrow_small(const std::uint32_t *HWY_RESTRICT in, typename Out::storage *HWY_RESTRICT out,
+                          std::size_t n, const args &a) {
+  constexpr int M = Out::frac_bits;
+  constexpr int base = binary32::frac_bits - M;
+  constexpr int W = Out::width;
+  const hn::ScalableTag<std::uint32_t> d;
+  const hn::RebindToSigned<decltype(d)> di;
+  const hn::Rebind<typename Out::storage, decltype(d)> dn;
+  const std::size_t N = hn::Lanes(d);
+  const env &e = a.e;
+  const std::uint32_t sat_pos =
+      std::uint32_t(bf16emu::detail::overflow_to_inf(false, e) ? Out::inf_bits : Out::max_finite_bits);
+  const std::uint32_t sat_neg =
+      std::uint32_t(Out::sign_mask) |
+      std::uint32_t(bf16emu::detail::overflow_to_inf(true, e) ? Out::inf_bits : Out::max_finite_bits);
+  const unsigned subn = static_cast<unsigned>(e.subnormal);
+  const bool daz = (subn & static_cast<unsigned>(subnormals::inputs_as_zero)) != 0;
+  const bool ftz = bf16emu::detail::flushes_outputs(e);
+  const bool after = e.tiny == tininess::after_rounding;
+  const auto one = hn::Set(d, 1u);
+  const auto abs = hn::Set(d, 0x7FFFFFFFu);
+  const auto min_normal = hn::Set(d, 0x00800000u);
+  // Biased fp32 exponent of 2^emin, and of the binade below it (after-rounding tininess).
+  const auto e_min = hn::Set(d, std::uint32_t(127 + Out::emin));
+  const auto e_edge = hn::Set(d, after ? std::uint32_t(127 + Out::emin - 1) : 0u);
+  random_lanes<decltype(d)> rnd(d, a);
+  const auto fixed_random = hn::Set(d, e.random);
+  auto acc_inexact = hn::Zero(d), acc_over = hn::Zero(d), acc_under = hn::Zero(d);
+  auto acc_snan = hn::Zero(d), acc_inf = hn::Zero(d);
+  const bool nan_ieee = e.nan == nan_policy::ieee;
+  const std::uint32_t nan_const = std::uint32_t(bf16emu::detail::default_nan<Out>(e, 0).value.bits);
+  const result<Out> inf_p = bf16emu::detail::infinity<Out>(false, e),
+                    inf_n = bf16emu::detail::infinity<Out>(true, e);
+  const std::uint32_t inf_pos = inf_p.value.bits, inf_neg = inf_n.value.bits;
+  const std::uint8_t inf_flags = std::uint8_t(inf_p.flags | inf_n.flags);
+  std::uint8_t flags = 0;
+  std::size_t i = 0;
+  for (; i + N <= n; i += N) {
+    const auto x = hn::LoadU(d, in + i);
+    const auto mag = hn::And(x, abs);
+    const auto E = hn::Max(hn::ShiftRight<23>(mag), one); // a subnormal's field 0 counts as 1
+    const auto sig = hn::Sub(mag, hn::ShiftLeft<23>(hn::Sub(E, one)));
+    // sh = base + max(0, emin - lead); kept, guard, round and sticky need sh only up to 31.
+    const auto extra = hn::IfThenElseZero(hn::Lt(E, e_min), hn::Sub(e_min, E));
+    const auto sh = hn::Add(extra, hn::Set(d, std::uint32_t(base)));
+    const auto shc = hn::Min(sh, hn::Set(d, 31u));
+    const auto kept = hn::Shr(sig, shc);
+    const auto rem = hn::Sub(sig, hn::Shl(kept, shc));
+    const auto g = hn::And(hn::Shr(sig, hn::Sub(shc, one)), one);
+    const auto r = hn::And(hn::Shr(sig, hn::Sub(shc, hn::Set(d, 2u))), one);
+    const auto below_round = hn::Sub(hn::Shl(one, hn::Sub(shc, hn::Set(d, 2u))), one);
+    const auto st = hn::IfThenZeroElse(hn::Eq(hn::And(rem, below_round), hn::Zero(d)), one);
+    hn::Vec<decltype(d)> frac32 = hn::Zero(d), random = fixed_random;
+    if constexpr (Mode == rm::stochastic) {
+      const auto wide = hn::Gt(sh, hn::Set(d, 32u));
+      frac32 = hn::IfThenElse(wide, hn::Shr(sig, hn::Min(hn::Sub(sh, hn::Set(d, 32u)), hn::Set(d, 31u))),
+                              hn::Shl(rem, hn::IfThenZeroElse(wide, hn::Sub(hn::Set(d, 32u), sh))));
+      if (a.stream) random = rnd.next(d);
+    }
+    const auto sign = hn::ShiftRight<31>(x);
+    const auto inexact = hn::Or(hn::Or(g, r), st);
+    const auto up = hn::And(rounds_up_lanes<Mode>(kept, g, r, st, sign, frac32, random), inexact);
+    // Exponent field of the quantum's binade, minus one (the hidden bit of kept adds it).
+    const auto field =
+        hn::IfThenZeroElse(hn::Lt(E, e_min), hn::Sub(E, hn::Set(d, std::uint32_t(127 + Out::emin))));
+    const auto packed = hn::Add(hn::Add(hn::ShiftLeft<M>(field), kept), up);
+    const auto over = hn::Gt(packed, hn::Set(d, std::uint32_t(Out::max_finite_bits)));
+    const auto tiny = hn::Lt(E, e_min);
+    const auto sneg = hn::Eq(sign, one);
+    const auto osign = hn::ShiftLeft<W - 1>(sign);
+    auto res = hn::IfThenElse(over, hn::IfThenElse(sneg, hn::Set(d, sat_neg), hn::Set(d, sat_pos)),
+                              hn::Or(osign, ftz ? hn::IfThenZeroElse(tiny, packed) : packed));
+    // Lanes settled here: finite nonzero fp32 lanes (not on the after-rounding edge), zeros.
+    const auto normal = daz ? hn::Lt(hn::Sub(mag, min_normal), hn::Set(d, 0x7F000000u))
+                            : hn::Lt(hn::Sub(mag, one), hn::Set(d, 0x7F7FFFFFu));
+    const auto zero = daz ? hn::Lt(mag, min_normal) : hn::Eq(mag, hn::Zero(d));
+    res = hn::IfThenElse(zero, osign, res);
+    const auto ok_normal = hn::And(normal, hn::Ne(E, e_edge));
+    const auto inex_lane = hn::IfThenElseZero(ok_normal, hn::Or(inexact, hn::VecFromMask(d, over)));
+    const auto under_lane = hn::And(hn::And(ok_normal, tiny), ftz ? tiny : hn::Ne(inexact, hn::Zero(d)));
+    acc_inexact = hn::Or(acc_inexact, hn::Or(inex_lane, hn::VecFromMask(d, under_lane)));
+    acc_over = hn::Or(acc_over, hn::VecFromMask(d, hn::And(ok_normal, over)));
+    acc_under = hn::Or(acc_under, hn::VecFromMask(d, under_lane));
+    auto ok = hn::Or(ok_normal, zero);
+    if (HWY_UNLIKELY(!hn::AllTrue(d, ok))) {
+      const auto inf32 = hn::Set(d, 0x7F800000u);
+      const auto nan = hn::Gt(mag, inf32), inf = hn::Eq(mag, inf32);
+      hn::Vec<decltype(d)> nanres = hn::Set(d, nan_const);
+      if (nan_ieee) {
+        if constexpr (Out::has_inf)
+          nanres = hn::Or(hn::Or(osign, hn::Set(d, std::uint32_t(Out::exp_mask | Out::quiet_bit))),
+                          hn::And(hn::ShiftRight<base>(mag), hn::Set(d, std::uint32_t(Out::frac_mask))));
+        else
+          nanres = hn::Or(osign, hn::Set(d, std::uint32_t(Out::inf_bits)));
+      }
+      res = hn::IfThenElse(
+          nan, nanres,
+          hn::IfThenElse(inf, hn::IfThenElse(sneg, hn::Set(d, inf_neg), hn::Set(d, inf_pos)), res));
+      acc_snan = hn::Or(acc_snan, hn::IfThenElseZero(nan, hn::Not(x)));
+      acc_inf = hn::Or(acc_inf, hn::VecFromMask(d, inf));
+      ok = hn::Or(ok, hn::Or(nan, inf));
+    }
+    if (HWY_UNLIKELY(!hn::AllTrue(d, ok))) {
+      HWY_ALIGN std::uint32_t tr[hn::MaxLanes(d)], tok[hn::MaxLanes(d)];
+      hn::Store(res, d, tr);
+      hn::Store(hn::VecFromMask(d, ok), d, tok);
+      for (std::size_t j = 0; j < N; ++j) {
+        if (tok[j]) continue;
+        const result<Out> s = detail::scalar_convert<Out>(in[i + j], a, i + j);
+        tr[j] = s.value.bits;
+        flags |= s.flags;
+      }
+      res = hn::Load(d, tr);
+    }
+    hn::StoreU(hn::DemoteTo(dn, hn::BitCast(di, res)), dn, out + i);
+  }
+  if (!hn::AllTrue(d, hn::Eq(acc_inexact, hn::Zero(d)))) flags |= flag::inexact;
+  if (!hn::AllTrue(d, hn::Eq(acc_over, hn::Zero(d)))) flags |= flag::overflow | flag::inexact;
+  if (!hn::AllTrue(d, hn::Eq(acc_under, hn::Zero(d)))) flags |= flag::underflow | flag::inexact;
+  if (!hn::AllTrue(d, hn::Eq(hn::And(acc_snan, hn::Set(d, 0x00400000u)), hn::Zero(d))))
+    flags |= flag::invalid;
+  if (!hn::AllTrue(d, hn::Eq(acc_inf, hn::Zero(d)))) flags |= inf_flags;
+  return flags | narrow_tail<Out>(in, out, i, n, a);
+}
+
+// The exported narrowings: the kernel for the run-time mode.
+template <class Out>
+std::uint8_t narrow(const std::uint32_t *in, typename Out::storage *out, std::size_t n, const args &a) {
+  return with_fixed_mode(a.e.mode, [&](auto m) {
+    if constexpr (Out::exp_bits == binary32::exp_bits)
+      return narrow_same_range<Out, decltype(m)::value>(in, out, n, a);
+    else
+      return narrow_small<Out, decltype(m)::value>(in, out, n, a);
+  });
+}
+std::uint8_t f32_to_bf16(const std::uint32_t *in, std::uint16_t *out, std::size_t n, const args &a) {
+  return narrow<bfloat16>(in, out, n, a);
+}
+std::uint8_t f32_to_tf32(const std::uint32_t *in, std::uint32_t *out, std::size_t n, const args &a) {
+  return narrow<tensorfloat32>(in, out, n, a);
+}
+std::uint8_t f32_to_f16(const std::uint32_t *in, std::uint16_t *out, std::size_t n, const args &a) {
+  return narrow<binary16>(in, out, n, a);
+}
+std::uint8_t f32_to_e5m2(const std::uint32_t *in, std::uint8_t *out, std::size_t n, const args &a) {
+  return narrow<float8_e5m2>(in, out, n, a);
+}
+std::uint8_t f32_to_e4m3(const std::uint32_t *in, std::uint8_t *out, std::size_t n, const args &a) {
+  return narrow<float8_e4m3>(in, out, n, a);
+}
+
+// ---------------------------------------------------------------------------
+// fp16 / e5m2 / e4m3 -> fp32: exact. Normal lanes rebias the exponent; subnormal lanes
+// convert the fraction to float and scale by 2^(emin - M) (both exact); zero and Inf keep
+// their sign; NaN lanes take the policy's NaN (ieee: the payload shifted up, quiet bit set;
+// invalid for a signaling one; the fn formats' one NaN has none). Subnormal inputs are read
+// as signed zeros under inputs_as_zero; they are normal in fp32, so flush_outputs leaves them.
+template <class In>
+std::uint8_t widen_small(const typename In::storage *HWY_RESTRICT in, std::uint32_t *HWY_RESTRICT out,
+                         std::size_t n, const env &e) {
+  constexpr int M = In::frac_bits;
+  const hn::ScalableTag<std::uint32_t> d;
+  const hn::RebindToSigned<decltype(d)> di;
+  const hn::RebindToFloat<decltype(d)> df;
+  const hn::Rebind<typename In::storage, decltype(d)> dn;
+  const std::size_t N = hn::Lanes(d);
+  const bool nan_ieee = e.nan == nan_policy::ieee;
+  const auto nan_const = hn::Set(d, std::uint32_t(bf16emu::detail::default_nan<binary32>(e, 0).value.bits));
+  const bool daz =
+      (static_cast<unsigned>(e.subnormal) & static_cast<unsigned>(subnormals::inputs_as_zero)) != 0;
+  const auto absn = hn::Set(d, std::uint32_t(In::abs_mask));
+  const auto expn = hn::Set(d, std::uint32_t(In::exp_mask));
+  const auto scale = hn::Set(df, 1.0f / float(1u << (M - In::emin)));
+  auto acc_snan = hn::Zero(d);
+  std::size_t i = 0;
+  for (; i + N <= n; i += N) {
+    const auto v = hn::PromoteTo(d, hn::LoadU(dn, in + i));
+    const auto mag = hn::And(v, absn);
+    const auto sign = hn::ShiftLeft<31>(hn::ShiftRight<In::width - 1>(v));
+    const auto normal = hn::ShiftLeft<23 - M>(hn::Add(mag, hn::Set(d, std::uint32_t(127 - In::bias) << M)));
+    const auto sub_val = hn::BitCast(d, hn::Mul(hn::ConvertTo(df, hn::BitCast(di, mag)), scale));
+    const auto is_sub = hn::Lt(mag, hn::Set(d, 1u << M));
+    auto res = hn::IfThenElse(is_sub, daz ? hn::Zero(d) : sub_val, normal);
+    if constexpr (In::has_inf) {
+      const auto special = hn::Not(hn::Lt(mag, expn));
+      const auto nan = hn::Gt(mag, expn);
+      const auto payload = hn::ShiftLeft<23 - M>(hn::And(mag, hn::Set(d, std::uint32_t(In::frac_mask))));
+      const auto nanres = nan_ieee ? hn::Or(hn::Set(d, 0x7FC00000u), payload) : nan_const;
+      res = hn::IfThenElse(special, hn::IfThenElse(nan, nanres, hn::Set(d, 0x7F800000u)), res);
+      acc_snan =
+          hn::Or(acc_snan, hn::IfThenElseZero(nan, hn::Xor(v, hn::Set(d, std::uint32_t(In::quiet_bit)))));
+      const auto signed_res = hn::Or(res, sign);
+      res = nan_ieee ? signed_res : hn::IfThenElse(nan, res, signed_res);
+    } else {
+      const auto nan = hn::Eq(mag, absn);
+      const auto nanres =
+          nan_ieee ? hn::Set(d, 0x7FC00000u | (std::uint32_t(In::frac_mask) << (23 - M))) : nan_const;
+      res = hn::IfThenElse(nan, nanres, res);
+      const auto signed_res = hn::Or(res, sign);
+      res = nan_ieee ? signed_res : hn::IfThenElse(nan, res, signed_res);
+    }
+    hn::StoreU(res, d, out + i);
+  }
+  std::uint8_t flags = 0;
+  if (!hn::AllTrue(d, hn::Eq(hn::And(acc_snan, hn::Set(d, std::uint32_t(In::quiet_bit))), hn::Zero(d))))
+    flags |= flag::invalid;
+  return flags | widen_tail<In>(in, out, i, n, e);
+}
+
+// The exported widenings.
+template <class In>
+std::uint8_t widen(const typename In::storage *in, std::uint32_t *out, std::size_t n, const env &e) {
+  if constexpr (In::exp_bits == binary32::exp_bits)
+    return widen_same_range<In>(in, out, n, e);
+  else
+    return widen_small<In>(in, out, n, e);
+}
 std::uint8_t bf16_to_f32(const std::uint16_t *in, std::uint32_t *out, std::size_t n, const env &e) {
-  return widen_same_range<bfloat16>(in, out, n, e);
+  return widen<bfloat16>(in, out, n, e);
 }
 std::uint8_t tf32_to_f32(const std::uint32_t *in, std::uint32_t *out, std::size_t n, const env &e) {
-  return widen_same_range<tensorfloat32>(in, out, n, e);
+  return widen<tensorfloat32>(in, out, n, e);
+}
+std::uint8_t f16_to_f32(const std::uint16_t *in, std::uint32_t *out, std::size_t n, const env &e) {
+  return widen<binary16>(in, out, n, e);
+}
+std::uint8_t e5m2_to_f32(const std::uint8_t *in, std::uint32_t *out, std::size_t n, const env &e) {
+  return widen<float8_e5m2>(in, out, n, e);
+}
+std::uint8_t e4m3_to_f32(const std::uint8_t *in, std::uint32_t *out, std::size_t n, const env &e) {
+  return widen<float8_e4m3>(in, out, n, e);
 }
 
 // ---------------------------------------------------------------------------
@@ -526,6 +774,78 @@ std::uint8_t bf16_mul(const std::uint16_t *x, const std::uint16_t *y, std::uint1
                          [&](auto m) { return bf16_arith<bop::mul, decltype(m)::value>(x, y, out, n, a); });
 }
 
+// ---------------------------------------------------------------------------
+// dot_n, nearest-even: the W partial sums p[j] (fp32 bit patterns, in and out; W = 16 for
+// blocked16, 1 for sequential) take steps p[j] = fma_to<binary32>(a[i], b[i], p[j]) over
+// whole chunks of W elements (n a multiple of W). The product of two bf16 significands has
+// at most 16 bits, so the native fp32 product of normal operands is exact when it is normal;
+// the native sum then rounds the exact p + acc once, to nearest-even: the scalar core's
+// result. A lane is settled here when a and b are normal, the product is normal, the partial
+// sum is normal or zero and the new sum is normal or zero (no overflow, no tiny result, no
+// NaN or Inf: the only flag is inexact, from the exact TwoSum error of the addition). Other
+// lanes take the scalar step.
+template <std::size_t W>
+std::uint8_t dot_even(const std::uint16_t *HWY_RESTRICT pa, const std::uint16_t *HWY_RESTRICT pb,
+                      std::size_t n, std::uint32_t *HWY_RESTRICT p, const env &e) {
+  const hn::CappedTag<std::uint32_t, W> d;
+  const hn::RebindToFloat<decltype(d)> df;
+  const hn::Rebind<std::uint16_t, decltype(d)> d16;
+  const std::size_t N = hn::Lanes(d);
+  const auto abs = hn::Set(d, 0x7FFFFFFFu);
+  const auto min_normal = hn::Set(d, 0x00800000u);
+  const auto normal_span = hn::Set(d, 0x7F000000u);
+  const auto normal = [&](auto m) { return hn::Lt(hn::Sub(m, min_normal), normal_span); };
+  const auto normal_or_zero = [&](auto m) { return hn::Or(normal(m), hn::Eq(m, hn::Zero(d))); };
+  auto acc_inexact = hn::Zero(d);
+  std::uint8_t flags = 0;
+  for (std::size_t i = 0; i < n; i += W) {
+    for (std::size_t j = 0; j < W; j += N) {
+      const auto fa = hn::ShiftLeft<16>(hn::PromoteTo(d, hn::LoadU(d16, pa + i + j)));
+      const auto fb = hn::ShiftLeft<16>(hn::PromoteTo(d, hn::LoadU(d16, pb + i + j)));
+      const auto acc = hn::LoadU(d, p + j);
+      const auto prod = hn::Mul(hn::BitCast(df, fa), hn::BitCast(df, fb));
+      const auto facc = hn::BitCast(df, acc);
+      const auto sum = hn::Add(prod, facc);
+      // TwoSum: the exact error of the addition (no overflow in settled lanes).
+      const auto bb = hn::Sub(sum, prod);
+      const auto err = hn::Add(hn::Sub(prod, hn::Sub(sum, bb)), hn::Sub(facc, bb));
+      const auto s = hn::BitCast(d, sum);
+      const auto ok = hn::And(
+          hn::And(normal(hn::And(fa, abs)), normal(hn::And(fb, abs))),
+          hn::And(hn::And(normal(hn::And(hn::BitCast(d, prod), abs)), normal_or_zero(hn::And(acc, abs))),
+                  normal_or_zero(hn::And(s, abs))));
+      acc_inexact = hn::Or(acc_inexact, hn::IfThenElseZero(ok, hn::BitCast(d, err)));
+      if (HWY_LIKELY(hn::AllTrue(d, ok))) {
+        hn::StoreU(s, d, p + j);
+        continue;
+      }
+      HWY_ALIGN std::uint32_t ts[hn::MaxLanes(d)], tok[hn::MaxLanes(d)];
+      hn::Store(s, d, ts);
+      hn::Store(hn::VecFromMask(d, ok), d, tok);
+      for (std::size_t k = 0; k < N; ++k) {
+        if (!tok[k]) {
+          const result<binary32> r =
+              fma_to<binary32>(bf16{pa[i + j + k]}, bf16{pb[i + j + k]}, f32{p[j + k]}, e);
+          ts[k] = r.value.bits;
+          flags |= r.flags;
+        }
+      }
+      hn::StoreU(hn::Load(d, ts), d, p + j);
+    }
+  }
+  if (!hn::AllTrue(d, hn::Eq(hn::And(acc_inexact, abs), hn::Zero(d)))) flags |= flag::inexact;
+  return flags;
+}
+
+std::uint8_t dot16_even(const std::uint16_t *a, const std::uint16_t *b, std::size_t n, std::uint32_t *p,
+                        const env &e) {
+  return dot_even<16>(a, b, n, p, e);
+}
+std::uint8_t dot1_even(const std::uint16_t *a, const std::uint16_t *b, std::size_t n, std::uint32_t *p,
+                       const env &e) {
+  return dot_even<1>(a, b, n, p, e);
+}
+
 } // namespace bf16emu::bulk::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
@@ -535,9 +855,17 @@ HWY_EXPORT(f32_to_bf16);
 HWY_EXPORT(f32_to_tf32);
 HWY_EXPORT(bf16_to_f32);
 HWY_EXPORT(tf32_to_f32);
+HWY_EXPORT(f32_to_f16);
+HWY_EXPORT(f32_to_e5m2);
+HWY_EXPORT(f32_to_e4m3);
+HWY_EXPORT(f16_to_f32);
+HWY_EXPORT(e5m2_to_f32);
+HWY_EXPORT(e4m3_to_f32);
 HWY_EXPORT(bf16_add);
 HWY_EXPORT(bf16_sub);
 HWY_EXPORT(bf16_mul);
+HWY_EXPORT(dot16_even);
+HWY_EXPORT(dot1_even);
 
 namespace {
 
@@ -569,42 +897,6 @@ template <class Fn> std::uint8_t in_blocks(std::size_t n, const detail::args &a,
   return flags;
 }
 
-template <class Out>
-std::uint8_t convert_scalar(const f32 *in, fp<Out> *out, std::size_t n, const detail::args &a) {
-  std::uint8_t flags = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    const result<Out> r = detail::scalar_convert<Out>(in[i].bits, a, i);
-    out[i] = r.value;
-    flags |= r.flags;
-  }
-  return flags;
-}
-
-template <class In> std::uint8_t widen_scalar(const fp<In> *in, f32 *out, std::size_t n, const env &e) {
-  std::uint8_t flags = 0;
-  if constexpr (In::width <= 8) {
-    if (n >= 1024) { // a table of the 256 scalar results, then lookups
-      result<binary32> table[256];
-      for (unsigned x = 0; x < 256; ++x)
-        table[x] = convert<binary32>(fp<In>{typename In::storage(x)}, e);
-      bool seen[256] = {};
-      for (std::size_t i = 0; i < n; ++i) {
-        out[i] = table[in[i].bits].value;
-        seen[in[i].bits] = true;
-      }
-      for (unsigned x = 0; x < 256; ++x)
-        if (seen[x]) flags |= table[x].flags;
-      return flags;
-    }
-  }
-  for (std::size_t i = 0; i < n; ++i) {
-    const result<binary32> r = convert<binary32>(in[i], e);
-    out[i] = r.value;
-    flags |= r.flags;
-  }
-  return flags;
-}
-
 } // namespace
 
 // fp<F> is standard-layout with one member: its array is an array of bit patterns.
@@ -624,15 +916,24 @@ std::uint8_t convert_n(const f32 *in, tf32 *out, std::size_t n, const env &e,
 }
 std::uint8_t convert_n(const f32 *in, f16 *out, std::size_t n, const env &e,
                        const random_stream *rng) noexcept {
-  return convert_scalar(in, out, n, make_args(e, rng));
+  if (n == 0) return 0;
+  return in_blocks(n, make_args(e, rng), [&](std::size_t first, std::size_t count, const detail::args &a) {
+    return HWY_DYNAMIC_DISPATCH(f32_to_f16)(&in[first].bits, &out[first].bits, count, a);
+  });
 }
 std::uint8_t convert_n(const f32 *in, e4m3 *out, std::size_t n, const env &e,
                        const random_stream *rng) noexcept {
-  return convert_scalar(in, out, n, make_args(e, rng));
+  if (n == 0) return 0;
+  return in_blocks(n, make_args(e, rng), [&](std::size_t first, std::size_t count, const detail::args &a) {
+    return HWY_DYNAMIC_DISPATCH(f32_to_e4m3)(&in[first].bits, &out[first].bits, count, a);
+  });
 }
 std::uint8_t convert_n(const f32 *in, e5m2 *out, std::size_t n, const env &e,
                        const random_stream *rng) noexcept {
-  return convert_scalar(in, out, n, make_args(e, rng));
+  if (n == 0) return 0;
+  return in_blocks(n, make_args(e, rng), [&](std::size_t first, std::size_t count, const detail::args &a) {
+    return HWY_DYNAMIC_DISPATCH(f32_to_e5m2)(&in[first].bits, &out[first].bits, count, a);
+  });
 }
 
 std::uint8_t convert_n(const bf16 *in, f32 *out, std::size_t n, const env &e) noexcept {
@@ -642,13 +943,13 @@ std::uint8_t convert_n(const tf32 *in, f32 *out, std::size_t n, const env &e) no
   return n == 0 ? 0 : HWY_DYNAMIC_DISPATCH(tf32_to_f32)(&in[0].bits, &out[0].bits, n, e);
 }
 std::uint8_t convert_n(const f16 *in, f32 *out, std::size_t n, const env &e) noexcept {
-  return widen_scalar(in, out, n, e);
+  return n == 0 ? 0 : HWY_DYNAMIC_DISPATCH(f16_to_f32)(&in[0].bits, &out[0].bits, n, e);
 }
 std::uint8_t convert_n(const e4m3 *in, f32 *out, std::size_t n, const env &e) noexcept {
-  return widen_scalar(in, out, n, e);
+  return n == 0 ? 0 : HWY_DYNAMIC_DISPATCH(e4m3_to_f32)(&in[0].bits, &out[0].bits, n, e);
 }
 std::uint8_t convert_n(const e5m2 *in, f32 *out, std::size_t n, const env &e) noexcept {
-  return widen_scalar(in, out, n, e);
+  return n == 0 ? 0 : HWY_DYNAMIC_DISPATCH(e5m2_to_f32)(&in[0].bits, &out[0].bits, n, e);
 }
 
 namespace {
@@ -698,6 +999,10 @@ result<binary32> dot_n(const bf16 *a, const bf16 *b, std::size_t n, f32 init, do
   std::uint8_t flags = 0;
   if (order == dot_order::sequential) {
     f32 acc = init;
+    if (e.mode == round_mode::nearest_even && n) { // random words unused
+      flags = HWY_DYNAMIC_DISPATCH(dot1_even)(&a[0].bits, &b[0].bits, n, &acc.bits, e);
+      return {acc, flags};
+    }
     for (std::size_t i = 0; i < n; ++i) {
       const result<binary32> r = fma_to<binary32>(a[i], b[i], acc, detail::element_env(args, i));
       acc = r.value;
@@ -707,7 +1012,14 @@ result<binary32> dot_n(const bf16 *a, const bf16 *b, std::size_t n, f32 init, do
   }
   f32 p[16] = {};
   p[0] = init;
-  for (std::size_t i = 0; i < n; ++i) {
+  std::size_t i = 0;
+  if (e.mode == round_mode::nearest_even) { // whole chunks of 16 in SIMD (random words unused)
+    static_assert(sizeof(f32) == sizeof(std::uint32_t));
+    const std::size_t whole = n / 16 * 16;
+    if (whole) flags |= HWY_DYNAMIC_DISPATCH(dot16_even)(&a[0].bits, &b[0].bits, whole, &p[0].bits, e);
+    i = whole;
+  }
+  for (; i < n; ++i) {
     const result<binary32> r = fma_to<binary32>(a[i], b[i], p[i % 16], detail::element_env(args, i));
     p[i % 16] = r.value;
     flags |= r.flags;

@@ -7,6 +7,7 @@
 #include <hwy/highway.h>
 #include <hwy/targets.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <random>
@@ -110,6 +111,32 @@ env element_env(const env &e, const bk::random_stream *rng, std::size_t i) {
   return x;
 }
 
+// fp32 values in and around Out's range: exponents from far below 2^emin (deep underflow,
+// stochastic fractions below 2^-32) through the subnormal binades and the binade just below
+// 2^emin (after-rounding tininess) up past the overflow edge; fractions random, exact ties at
+// a random cut, all ones below a random cut (carries into the next binade, to 2^emin, to
+// overflow), or zeros below it; both signs.
+template <class Out> std::vector<std::uint32_t> f32_near_range(std::size_t n, std::mt19937_64 &rng) {
+  const int lo = std::max(1, 127 + Out::emin - Out::frac_bits - 14);
+  const int hi = std::min(254, 127 + Out::emax + 2);
+  std::vector<std::uint32_t> v(n);
+  for (auto &x : v) {
+    const std::uint64_t r = rng();
+    const std::uint32_t E = std::uint32_t(lo + int((r >> 8) % std::uint64_t(hi - lo + 1)));
+    const unsigned k = unsigned((r >> 16) % 24);
+    const std::uint32_t below = (1u << k) - 1;
+    std::uint32_t f = std::uint32_t(r >> 40) & 0x7FFFFFu;
+    switch (r & 3) {
+    case 1: f = (f & ~below & 0x7FFFFFu) | (k ? 1u << (k - 1) : 0u); break; // a tie at cut k
+    case 2: f |= below; break;                                              // all ones below k
+    case 3: f &= ~below & 0x7FFFFFu; break;                                 // zeros below k
+    default: break;
+    }
+    x = std::uint32_t((r >> 7) & 1) << 31 | E << 23 | f;
+  }
+  return v;
+}
+
 // Checks one narrowing conversion fp32 -> Out against the scalar convert<Out>.
 template <class Out>
 void check_narrow(const std::vector<std::uint32_t> &src, const env &e, const bk::random_stream *rng) {
@@ -147,6 +174,9 @@ template <class Out> void narrow_suite() {
         if (::testing::Test::HasFatalFailure()) return;
       }
       check_narrow<Out>(f32_specials(), e, nullptr);
+      const auto near = f32_near_range<Out>(4099, rng);
+      check_narrow<Out>(near, e, nullptr);
+      if (e.mode == round_mode::stochastic) check_narrow<Out>(near, e, &stream);
       if (::testing::Test::HasFatalFailure()) return;
     }
   });
@@ -428,6 +458,52 @@ TEST(Bulk, DotBothOrders) {
                 << "n=" << n << " order=" << int(order) << " mode=" << bf::to_string(e.mode);
             ASSERT_EQ(got.flags, want.flags) << "n=" << n << " order=" << int(order);
           }
+        }
+      }
+    }
+  });
+}
+
+// Dot products on data that keep the SIMD nearest-even steps busy, and on their edges: normal
+// operands with moderate exponents, exponents whose products and sums are tiny (subnormal
+// partial sums, underflow), or near 2^128 (overflow), and sums that cancel exactly (element
+// i + 16 negates element i, so a partial sum returns to zero); and 32 elements whose only
+// inexact steps are the second 16 (2^10 + 2^-20 per partial sum; every other step and every
+// combining addition exact), so the inexact flag can only come from those steps.
+TEST(Bulk, DotRegimes) {
+  std::mt19937_64 rng(0x5EED0006);
+  for_each_target([&] {
+    for (const env &e : envs()) {
+      for (const int regime : {0, 1, 2, 3, 4}) {
+        const std::size_t n = regime == 3 ? 4096 : regime == 4 ? 32 : 1024 + 37;
+        std::vector<bf::bf16> a(n), b(n);
+        const auto pick = [&](int lo, int span) {
+          return std::uint16_t(((rng() & 1) << 15) | (unsigned(lo + int(rng() % unsigned(span))) << 7) |
+                               (rng() & 0x7F));
+        };
+        for (std::size_t i = 0; i < n; ++i) {
+          switch (regime) {
+          case 0: a[i].bits = pick(120, 16), b[i].bits = pick(120, 16); break;
+          case 1: a[i].bits = pick(58, 8), b[i].bits = pick(62, 8); break;
+          case 2: a[i].bits = pick(186, 8), b[i].bits = pick(186, 6); break;
+          case 4:
+            a[i].bits = i < 16 ? 0x4480 : 0x3580; // 2^10, then 2^-20
+            b[i].bits = 0x3F80;                   // 1
+            break;
+          default:
+            a[i].bits = (i / 16) % 2 ? a[i - 16].bits : pick(110, 30);
+            b[i].bits = (i / 16) % 2 ? std::uint16_t(b[i - 16].bits ^ 0x8000u) : pick(110, 30);
+            break;
+          }
+        }
+        for (const auto order : {bk::dot_order::sequential, bk::dot_order::blocked16}) {
+          const auto want = dot_reference(a, b, {}, order, e, nullptr);
+          const auto got = bk::dot_n(a.data(), b.data(), n, {}, order, e);
+          ASSERT_EQ(got.value.bits, want.value.bits)
+              << "regime=" << regime << " order=" << int(order) << " mode=" << bf::to_string(e.mode);
+          ASSERT_EQ(got.flags, want.flags)
+              << "regime=" << regime << " order=" << int(order) << " mode=" << bf::to_string(e.mode)
+              << " sub=" << int(e.subnormal);
         }
       }
     }
