@@ -81,9 +81,9 @@ BF16EMU_HD inline void restore_host_fp_status([[maybe_unused]] unsigned saved) n
 // Run-time CPU dispatch (host x86-64, GCC or clang; not nvcc-compiled code): functions marked
 // BF16EMU_TARGET_AVX2 are compiled for AVX2, BMI1/2 and LZCNT whatever -march says, and may
 // run only where host_has_avx2() is true (cpuid, queried once). Elsewhere the macro is not
-// defined and callers keep their portable code.
-#if !defined(__CUDACC__) && !defined(__HIPCC__) && defined(__x86_64__) &&                                    \
-    (defined(__GNUC__) || defined(__clang__))
+// defined (nor where BF16EMU_NO_AVX2_DISPATCH is) and callers keep their portable code.
+#if !defined(__CUDACC__) && !defined(__HIPCC__) && !defined(BF16EMU_NO_AVX2_DISPATCH) &&                     \
+    defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <cpuid.h>
 #define BF16EMU_HOST_AVX2_DISPATCH 1
 #define BF16EMU_TARGET_AVX2 __attribute__((target("avx2,bmi,bmi2,lzcnt")))
