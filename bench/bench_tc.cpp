@@ -2,7 +2,10 @@
 // model for the Hopper (one block of 16 per k16 instruction) and Ampere (two blocks of 8)
 // presets, and a native FP32 dot-product loop over the same data in the same run.
 // Target (issue 14, goal 3): >= 1 G bf16 MAC/s per core; docs/performance-attention.md.
-// items_per_second = multiply-accumulates per second.
+// items_per_second = multiply-accumulates per second. tc::dot runs the AVX2 instance of the
+// fast path where the host has AVX2 (run-time cpuid dispatch, tc/block.hpp); to measure the
+// portable instance (hosts without AVX2), build this file with -DBF16EMU_NO_AVX2_DISPATCH.
+//   uptime; ./build/bench/bench_tc --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 #include <cstdint>
 #include <random>
 #include <vector>

@@ -77,3 +77,26 @@ BF16EMU_HD inline void restore_host_fp_status([[maybe_unused]] unsigned saved) n
 }
 
 } // namespace bf16emu::detail
+
+// Run-time CPU dispatch (host x86-64, GCC or clang; not nvcc-compiled code): functions marked
+// BF16EMU_TARGET_AVX2 are compiled for AVX2, BMI1/2 and LZCNT whatever -march says, and may
+// run only where host_has_avx2() is true (cpuid, queried once). Elsewhere the macro is not
+// defined (nor where BF16EMU_NO_AVX2_DISPATCH is) and callers keep their portable code.
+#if !defined(__CUDACC__) && !defined(__HIPCC__) && !defined(BF16EMU_NO_AVX2_DISPATCH) &&                     \
+    defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+#define BF16EMU_HOST_AVX2_DISPATCH 1
+#define BF16EMU_TARGET_AVX2 __attribute__((target("avx2,bmi,bmi2,lzcnt")))
+namespace bf16emu::detail {
+inline bool host_has_avx2() noexcept {
+  static const bool yes = [] {
+    unsigned a = 0, b = 0, c = 0,
+             d = 0; // LZCNT: leaf 0x80000001, ecx bit 5 (no cpu_supports name in clang 14)
+    const bool lzcnt = __get_cpuid(0x80000001u, &a, &b, &c, &d) && ((c >> 5) & 1u);
+    return lzcnt && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi") &&
+           __builtin_cpu_supports("bmi2");
+  }();
+  return yes;
+}
+} // namespace bf16emu::detail
+#endif

@@ -26,6 +26,10 @@
 #include "bf16emu/core/config.hpp"
 #include "bf16emu/core/format.hpp"
 
+#if defined(BF16EMU_HOST_AVX2_DISPATCH)
+#include <immintrin.h>
+#endif
+
 namespace bf16emu::tc {
 
 // Largest block the model supports (the widest published block is 32 fp8 products).
@@ -254,10 +258,13 @@ template <class Out> BF16EMU_CXHD std::int64_t c_term(const unpacked &uc, int ba
 // The fast path of block_fdpa, for finite blocks of inputs of at most 32 bits whose exact
 // significand products fit 24 bits (bf16, fp16, tf32, fp8) and parameters whose aligned
 // product sum fits an int32 (L * 2^(F+2) <= 2^31, F >= 2 * frac bits). Same arithmetic,
-// reorganised so that the compiler vectorises it at the x86-64 baseline: pass 1 forms the
-// integer significand products and the biased exponent sums without branches; pass 2 aligns
-// them in 32-bit lanes (see below) and sums them. Returns false (having computed nothing the
-// caller uses) for blocks with an Inf or NaN operand: the caller takes the general path.
+// reorganised for SIMD: pass 1 forms the integer significand products and the biased
+// exponent sums without branches; pass 2 aligns them in 32-bit lanes and sums them. Returns
+// false (having computed nothing the caller uses) for blocks with an Inf or NaN operand: the
+// caller takes the general path. Two instances: the portable one (fast_block, vectorised by
+// the compiler at the x86-64 baseline) and, on x86-64 hosts with AVX2, fast_block_avx2
+// (per-lane shifts), chosen at run time (fast_any, fast_chain); tests/tc/test_fast.cpp checks
+// that both give the general path's bits.
 template <class In, class Out>
 inline constexpr bool fast_formats = 2 * In::precision <= 24 && In::width <= 32;
 
@@ -265,14 +272,63 @@ template <class In> BF16EMU_CXHD bool fast_params(const block_params &p) noexcep
   return p.F >= 2 * In::frac_bits && p.F <= 28 && (std::int64_t{p.L} << (p.F + 2)) <= (std::int64_t{1} << 31);
 }
 
-// Pass 1 runs in 16-bit lanes where the significand products fit (bf16, fp8), else 32-bit.
-// Pass 2 aligns each product by a float multiplication with 2^(its exponent - the block lsb),
-// exact because the product has at most 22 significant bits and the scale is clamped to
-// >= 2^-126 (a product that far below the lsb truncates to 0 either way), and truncates it
-// toward zero with the float -> int32 conversion. That conversion raises the host's inexact
-// flag: callers save and restore the host status around a run of blocks (fast_status).
-// NL: the number of products when fixed at compile time (a full block, the common case;
-// 0: n). Unit: both strides are 1.
+// The block's max exponent emax from pass 1 and c: emaxb is the largest biased exponent sum
+// (exponent + 2 bias) of a nonzero product (0: none), zero says whether a product is zero or
+// pads the block. False: every term is zero (the exact zero sum gives +0).
+template <class In>
+BF16EMU_HD inline bool fast_emax(const block_params &p, int emaxb, bool zero, const unpacked &uc,
+                                 int &emax) noexcept {
+  constexpr int none = -(1 << 30);
+  emax = emaxb != 0 ? emaxb - 2 * In::bias : none;
+  if (uc.sig == 0)
+    zero = true;
+  else if (uc.exp > emax)
+    emax = uc.exp;
+  if (emax == none) return false;
+  if (zero && p.e_zero > emax) emax = p.e_zero;
+  return true;
+}
+
+// A product's alignment loss: its exact value mag * 2^scale minus its kept part t * 2^base
+// (unit = 2^base), negated for a negative product. Both parts and the difference (the bits
+// below the block lsb) are exact in binary64.
+BF16EMU_HD inline double fast_lost(std::uint32_t mag, int scale, std::int32_t t, double unit,
+                                   bool neg) noexcept {
+  const double l = double(mag) * pow2(scale) - double(t) * unit;
+  return neg ? -l : l;
+}
+
+// Adds c to the aligned product sum, rounds, and (Lost) completes the summary.
+template <class Out, bool Lost>
+BF16EMU_HD inline void fast_finish(const block_params &p, std::int32_t sum32, int base, const unpacked &uc,
+                                   double lost, block_summary &s) noexcept {
+  double lost_c = 0;
+  const std::int64_t sum = std::int64_t(sum32) + c_term<Out>(uc, base, Lost ? &lost_c : nullptr);
+  s.d_bits = sum == 0 ? 0
+                      : round_out<Out>(sum < 0, sum < 0 ? std::uint64_t(-sum) : std::uint64_t(sum), base,
+                                       p.out_frac, p.rounding);
+  if constexpr (Lost) {
+    s.lost = lost + lost_c;
+    const fp<Out> dv = fp<Out>::from_bits(s.d_bits);
+    const double sum_value = double(sum) * pow2(base);
+    if (dv.is_inf()) {
+      s.trunc_err = dv.sign() ? -__builtin_huge_val() : __builtin_huge_val();
+    } else {
+      const unpacked ud = unpack<Out>(s.d_bits);
+      const double dval = double(ud.sig) * pow2(ud.exp - Out::frac_bits);
+      s.trunc_err = (ud.neg ? -dval : dval) - sum_value;
+    }
+  }
+}
+
+// The portable instance. Pass 1 runs in 16-bit lanes where the significand products fit
+// (bf16, fp8), else 32-bit. Pass 2 aligns each product by a float multiplication with
+// 2^(its exponent - the block lsb), exact because the product has at most 22 significant
+// bits and the scale is clamped to >= 2^-126 (a product that far below the lsb truncates to 0
+// either way), and truncates it toward zero with the float -> int32 conversion. That
+// conversion raises the host's inexact flag: callers save and restore the host status around
+// a run of blocks (fast_status). NL: the number of products when fixed at compile time (a
+// full block, the common case; 0: n). Unit: both strides are 1.
 template <class In, class Out, bool Lost, int NL, bool Unit>
 BF16EMU_HD inline bool fast_block(const block_params &p, const fp<In> *a, std::ptrdiff_t sa, const fp<In> *b,
                                   std::ptrdiff_t sb, int n_, fp<Out> c, block_summary &s) noexcept {
@@ -304,23 +360,16 @@ BF16EMU_HD inline bool fast_block(const block_params &p, const fp<In> *a, std::p
   }
   if (spec) return false;
   const unpacked uc = unpack<Out>(c.bits);
-  constexpr int none = -(1 << 30);
-  int emax = emaxb != 0 ? emaxb - 2 * In::bias : none;
-  if (uc.sig == 0)
-    zero = 1;
-  else if (uc.exp > emax)
-    emax = uc.exp;
-  if (emax == none) { // every term is zero: the exact zero sum gives +0
+  int emax;
+  if (!fast_emax<In>(p, emaxb, zero != 0, uc, emax)) {
     s.d_bits = 0, s.trunc_err = 0, s.lost = 0;
     return true;
   }
-  if (zero && p.e_zero > emax) emax = p.e_zero;
   const int base = emax - p.F;
   // A product's term is trunc(prod * 2^k), k = e - eoff (clamped to [-126, 31]).
   const int eoff = emax + 2 * In::bias + m2 - p.F;
   const slane lo = slane(eoff - 126 < -30000 ? -30000 : eoff - 126),
               hi = slane(eoff + 31 > 30000 ? 30000 : eoff + 31);
-  float xs[Lost ? max_block : 1];
   std::int32_t ts[Lost ? max_block : 1];
   std::int32_t sum32 = 0;
   for (int i = 0; i < n; ++i) {
@@ -329,46 +378,160 @@ BF16EMU_HD inline bool fast_block(const block_params &p, const fp<In> *a, std::p
     const float x =
         float(std::int32_t(ps[i])) * bf16emu::detail::bit_cast<float>(std::uint32_t(k + 127) << 23);
     const std::int32_t t = std::int32_t(x);
-    if constexpr (Lost) xs[i] = x, ts[i] = t;
+    if constexpr (Lost) ts[i] = t;
     const std::int32_t g = ng[i];
     sum32 += (t ^ g) - g;
   }
-  double lost_c = 0;
-  const std::int64_t sum = std::int64_t(sum32) + c_term<Out>(uc, base, Lost ? &lost_c : nullptr);
-  s.d_bits = sum == 0 ? 0
-                      : round_out<Out>(sum < 0, sum < 0 ? std::uint64_t(-sum) : std::uint64_t(sum), base,
-                                       p.out_frac, p.rounding);
+  double lost = 0;
   if constexpr (Lost) {
     const double unit = pow2(base);
-    double lost = 0;
-    for (int i = 0; i < n; ++i) { // the bits below the lsb, exact in binary64
-      const double l = double(xs[i] - float(ts[i])) * unit;
-      lost += ng[i] ? -l : l;
-    }
-    s.lost = lost + lost_c;
-    const fp<Out> dv = fp<Out>::from_bits(s.d_bits);
-    const double sum_value = double(sum) * unit;
-    if (dv.is_inf()) {
-      s.trunc_err = dv.sign() ? -__builtin_huge_val() : __builtin_huge_val();
-    } else {
-      const unpacked ud = unpack<Out>(s.d_bits);
-      const double dval = double(ud.sig) * pow2(ud.exp - Out::frac_bits);
-      s.trunc_err = (ud.neg ? -dval : dval) - sum_value;
-    }
+    for (int i = 0; i < n; ++i) // in term order, as the general path's trace
+      lost += fast_lost(ps[i], pe[i] - 2 * In::bias - m2, ts[i], unit, ng[i] != 0);
   }
+  fast_finish<Out, Lost>(p, sum32, base, uc, lost, s);
   return true;
 }
 
-// One block on the fast path, dispatched to its fixed-size instances; false: take the general
-// path (a special operand). The caller holds the host status (fast_status).
+// One block on the portable fast path, dispatched to its fixed-size instances.
 template <class In, class Out, bool Lost>
-BF16EMU_HD inline bool fast_any(const block_params &p, const fp<In> *a, std::ptrdiff_t sa, const fp<In> *b,
-                                std::ptrdiff_t sb, int n, fp<Out> c, block_summary &s) noexcept {
+BF16EMU_HD inline bool fast_any_portable(const block_params &p, const fp<In> *a, std::ptrdiff_t sa,
+                                         const fp<In> *b, std::ptrdiff_t sb, int n, fp<Out> c,
+                                         block_summary &s) noexcept {
   const bool unit = sa == 1 && sb == 1;
   if (n == 16 && unit) return fast_block<In, Out, Lost, 16, true>(p, a, sa, b, sb, n, c, s);
   if (n == 8 && unit) return fast_block<In, Out, Lost, 8, true>(p, a, sa, b, sb, n, c, s);
   if (n == 16) return fast_block<In, Out, Lost, 16, false>(p, a, sa, b, sb, n, c, s);
   return fast_block<In, Out, Lost, 0, false>(p, a, sa, b, sb, n, c, s);
+}
+
+#if defined(BF16EMU_HOST_AVX2_DISPATCH)
+// The AVX2 instance, for full blocks of 8, 16 or 32 products with unit strides: 8 products
+// per 256-bit vector in 32-bit lanes. Pass 2 aligns with per-lane shifts, integers only
+// (no host flags): term = ((prod << (F - 2m)) >> (emax + 2 bias - e)), the general path's
+// shift pair (a shift by 32 or more gives 0, as its clamped shift by 63 does; a zero
+// product's possibly negative count shifts 0).
+template <class In> BF16EMU_TARGET_AVX2 inline __m256i avx2_load8(const fp<In> *p) noexcept {
+  static_assert(sizeof(fp<In>) == sizeof(typename In::storage));
+  if constexpr (sizeof(fp<In>) == 1)
+    return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(p)));
+  else if constexpr (sizeof(fp<In>) == 2)
+    return _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p)));
+  else
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p));
+}
+
+template <class In> BF16EMU_TARGET_AVX2 inline __m256i avx2_special(__m256i x) noexcept {
+  if constexpr (In::has_inf) {
+    const __m256i m = _mm256_set1_epi32(int(In::exp_mask));
+    return _mm256_cmpeq_epi32(_mm256_and_si256(x, m), m);
+  } else {
+    const __m256i nan = _mm256_set1_epi32(int(In::exp_mask | In::frac_mask));
+    return _mm256_cmpeq_epi32(_mm256_and_si256(x, _mm256_set1_epi32(int(In::abs_mask))), nan);
+  }
+}
+
+template <class In, class Out, bool Lost, int NL>
+BF16EMU_TARGET_AVX2 inline bool fast_block_avx2(const block_params &p, const fp<In> *a, const fp<In> *b,
+                                                fp<Out> c, block_summary &s) noexcept {
+  static_assert(NL % 8 == 0 && NL <= max_block);
+  constexpr int NV = NL / 8;
+  if (is_special<Out>(c.bits)) return false;
+  const __m256i fmask = _mm256_set1_epi32(int(In::frac_mask)), emask = _mm256_set1_epi32(In::exp_field_max),
+                hidden = _mm256_set1_epi32(1 << In::frac_bits), one = _mm256_set1_epi32(1),
+                zero = _mm256_setzero_si256();
+  const __m128i ls = _mm_cvtsi32_si128(p.F - 2 * In::frac_bits);
+  __m256i mag[NV], ex[NV], sg[NV], m0[Lost ? NV : 1];
+  __m256i spec = zero, zr = zero, emx = zero;
+  for (int v = 0; v < NV; ++v) {
+    const __m256i xa = avx2_load8<In>(a + 8 * v), xb = avx2_load8<In>(b + 8 * v);
+    spec = _mm256_or_si256(spec, _mm256_or_si256(avx2_special<In>(xa), avx2_special<In>(xb)));
+    const __m256i ba = _mm256_and_si256(_mm256_srli_epi32(xa, In::frac_bits), emask);
+    const __m256i bb = _mm256_and_si256(_mm256_srli_epi32(xb, In::frac_bits), emask);
+    const __m256i ma = _mm256_or_si256(_mm256_and_si256(xa, fmask),
+                                       _mm256_andnot_si256(_mm256_cmpeq_epi32(ba, zero), hidden));
+    const __m256i mb = _mm256_or_si256(_mm256_and_si256(xb, fmask),
+                                       _mm256_andnot_si256(_mm256_cmpeq_epi32(bb, zero), hidden));
+    const __m256i prod = _mm256_mullo_epi32(ma, mb);
+    const __m256i e = _mm256_add_epi32(_mm256_max_epi32(ba, one), _mm256_max_epi32(bb, one)); // exp + 2 bias
+    const __m256i isz = _mm256_cmpeq_epi32(prod, zero);
+    zr = _mm256_or_si256(zr, isz);
+    emx = _mm256_max_epi32(emx, _mm256_andnot_si256(isz, e));
+    mag[v] = _mm256_sll_epi32(prod, ls), ex[v] = e;
+    if constexpr (Lost) m0[v] = mag[v];
+    // Sign for _mm256_sign_epi32: negative for a negative product, else positive (never 0).
+    sg[v] = _mm256_or_si256(_mm256_slli_epi32(_mm256_xor_si256(xa, xb), 32 - In::width), one);
+  }
+  if (!_mm256_testz_si256(spec, spec)) return false;
+  __m128i m4 = _mm_max_epi32(_mm256_castsi256_si128(emx), _mm256_extracti128_si256(emx, 1));
+  m4 = _mm_max_epi32(m4, _mm_shuffle_epi32(m4, 0x4e));
+  m4 = _mm_max_epi32(m4, _mm_shuffle_epi32(m4, 0xb1));
+  const int emaxb = _mm_cvtsi128_si32(m4);
+  // Pre-align to the products' own max emaxb (independent of c): u = mag >> (emaxb - e). The
+  // block's emax >= that, and floor(floor(x / 2^i) / 2^j) = floor(x / 2^(i+j)), so the terms
+  // are u >> (emax + 2 bias - emaxb): one uniform shift on c's path.
+  const __m256i pb = _mm256_set1_epi32(emaxb);
+  for (int v = 0; v < NV; ++v)
+    mag[v] = _mm256_srlv_epi32(mag[v], _mm256_sub_epi32(pb, ex[v]));
+  const unpacked uc = unpack<Out>(c.bits);
+  int emax;
+  if (!fast_emax<In>(p, emaxb, !_mm256_testz_si256(zr, zr), uc, emax)) {
+    s.d_bits = 0, s.trunc_err = 0, s.lost = 0;
+    return true;
+  }
+  // (With no nonzero product, emaxb = 0 and every u is 0; the count then is >= 32 or, as a
+  // zero-extended negative, huge: 0 either way.)
+  const __m128i sh = _mm_cvtsi32_si128(emax + 2 * In::bias - emaxb);
+  __m256i t[NV], acc = zero;
+  for (int v = 0; v < NV; ++v) {
+    t[v] = _mm256_srl_epi32(mag[v], sh);
+    acc = _mm256_add_epi32(acc, _mm256_sign_epi32(t[v], sg[v]));
+  }
+  __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1));
+  s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
+  s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
+  const int base = emax - p.F;
+  double lost = 0;
+  if constexpr (Lost) {
+    alignas(32) std::uint32_t mv[NL];
+    alignas(32) std::int32_t ev[NL], tv[NL], gv[NL];
+    for (int v = 0; v < NV; ++v) {
+      _mm256_store_si256(reinterpret_cast<__m256i *>(mv + 8 * v), m0[v]);
+      _mm256_store_si256(reinterpret_cast<__m256i *>(ev + 8 * v), ex[v]);
+      _mm256_store_si256(reinterpret_cast<__m256i *>(tv + 8 * v), t[v]);
+      _mm256_store_si256(reinterpret_cast<__m256i *>(gv + 8 * v), sg[v]);
+    }
+    const double unit = pow2(base);
+    for (int i = 0; i < NL; ++i) // in term order, as the general path's trace
+      lost += fast_lost(mv[i], ev[i] - 2 * In::bias - p.F, tv[i], unit, gv[i] < 0);
+  }
+  fast_finish<Out, Lost>(p, _mm_cvtsi128_si32(s4), base, uc, lost, s);
+  return true;
+}
+
+// One block with AVX2 where the block is full and has unit strides, else the portable path.
+template <class In, class Out, bool Lost>
+BF16EMU_TARGET_AVX2 inline bool fast_any_avx2(const block_params &p, const fp<In> *a, std::ptrdiff_t sa,
+                                              const fp<In> *b, std::ptrdiff_t sb, int n, fp<Out> c,
+                                              block_summary &s) noexcept {
+  if (sa == 1 && sb == 1) {
+    if (n == 16) return fast_block_avx2<In, Out, Lost, 16>(p, a, b, c, s);
+    if (n == 8) return fast_block_avx2<In, Out, Lost, 8>(p, a, b, c, s);
+    if (n == 32) return fast_block_avx2<In, Out, Lost, 32>(p, a, b, c, s);
+  }
+  return fast_any_portable<In, Out, Lost>(p, a, sa, b, sb, n, c, s);
+}
+#endif
+
+// One block on the fast path: the AVX2 instance where the host has AVX2, else the portable
+// one; false: take the general path (a special operand). The caller holds the host status
+// (fast_status).
+template <class In, class Out, bool Lost>
+BF16EMU_HD inline bool fast_any(const block_params &p, const fp<In> *a, std::ptrdiff_t sa, const fp<In> *b,
+                                std::ptrdiff_t sb, int n, fp<Out> c, block_summary &s) noexcept {
+#if defined(BF16EMU_HOST_AVX2_DISPATCH)
+  if (bf16emu::detail::host_has_avx2()) return fast_any_avx2<In, Out, Lost>(p, a, sa, b, sb, n, c, s);
+#endif
+  return fast_any_portable<In, Out, Lost>(p, a, sa, b, sb, n, c, s);
 }
 
 // Saves the host floating-point status on construction and restores it on destruction.
@@ -546,19 +709,25 @@ BF16EMU_CXHD int chain_n(const block_params &p, int K, int k0) noexcept {
   return K - k0 >= p.L ? p.L : K - k0 > 0 ? K - k0 : 0;
 }
 
-// The chain on the fast path, the host status saved once; blocks with a special operand take
-// the general path.
-template <class In, class Out, class Tracer>
-BF16EMU_HD inline fp<Out> fast_chain(const block_params &p, int padded, const fp<In> *a, std::ptrdiff_t sa,
-                                     const fp<In> *b, std::ptrdiff_t sb, int K, fp<Out> c,
-                                     Tracer &tracer) noexcept {
-  fast_status st;
+// The chain loop on the fast path (Avx2: the AVX2 instance for every block); blocks with a
+// special operand take the general path.
+template <class In, class Out, class Tracer, bool Avx2>
+BF16EMU_HD BF16EMU_INLINE fp<Out> fast_chain_loop(const block_params &p, int padded, const fp<In> *a,
+                                                  std::ptrdiff_t sa, const fp<In> *b, std::ptrdiff_t sb,
+                                                  int K, fp<Out> c, Tracer &tracer) noexcept {
   int block = 0;
   for (int k0 = 0; k0 < padded; k0 += p.L, ++block) {
     const int n = chain_n(p, K, k0);
     const std::ptrdiff_t off = n > 0 ? k0 : 0; // never form pointers past the data
     block_summary s;
-    if (fast_any<In, Out, Tracer::enabled>(p, a + off * sa, sa, b + off * sb, sb, n, c, s)) {
+    bool done;
+#if defined(BF16EMU_HOST_AVX2_DISPATCH)
+    if constexpr (Avx2)
+      done = fast_any_avx2<In, Out, Tracer::enabled>(p, a + off * sa, sa, b + off * sb, sb, n, c, s);
+    else
+#endif
+      done = fast_any_portable<In, Out, Tracer::enabled>(p, a + off * sa, sa, b + off * sb, sb, n, c, s);
+    if (done) {
       if constexpr (Tracer::enabled) {
         s.block = block, s.k0 = k0, s.n_products = p.L, s.n_real = n;
         tracer(s);
@@ -568,6 +737,30 @@ BF16EMU_HD inline fp<Out> fast_chain(const block_params &p, int padded, const fp
       c = block_fdpa<In, Out>(p, a + off * sa, sa, b + off * sb, sb, n, c, tracer, block, k0);
     }
   }
+  return c;
+}
+
+#if defined(BF16EMU_HOST_AVX2_DISPATCH)
+template <class In, class Out, class Tracer>
+BF16EMU_TARGET_AVX2 inline fp<Out> fast_chain_avx2(const block_params &p, int padded, const fp<In> *a,
+                                                   std::ptrdiff_t sa, const fp<In> *b, std::ptrdiff_t sb,
+                                                   int K, fp<Out> c, Tracer &tracer) noexcept {
+  return fast_chain_loop<In, Out, Tracer, true>(p, padded, a, sa, b, sb, K, c, tracer);
+}
+#endif
+
+// The chain on the fast path (AVX2 where the host has it), the host status saved once.
+template <class In, class Out, class Tracer>
+BF16EMU_HD inline fp<Out> fast_chain(const block_params &p, int padded, const fp<In> *a, std::ptrdiff_t sa,
+                                     const fp<In> *b, std::ptrdiff_t sb, int K, fp<Out> c,
+                                     Tracer &tracer) noexcept {
+  fast_status st;
+#if defined(BF16EMU_HOST_AVX2_DISPATCH)
+  if (bf16emu::detail::host_has_avx2())
+    c = fast_chain_avx2<In, Out>(p, padded, a, sa, b, sb, K, c, tracer);
+  else
+#endif
+    c = fast_chain_loop<In, Out, Tracer, false>(p, padded, a, sa, b, sb, K, c, tracer);
   c.bits = bf16emu::detail::fp_fence(c.bits);
   return c;
 }
