@@ -204,8 +204,8 @@ BF16EMU_GENERAL_PATH BF16EMU_CXHD result<Out> div_general(fp<FA> a, fp<FB> b, co
 // Fast paths (issue 14): same-format add, sub, mul, fma, div and sqrt on normal operands
 // whose result is not tiny, with no tracer. The rounding mode becomes a template argument
 // (one switch per call, in fast_dispatch); the exact result is formed in binary64 (add, sub,
-// mul, sqrt: further below) or in 64-bit integers as in the general routines (fma, div, and
-// stochastic add beyond the exact binary64 range) and rounded by round_normalized, i.e. by
+// mul, fma, sqrt: further below) or in 64-bit integers as in the general routines (div, and
+// the add and fma operands that binary64 cannot hold exactly) and rounded by round_normalized, i.e. by
 // the same cut, inexact_bit, rounds_up<Mode> and overflow rule as round_pack. Each run()
 // returns false, writing nothing, for anything else (zeros, subnormals, Inf/NaN, an
 // exact-zero sum, a tiny result): the general routine then computes it, flags and all.
@@ -239,7 +239,7 @@ template <round_mode Mode> struct fast_add_int {
   }
 };
 
-template <round_mode Mode> struct fast_fma {
+template <round_mode Mode> struct fast_fma_int {
   template <class F>
   BF16EMU_CXHD static bool run(fp<F> a, fp<F> b, fp<F> c, const env &e, result<F> &r) noexcept {
     if (!is_normal(a) || !is_normal(b) || !is_normal(c)) return false;
@@ -352,6 +352,44 @@ template <round_mode Mode> struct fast_sqrt {
       restore_host_inexact(status);
       return round_binary64<F, Mode>(root, e, r);
     }
+  }
+};
+
+// fma: the product p = a * b (2P <= 48 bits) is exact in binary64; so is p + c when c's
+// exponent uc lies in [u + M - 51, u + 52 - 2M], u = the sum of a's and b's exponents (p
+// spans [u - 2M, u + 1], c spans [uc - M, uc]: at most 53 bits with the carry). Outside:
+//  - c below p's last bit (uc < u - 2M): every number in (0, 2^(u - 2M)) added to or
+//    subtracted from p gives the same bits at and above p's last bit and a nonzero rest, so
+//    c is replaced by a stand-in of its sign at exponent u - 2M - 1 (still exact). Only for
+//    M >= 3: the result (leading bit at u - 1 or above) then has its round bit at or above
+//    p's last bit (u - M - 3 >= u - 2M); with fewer bits (e2m1, e3m2) the rest would be read;
+//  - p below c's round bit by as much as in add (uc - u - 1 > exact_sum_gap): p is replaced
+//    by a stand-in of its sign at exponent uc - exact_sum_gap (see fast_add).
+// Between those, and for stochastic rounding of a replaced term: the 64-bit integer fma.
+template <round_mode Mode> struct fast_fma {
+  template <class F>
+  BF16EMU_CXHD static bool run(fp<F> a, fp<F> b, fp<F> c, const env &e, result<F> &r) noexcept {
+    if ((int(is_normal(a)) & int(is_normal(b)) & int(is_normal(c))) == 0) return false;
+    constexpr int M = F::frac_bits, B = F::bias, G = exact_sum_gap<F>;
+    const int u = a.biased_exp() + b.biased_exp() - 2 * B, uc = c.biased_exp() - B;
+    const bool c_below = M >= 3 && (uc < u - 2 * M);
+    const bool p_below = (uc - u - 1 > G);
+    const bool exact = uc >= u + M - 51 && uc <= u + 52 - 2 * M;
+    if (!(exact | c_below | p_below)) return fast_fma_int<Mode>::run(a, b, c, e, r);
+    if constexpr (Mode == round_mode::stochastic) {
+      if (c_below || p_below) return fast_fma_int<Mode>::run(a, b, c, e, r);
+    }
+    std::uint64_t pb = bit_cast<std::uint64_t>(to_binary64(a) * to_binary64(b));
+    std::uint64_t cb = bit_cast<std::uint64_t>(to_binary64(c));
+    // Stand-ins by masks (no branch): sign kept, a power of two at the exponent given.
+    constexpr std::uint64_t sign64 = std::uint64_t{1} << 63;
+    const std::uint64_t c_mask = std::uint64_t{0} - std::uint64_t(c_below);
+    const std::uint64_t p_mask = std::uint64_t{0} - std::uint64_t(p_below);
+    const std::uint64_t c_stand = (cb & sign64) | (std::uint64_t(u - 2 * M - 1 + 1023) << 52);
+    const std::uint64_t p_stand = (pb & sign64) | (std::uint64_t(uc - G + 1023) << 52);
+    cb ^= (cb ^ c_stand) & c_mask;
+    pb ^= (pb ^ p_stand) & p_mask;
+    return round_binary64<F, Mode>(bit_cast<double>(pb) + bit_cast<double>(cb), e, r);
   }
 };
 
