@@ -356,8 +356,9 @@ template <round_mode Mode> struct fast_sqrt {
 };
 
 // fma: the product p = a * b (2P <= 48 bits) is exact in binary64; so is p + c when c's
-// exponent uc lies in [u + M - 51, u + 52 - 2M], u = the sum of a's and b's exponents (p
-// spans [u - 2M, u + 1], c spans [uc - M, uc]: at most 53 bits with the carry). Outside:
+// exponent uc lies in [u + M - 51, u + 51 - 2M], u = the sum of a's and b's exponents (p
+// spans [u - 2M, u + 1], c spans [uc - M, uc]; the sum spans [min of the last bits,
+// max(u + 1, uc + 1)] at most, the top one a carry: 53 bits). Outside:
 //  - c below p's last bit (uc < u - 2M): every number in (0, 2^(u - 2M)) added to or
 //    subtracted from p gives the same bits at and above p's last bit and a nonzero rest, so
 //    c is replaced by a stand-in of its sign at exponent u - 2M - 1 (still exact). Only for
@@ -374,7 +375,7 @@ template <round_mode Mode> struct fast_fma {
     const int u = a.biased_exp() + b.biased_exp() - 2 * B, uc = c.biased_exp() - B;
     const bool c_below = M >= 3 && (uc < u - 2 * M);
     const bool p_below = (uc - u - 1 > G);
-    const bool exact = uc >= u + M - 51 && uc <= u + 52 - 2 * M;
+    const bool exact = uc >= u + M - 51 && uc <= u + 51 - 2 * M;
     if (!(exact | c_below | p_below)) return fast_fma_int<Mode>::run(a, b, c, e, r);
     if constexpr (Mode == round_mode::stochastic) {
       if (c_below || p_below) return fast_fma_int<Mode>::run(a, b, c, e, r);
