@@ -6,6 +6,8 @@
 //   ./build/bench/bench_core
 //   --benchmark_filter='BM_(native_)?(f32|bf16)_(add|mul|fma|div|sqrt)(_bits)?(<|/|$)'
 //     --benchmark_min_time=0.2 --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+// The issue-14 targets are ratios to BM_native_f32_add_bits (random bit patterns, every class);
+// the *_bits rows of every op are the targets' rows, the others show data-like operands.
 //   (one command line)
 #include <benchmark/benchmark.h>
 
@@ -118,8 +120,14 @@ BENCHMARK(BM_native_f32_div);
 BENCHMARK(BM_native_f32_sqrt);
 void BM_native_f32_add_bits(benchmark::State &state) { BM_native_f32<op2::add, true>(state); }
 void BM_native_f32_mul_bits(benchmark::State &state) { BM_native_f32<op2::mul, true>(state); }
+void BM_native_f32_fma_bits(benchmark::State &state) { BM_native_f32<op2::fma, true>(state); }
+void BM_native_f32_div_bits(benchmark::State &state) { BM_native_f32<op2::div, true>(state); }
+void BM_native_f32_sqrt_bits(benchmark::State &state) { BM_native_f32<op2::sqrt, true>(state); }
 BENCHMARK(BM_native_f32_add_bits);
 BENCHMARK(BM_native_f32_mul_bits);
+BENCHMARK(BM_native_f32_fma_bits);
+BENCHMARK(BM_native_f32_div_bits);
+BENCHMARK(BM_native_f32_sqrt_bits);
 
 // One emulated op over the operands, in the mode given by the argument, tracer off or on.
 template <op2 Op, class F, bool Trace, bool Bits = false> void run_emulated(benchmark::State &state) {
@@ -186,12 +194,14 @@ void BM_f32_add_bits(benchmark::State &state) { run_emulated<op2::add, binary32,
 void BM_f32_mul_bits(benchmark::State &state) { run_emulated<op2::mul, binary32, false, true>(state); }
 void BM_f32_fma_bits(benchmark::State &state) { run_emulated<op2::fma, binary32, false, true>(state); }
 void BM_f32_div_bits(benchmark::State &state) { run_emulated<op2::div, binary32, false, true>(state); }
+void BM_f32_sqrt_bits(benchmark::State &state) { run_emulated<op2::sqrt, binary32, false, true>(state); }
 void BM_bf16_add_bits(benchmark::State &state) { run_emulated<op2::add, bfloat16, false, true>(state); }
 void BM_bf16_mul_bits(benchmark::State &state) { run_emulated<op2::mul, bfloat16, false, true>(state); }
 BENCHMARK(BM_f32_add_bits)->Arg(0);
 BENCHMARK(BM_f32_mul_bits)->Arg(0);
 BENCHMARK(BM_f32_fma_bits)->Arg(0);
 BENCHMARK(BM_f32_div_bits)->Arg(0);
+BENCHMARK(BM_f32_sqrt_bits)->Arg(0);
 BENCHMARK(BM_bf16_add_bits)->Arg(0);
 BENCHMARK(BM_bf16_mul_bits)->Arg(0);
 

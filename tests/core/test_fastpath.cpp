@@ -1,5 +1,5 @@
 // Fast-path oracle tier for the scalar core (issue 14, goal 1): fp32 sqrt and div below, and the
-// same-format add/sub/mul/fma/div fast paths (FastPath.Add ... DivGeneralAndFast, further down).
+// same-format add/sub/mul/fma/div/sqrt fast paths (FastPath.Add ... SqrtGeneralAndFast, further down).
 //
 // sqrt now forms its 57-bit root from the binary64 root plus an exact integer fix-up
 // (core/arith.hpp sqrt_root). div keeps its two-step integer long division (a binary64
@@ -364,7 +364,7 @@ TEST(FastPath, RootConstantEvaluationMatchesRunTime) {
   EXPECT_EQ(r2.rem, ref.rem);
 }
 
-// ---- add, sub, mul, fma, div fast paths ----------------------------------------------------------
+// ---- add, sub, mul, fma, div, sqrt fast paths ----------------------------------------------------
 // Same-format operations try detail::fast_dispatch first (normal operands, normal result, no
 // tracer) and fall back to detail::*_general. Each case runs in all 7 modes under a random
 // environment (tininess, NaN, subnormal and saturation policies, stochastic bits incl. 0 and
@@ -372,7 +372,7 @@ TEST(FastPath, RootConstantEvaluationMatchesRunTime) {
 // bits and flags; the fast path called directly, where it answers, equals it too; 1 case in 64
 // also equals the independent oracle (tests/oracle) and the traced call. Formats: fp32 (half
 // the cases), bf16 and fp16 (a quarter each).
-enum class fop { add, sub, mul, fma, div };
+enum class fop { add, sub, mul, fma, div, sqrt };
 
 const char *fop_name(fop o) {
   switch (o) {
@@ -380,6 +380,7 @@ const char *fop_name(fop o) {
   case fop::sub: return "sub";
   case fop::mul: return "mul";
   case fop::fma: return "fma";
+  case fop::sqrt: return "sqrt";
   default: return "div";
   }
 }
@@ -480,6 +481,7 @@ template <class F> struct fast_case {
     case fop::sub: return bf16emu::sub(a, b, e);
     case fop::mul: return bf16emu::mul(a, b, e);
     case fop::fma: return bf16emu::fma(a, b, c, e);
+    case fop::sqrt: return bf16emu::sqrt(a, e);
     default: return bf16emu::div(a, b, e);
     }
   }
@@ -490,6 +492,7 @@ template <class F> struct fast_case {
     case fop::sub: return bf16emu::sub(a, b, e, ev);
     case fop::mul: return bf16emu::mul(a, b, e, ev);
     case fop::fma: return bf16emu::fma(a, b, c, e, ev);
+    case fop::sqrt: return bf16emu::sqrt(a, e, ev);
     default: return bf16emu::div(a, b, e, ev);
     }
   }
@@ -500,6 +503,7 @@ template <class F> struct fast_case {
     case fop::sub: return detail::add_general<F>(a, b, true, e, tr, op_kind::sub);
     case fop::mul: return detail::mul_general<F>(a, b, e, tr);
     case fop::fma: return detail::fma_general<F>(a, b, c, e, tr);
+    case fop::sqrt: return detail::sqrt_general<F>(a, e, tr);
     default: return detail::div_general<F>(a, b, e, tr);
     }
   }
@@ -509,6 +513,7 @@ template <class F> struct fast_case {
     case fop::sub: return detail::fast_dispatch<detail::fast_add>(e.mode, a, b, true, e, r);
     case fop::mul: return detail::fast_dispatch<detail::fast_mul>(e.mode, a, b, e, r);
     case fop::fma: return detail::fast_dispatch<detail::fast_fma>(e.mode, a, b, c, e, r);
+    case fop::sqrt: return detail::fast_dispatch<detail::fast_sqrt>(e.mode, a, e, r);
     default: return detail::fast_dispatch<detail::fast_div>(e.mode, a, b, e, r);
     }
   }
@@ -520,6 +525,7 @@ template <class F> struct fast_case {
     case fop::sub: return oracle::sub(oa, ob, f, oenv(e));
     case fop::mul: return oracle::mul(oa, ob, f, oenv(e));
     case fop::fma: return oracle::fma(oa, ob, oc, f, oenv(e));
+    case fop::sqrt: return oracle::sqrt(oa, f, oenv(e));
     default: return oracle::div(oa, ob, f, oenv(e));
     }
   }
@@ -534,6 +540,7 @@ template <class F> void check_fast_case(fast_tally &ft, fop o, std::uint64_t i, 
   using C = fast_case<F>;
   std::uint64_t ab, bb, cb;
   C::operands(o, r, ab, bb, cb);
+  if (o == fop::sqrt && r.below(4) != 0) ab &= F::abs_mask; // mostly nonnegative radicands
   using S = typename F::storage;
   const fp<F> a = fp<F>::from_bits(S(ab)), b = fp<F>::from_bits(S(bb)), c = fp<F>::from_bits(S(cb));
   const std::string what = std::string(fop_name(o)) + " " + format_name<F>() + " a=" + hex(a.bits) +
@@ -596,5 +603,6 @@ TEST(FastPath, Sub) { run_fast_op(fop::sub, 0x50B0); }
 TEST(FastPath, Mul) { run_fast_op(fop::mul, 0x3170); }
 TEST(FastPath, Fma) { run_fast_op(fop::fma, 0xF3A0); }
 TEST(FastPath, DivGeneralAndFast) { run_fast_op(fop::div, 0xD170); }
+TEST(FastPath, SqrtGeneralAndFast) { run_fast_op(fop::sqrt, 0x5170); }
 
 } // namespace

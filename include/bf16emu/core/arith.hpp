@@ -201,20 +201,21 @@ BF16EMU_GENERAL_PATH BF16EMU_CXHD result<Out> div_general(fp<FA> a, fp<FB> b, co
 }
 
 // ---------------------------------------------------------------------------
-// Fast paths (issue 14): same-format add, sub, mul, fma and div on normal operands whose
-// result is normal, with no tracer. The rounding mode becomes a template argument (one switch
-// per call, in fast_dispatch); the exact result is formed as in the general routines and
-// rounded by round_pack_normal, i.e. by the same cut, inexact_bit and rounds_up<Mode> as
-// round_pack. Each run() returns false, writing nothing, for anything else (zeros,
-// subnormals, Inf/NaN, an exact-zero sum, a result that is tiny or overflows): the general
-// routine then computes it, flags and all.
+// Fast paths (issue 14): same-format add, sub, mul, fma, div and sqrt on normal operands
+// whose result is not tiny, with no tracer. The rounding mode becomes a template argument
+// (one switch per call, in fast_dispatch); the exact result is formed in binary64 (add, sub,
+// mul, fma, sqrt: further below) or in 64-bit integers as in the general routines (div, and
+// the add and fma operands that binary64 cannot hold exactly) and rounded by round_normalized, i.e. by
+// the same cut, inexact_bit, rounds_up<Mode> and overflow rule as round_pack. Each run()
+// returns false, writing nothing, for anything else (zeros, subnormals, Inf/NaN, an
+// exact-zero sum, a tiny result): the general routine then computes it, flags and all.
 
-// Add on the packed bits. The smaller operand's bits shifted out of the 64-bit window are
-// jammed into its last bit (a sticky bit) instead of being carried as a tail: the larger
-// significand has 61 - M zero bits below it, so the jammed bit changes no bit of the exact
-// sum's floor above bit 0 (an exact sum R + f, 0 < f < 1, is computed as R or R + 1 with bit
-// 0 set), and bit 0 lies below the guard, round and 32 fraction bits that the rounding reads.
-template <round_mode Mode> struct fast_add {
+// Add on the packed bits (stochastic rounding of the sums the binary64 engine cannot hold).
+// The smaller operand's bits shifted out of the 64-bit window are jammed into its last bit (a sticky bit)
+// instead of being carried as a tail: the larger significand has 61 - M zero bits below it, so the jammed bit
+// changes no bit of the exact sum's floor above bit 0 (an exact sum R + f, 0 < f < 1, is computed as R or R +
+// 1 with bit 0 set), and bit 0 lies below the guard, round and 32 fraction bits that the rounding reads.
+template <round_mode Mode> struct fast_add_int {
   template <class F>
   BF16EMU_CXHD static bool run(fp<F> a, fp<F> b, bool negate_b, const env &e, result<F> &r) noexcept {
     if (!is_normal(a) || !is_normal(b)) return false;
@@ -234,24 +235,11 @@ template <round_mode Mode> struct fast_add {
     if (sum == 0) return false;                              // an exact zero: its sign depends on the mode
     const int n = clz64(sum);
     return round_normalized<F, Mode>((hi & F::sign_mask) != 0, eh - F::bias - M - s + 63 - n, sum << n, false,
-                                     e.random, r);
+                                     e, r);
   }
 };
 
-template <round_mode Mode> struct fast_mul {
-  template <class F> BF16EMU_CXHD static bool run(fp<F> a, fp<F> b, const env &e, result<F> &r) noexcept {
-    if (!is_normal(a) || !is_normal(b)) return false;
-    const unpacked ua = unpack_normal(a), ub = unpack_normal(b);
-    // The exact product has its leading bit at 2M or 2M + 1: no count of leading zeros needed.
-    constexpr int M = F::frac_bits;
-    const std::uint64_t prod = ua.sig * ub.sig;
-    const int hi = int(prod >> (2 * M + 1));
-    return round_normalized<F, Mode>(ua.sign != ub.sign, ua.exp + ub.exp + 2 * M + hi,
-                                     prod << (63 - 2 * M - hi), false, e.random, r);
-  }
-};
-
-template <round_mode Mode> struct fast_fma {
+template <round_mode Mode> struct fast_fma_int {
   template <class F>
   BF16EMU_CXHD static bool run(fp<F> a, fp<F> b, fp<F> c, const env &e, result<F> &r) noexcept {
     if (!is_normal(a) || !is_normal(b) || !is_normal(c)) return false;
@@ -259,7 +247,7 @@ template <round_mode Mode> struct fast_fma {
     bool exact_zero = false;
     const unrounded u = sum_terms<false>(ua.sign != ub.sign, ua.exp + ub.exp, ua.sig * ub.sig, uc.sign,
                                          uc.exp, uc.sig, e, exact_zero);
-    return !exact_zero && round_pack_normal<F, Mode>(u, e.random, r);
+    return !exact_zero && round_pack_normal<F, Mode>(u, e, r);
   }
 };
 
@@ -270,7 +258,7 @@ template <round_mode Mode> struct fast_div {
     const bool sign = ua.sign != ub.sign;
     if constexpr (Mode == round_mode::stochastic) {
       // 32 exact bits below the last kept bit: the two-step division of the general routine.
-      return round_pack_normal<F, Mode>(long_div<false>(sign, ua, ub), e.random, r);
+      return round_pack_normal<F, Mode>(long_div<false>(sign, ua, ub), e, r);
     } else {
       // One 64-bit division: the quotient lies in (2^(k-1), 2^(k+1)), its leading bit at
       // k - 1 or k, so it has 63 - 2P or more bits below the last kept bit (15 for P = 24):
@@ -282,8 +270,127 @@ template <round_mode Mode> struct fast_div {
       const std::uint64_t q = num / ub.sig;
       const int hi = int(q >> k);
       return round_normalized<F, Mode>(sign, ua.exp - ub.exp - 1 + hi, q << (64 - k - hi), num % ub.sig != 0,
-                                       e.random, r);
+                                       e, r);
     }
+  }
+};
+
+// The hardware's correctly rounded binary64 square root (run time only).
+BF16EMU_HD inline double sqrt_f64(double x) noexcept {
+#if defined(__CUDA_ARCH__)
+  return __dsqrt_rn(x);
+#else
+  return __builtin_sqrt(x);
+#endif
+}
+
+// The binary64 engine (issue 14). Operands of at most 24 significant bits are exact in
+// binary64, and so are their products and their sums whose exponents differ by at most
+// 52 - P; round_binary64 reads such a binary64 result's bits and rounds them with
+// round_normalized: the same cut, inexact_bit and rounds_up<Mode> as round_pack, so the host
+// rounds nothing that decides a result, and exact binary64 operations raise no host flag.
+// A square root rounded to binary64 is not exact but decides every mode but stochastic (see
+// round_binary64); it raises the host's inexact flag, which is put back (config.hpp).
+// Measured and not kept: a binary64 quotient and a binary64 fma (TwoSum) would also decide
+// their results, but keeping the host's status as found costs a read of MXCSR (stmxcsr,
+// ~16 ns on this AMD VM) per call, more than the integer division or the integer fma take.
+
+// Largest exponent difference of an exact binary64 sum of two P-bit normal numbers: the sum
+// spans at most d + P + 1 bits.
+template <class F> inline constexpr int exact_sum_gap = 52 - F::precision;
+
+// add, sub. Beyond exact_sum_gap the smaller operand lies wholly below the round bit of the
+// larger (gap >= P + 3) and only its sign and its being nonzero matter to every mode but
+// stochastic (which reads 32 bits below the last kept bit): it is replaced by a number of
+// that sign at exponent difference exact_sum_gap, which leaves guard, round, sticky and the
+// inexact bit of the exact sum unchanged. Stochastic rounding of such a sum takes the exact
+// 64-bit integer path (fast_add_int).
+template <round_mode Mode> struct fast_add {
+  template <class F>
+  BF16EMU_CXHD static bool run(fp<F> a, fp<F> b, bool negate_b, const env &e, result<F> &r) noexcept {
+    static_assert(exact_sum_gap<F> >= F::precision + 3);
+    if ((int(is_normal(a)) & int(is_normal(b))) == 0) return false; // one branch
+    constexpr int M = F::frac_bits, G = exact_sum_gap<F>;
+    using S = typename F::storage;
+    const int ea = a.biased_exp(), eb = b.biased_exp();
+    fp<F> x = a, y = fp<F>::from_bits(S(b.bits ^ (negate_b ? F::sign_mask : 0)));
+    if constexpr (Mode == round_mode::stochastic) {
+      if (ea - eb > G || eb - ea > G) return fast_add_int<Mode>::run(a, b, negate_b, e, r);
+    } else {
+      // Selects by masks, not branches: random exponents make the gap test a coin flip (GCC 12
+      // turns the ?: form into branches).
+      const std::uint32_t clamp_y = 0u - std::uint32_t(ea - eb > G),
+                          clamp_x = 0u - std::uint32_t(eb - ea > G);
+      const std::uint32_t ya = std::uint32_t(y.bits & F::sign_mask) | (std::uint32_t(ea - G) << M);
+      const std::uint32_t xb = std::uint32_t(x.bits & F::sign_mask) | (std::uint32_t(eb - G) << M);
+      y.bits = S(y.bits ^ ((y.bits ^ ya) & clamp_y));
+      x.bits = S(x.bits ^ ((x.bits ^ xb) & clamp_x));
+    }
+    return round_binary64<F, Mode>(to_binary64(x) + to_binary64(y), e, r);
+  }
+};
+
+// mul: the product of two P-bit significands has at most 2P <= 48 bits: exact.
+template <round_mode Mode> struct fast_mul {
+  template <class F> BF16EMU_CXHD static bool run(fp<F> a, fp<F> b, const env &e, result<F> &r) noexcept {
+    if ((int(is_normal(a)) & int(is_normal(b))) == 0) return false;
+    return round_binary64<F, Mode>(to_binary64(a) * to_binary64(b), e, r);
+  }
+};
+
+// sqrt: the binary64 root (any host rounding direction: within one binary64 ulp of the exact
+// root, which is a number of P + 1 bits or more than that away from all of them: round_binary64).
+// Negative operands, and stochastic rounding (32 exact bits needed), go to the general routine.
+template <round_mode Mode> struct fast_sqrt {
+  template <class F> BF16EMU_CXHD static bool run(fp<F> a, const env &e, result<F> &r) noexcept {
+    if constexpr (Mode == round_mode::stochastic) {
+      return false;
+    } else {
+      if (!is_normal(a) || a.sign() || __builtin_is_constant_evaluated()) return false;
+      const unsigned status = host_fp_status();
+      const double root = fp_fence(sqrt_f64(fp_fence(to_binary64(a))));
+      restore_host_inexact(status);
+      return round_binary64<F, Mode>(root, e, r);
+    }
+  }
+};
+
+// fma: the product p = a * b (2P <= 48 bits) is exact in binary64; so is p + c when c's
+// exponent uc lies in [u + M - 51, u + 51 - 2M], u = the sum of a's and b's exponents (p
+// spans [u - 2M, u + 1], c spans [uc - M, uc]; the sum spans [min of the last bits,
+// max(u + 1, uc + 1)] at most, the top one a carry: 53 bits). Outside:
+//  - c below p's last bit (uc < u - 2M): every number in (0, 2^(u - 2M)) added to or
+//    subtracted from p gives the same bits at and above p's last bit and a nonzero rest, so
+//    c is replaced by a stand-in of its sign at exponent u - 2M - 1 (still exact). Only for
+//    M >= 3: the result (leading bit at u - 1 or above) then has its round bit at or above
+//    p's last bit (u - M - 3 >= u - 2M); with fewer bits (e2m1, e3m2) the rest would be read;
+//  - p below c's round bit by as much as in add (uc - u - 1 > exact_sum_gap): p is replaced
+//    by a stand-in of its sign at exponent uc - exact_sum_gap (see fast_add).
+// Between those, and for stochastic rounding of a replaced term: the 64-bit integer fma.
+template <round_mode Mode> struct fast_fma {
+  template <class F>
+  BF16EMU_CXHD static bool run(fp<F> a, fp<F> b, fp<F> c, const env &e, result<F> &r) noexcept {
+    if ((int(is_normal(a)) & int(is_normal(b)) & int(is_normal(c))) == 0) return false;
+    constexpr int M = F::frac_bits, B = F::bias, G = exact_sum_gap<F>;
+    const int u = a.biased_exp() + b.biased_exp() - 2 * B, uc = c.biased_exp() - B;
+    const bool c_below = M >= 3 && (uc < u - 2 * M);
+    const bool p_below = (uc - u - 1 > G);
+    const bool exact = uc >= u + M - 51 && uc <= u + 51 - 2 * M;
+    if (!(exact | c_below | p_below)) return fast_fma_int<Mode>::run(a, b, c, e, r);
+    if constexpr (Mode == round_mode::stochastic) {
+      if (c_below || p_below) return fast_fma_int<Mode>::run(a, b, c, e, r);
+    }
+    std::uint64_t pb = bit_cast<std::uint64_t>(to_binary64(a) * to_binary64(b));
+    std::uint64_t cb = bit_cast<std::uint64_t>(to_binary64(c));
+    // Stand-ins by masks (no branch): sign kept, a power of two at the exponent given.
+    constexpr std::uint64_t sign64 = std::uint64_t{1} << 63;
+    const std::uint64_t c_mask = std::uint64_t{0} - std::uint64_t(c_below);
+    const std::uint64_t p_mask = std::uint64_t{0} - std::uint64_t(p_below);
+    const std::uint64_t c_stand = (cb & sign64) | (std::uint64_t(u - 2 * M - 1 + 1023) << 52);
+    const std::uint64_t p_stand = (pb & sign64) | (std::uint64_t(uc - G + 1023) << 52);
+    cb ^= (cb ^ c_stand) & c_mask;
+    pb ^= (pb ^ p_stand) & p_mask;
+    return round_binary64<F, Mode>(bit_cast<double>(pb) + bit_cast<double>(cb), e, r);
   }
 };
 
@@ -363,15 +470,6 @@ BF16EMU_CXHD isqrt_result isqrt(std::uint64_t m) noexcept {
   return {root, rem};
 }
 
-// The hardware's correctly rounded binary64 square root (run time only).
-BF16EMU_HD inline double sqrt_f64(double x) noexcept {
-#if defined(__CUDA_ARCH__)
-  return __dsqrt_rn(x);
-#else
-  return __builtin_sqrt(x);
-#endif
-}
-
 // Number of root bits below the 31-bit integer root of m: 57 in all, enough for exact
 // discarded bits of a 24-bit result under stochastic rounding (32 bits below its last bit).
 inline constexpr int sqrt_extra_bits = 26;
@@ -398,7 +496,7 @@ BF16EMU_CXHD isqrt_result sqrt_root(std::uint64_t m) noexcept {
     r -= std::uint64_t(r * r > m);
     rem = m - r * r; // <= 2r < 2^32
     t0 = fp_fence(std::uint64_t(double(rem << (x - 1)) / double(r)));
-    restore_host_fp_status(status);
+    restore_host_inexact(status);
   }
   std::uint64_t root = (r << x) + t0;
   // N - root^2 = rem * 2^52 - 2^27 * r * t0 - t0^2, modulo 2^64.
@@ -412,8 +510,7 @@ BF16EMU_CXHD isqrt_result sqrt_root(std::uint64_t m) noexcept {
 }
 
 template <class Out, class FA, class Tr>
-BF16EMU_CXHD result<Out> sqrt_impl(fp<FA> a, const env &e, Tr &tr) noexcept {
-  static_assert(arith_ok<FA>, "arithmetic supports formats of up to 24 significant bits");
+BF16EMU_GENERAL_PATH BF16EMU_CXHD result<Out> sqrt_general(fp<FA> a, const env &e, Tr &tr) noexcept {
   const unpacked ua = unpack(a, e);
   if (ua.k == kind::nan) return nan_result<Out>(e, 0, a, a);
   if (ua.k == kind::zero) return zero<Out>(ua.sign);
@@ -440,6 +537,13 @@ BF16EMU_CXHD result<Out> sqrt_impl(fp<FA> a, const env &e, Tr &tr) noexcept {
     u.tail_exact = s.rem == 0;
   }
   return round_pack<Out>(u, e, tr, op_kind::sqrt);
+}
+
+template <class Out, class FA, class Tr>
+BF16EMU_CXHD result<Out> sqrt_impl(fp<FA> a, const env &e, Tr &tr) noexcept {
+  static_assert(arith_ok<FA>, "arithmetic supports formats of up to 24 significant bits");
+  if (result<Out> r; try_fast<fast_sqrt, fast_path_applies<Tr, Out, FA>>(e.mode, r, a, e)) return r;
+  return sqrt_general<Out>(a, e, tr);
 }
 
 template <class Out, class In, class Tr>

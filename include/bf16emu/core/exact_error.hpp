@@ -43,13 +43,13 @@ BF16EMU_CXHD two_terms split_u64(std::uint64_t v, int k) noexcept {
 }
 
 struct expansion {
-  double c[6] = {};
+  double c[6]; // only c[0, n) is read: no zero fill (GCC 12 emits a slow rep stos for it)
   int n = 0;
 
   BF16EMU_CXHD void grow(double b) noexcept {
     if (b == 0) return;
     int m = 0;
-    double out[6] = {};
+    double out[6]; // only out[0, m) is read: no zero fill (GCC turned it into a slow rep stos)
     for (int i = 0; i < n; ++i) {
       const double s = c[i] + b; // TwoSum(c[i], b)
       const double bv = s - c[i];

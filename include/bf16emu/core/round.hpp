@@ -136,6 +136,14 @@ BF16EMU_CXHD bool overflow_to_inf(bool sign, const env &e) noexcept {
   }
 }
 
+// The magnitude of an overflowed result of F and whether it is Inf (NaN in fn formats).
+template <class F> BF16EMU_CXHD bool overflows_to_inf(bool sign, const env &e) noexcept {
+  return F::has_nan && overflow_to_inf(sign, e);
+}
+template <class F> BF16EMU_CXHD std::uint64_t overflow_magnitude(bool to_inf) noexcept {
+  return to_inf ? F::inf_bits : F::max_finite_bits;
+}
+
 BF16EMU_CXHD bool flushes_outputs(const env &e) noexcept {
   return (static_cast<unsigned>(e.subnormal) & static_cast<unsigned>(subnormals::flush_outputs)) != 0;
 }
@@ -177,8 +185,8 @@ BF16EMU_CXHD result<F> round_pack(const unrounded &x, const env &e, Tr &tr, op_k
   decision dec = d.dec;
   std::uint8_t flags = inexact ? flag::inexact : 0;
   if (mag > F::max_finite_bits) {
-    const bool to_inf = F::has_nan && overflow_to_inf(x.sign, e);
-    mag = to_inf ? F::inf_bits : F::max_finite_bits;
+    const bool to_inf = overflows_to_inf<F>(x.sign, e);
+    mag = overflow_magnitude<F>(to_inf);
     dec = to_inf ? decision::overflow_inf : decision::overflow_max;
     flags = flag::overflow | flag::inexact;
   } else if (tiny && flushes_outputs(e)) {
@@ -240,39 +248,56 @@ BF16EMU_CXHD result<F> round_pack(const unrounded &x, const env &e, Tr &tr, op_k
   return r;
 }
 
-// Step 3, the fast variant (issue 14): the rounding of a result that lies in the normal range
-// of F, the mode known at compile time, no tracer. The same rule as round_pack (cut at the
-// last kept bit, inexact_bit, rounds_up<Mode>), without its run-time mode switch and without
-// tininess, flush and overflow handling: a result that is tiny before rounding or whose
-// rounded magnitude exceeds the largest finite value returns false with r untouched, and the
-// caller then hands the operation to the general routine.
+// Step 3, the fast variant (issue 14): the rounding of a result that is not tiny, the mode
+// known at compile time, no tracer. The same rule as round_pack (cut at the last kept bit,
+// inexact_bit, rounds_up<Mode>, and on overflow overflows_to_inf / overflow_magnitude), without
+// its run-time mode switch and without tininess and flushing: a result that is tiny before
+// rounding returns false with r untouched, and the caller then hands the operation to the
+// general routine.
 //
 // Input: |x| = (sig + f) * 2^(lead - 63), 0 <= f < 1 with f != 0 exactly when sticky, the
 // leading bit of sig at bit 63 (so the cut is at a fixed position: 63 - M bits below it,
 // all exact, at least 32 of them for a format of up to 24 significant bits).
 template <class F, round_mode Mode>
-BF16EMU_CXHD bool round_normalized(bool sign, int lead, std::uint64_t sig, bool sticky, std::uint32_t random,
+BF16EMU_CXHD bool round_normalized(bool sign, int lead, std::uint64_t sig, bool sticky, const env &e,
                                    result<F> &r) noexcept {
   constexpr int M = F::frac_bits;
   static_assert(63 - M >= 33, "the fast rounding needs 32 exact bits below the last kept bit");
   if (lead < F::emin) return false; // tiny: the general routine decides tininess and flushing
   const cut_bits<std::uint64_t> c = cut(sig, 63 - M, sticky);
   const unsigned inexact = inexact_bit(c);
-  const unsigned up = rounds_up<Mode>(c, sign, random) & inexact;
+  const unsigned up = rounds_up<Mode>(c, sign, e.random) & inexact;
   // Pack: the hidden bit carries into the exponent field (binade carry).
-  const std::uint64_t mag = (std::uint64_t(lead + F::bias - 1) << M) + c.kept + up;
-  if (mag > F::max_finite_bits) return false;
+  std::uint64_t mag = (std::uint64_t(lead + F::bias - 1) << M) + c.kept + up;
+  std::uint8_t flags = std::uint8_t(inexact * flag::inexact);
+  if (mag > F::max_finite_bits) {
+    mag = overflow_magnitude<F>(overflows_to_inf<F>(sign, e));
+    flags = flag::overflow | flag::inexact;
+  }
   r.value.bits = typename F::storage((sign ? F::sign_mask : 0) | mag);
-  r.flags = std::uint8_t(inexact * flag::inexact);
+  r.flags = flags;
   return true;
 }
 
 // The same from round_pack's input (a nonzero window sig, exponent exp, tail sign).
 template <class F, round_mode Mode>
-BF16EMU_CXHD bool round_pack_normal(const unrounded &x, std::uint32_t random, result<F> &r) noexcept {
+BF16EMU_CXHD bool round_pack_normal(const unrounded &x, const env &e, result<F> &r) noexcept {
   const std::uint64_t sig = x.sig - std::uint64_t(x.tail_sign < 0); // as in round_pack
   const int n = clz64(sig);
-  return round_normalized<F, Mode>(x.sign, x.exp + 63 - n, sig << n, x.tail_sign != 0, random, r);
+  return round_normalized<F, Mode>(x.sign, x.exp + 63 - n, sig << n, x.tail_sign != 0, e, r);
+}
+
+// The same from a binary64 value v (issue 14's binary64 engine): its significand, normalised
+// to bit 63, is the window, and nothing lies below it. v must be the exact result, or one
+// that lies on the same side of every number with P + 1 significant bits as the exact result
+// and equals none of them unless the exact result does (then guard, round, sticky and the
+// inexact bit are the exact result's, but not the 32-bit fraction: not for stochastic
+// rounding). A zero or subnormal v returns false (tiny).
+template <class F, round_mode Mode>
+BF16EMU_CXHD bool round_binary64(double v, const env &e, result<F> &r) noexcept {
+  const std::uint64_t b = bit_cast<std::uint64_t>(v);
+  return round_normalized<F, Mode>((b >> 63) != 0, int((b >> 52) & 0x7FF) - 1023,
+                                   (b << 11) | (std::uint64_t{1} << 63), false, e, r);
 }
 
 } // namespace bf16emu::detail

@@ -35,6 +35,20 @@ template <class F> BF16EMU_CXHD unpacked unpack_normal(fp<F> x) noexcept {
   return u;
 }
 
+// The binary64 value of a number known to be normal (is_normal(x)): exact, as every format
+// here has at most 24 significant bits and an exponent range inside binary64's. binary32 and
+// bfloat16 convert through float (one instruction; a normal operand raises no host flag),
+// the others by placing the fields.
+template <class F> BF16EMU_CXHD double to_binary64(fp<F> x) noexcept {
+  if constexpr (F::exp_bits == 8 && (F::frac_bits == 23 || F::frac_bits == 7)) {
+    return double(bit_cast<float>(std::uint32_t(std::uint32_t(x.bits) << (23 - F::frac_bits))));
+  } else {
+    const std::uint64_t sign = std::uint64_t(x.sign()) << 63;
+    const std::uint64_t mag = std::uint64_t(x.bits & F::abs_mask) << (52 - F::frac_bits);
+    return bit_cast<double>(sign | (mag + (std::uint64_t(1023 - F::bias) << 52)));
+  }
+}
+
 template <class F> BF16EMU_CXHD unpacked unpack(fp<F> x, const env &e) noexcept {
   if (is_normal(x)) return unpack_normal(x); // the common case first
   unpacked u;
