@@ -390,8 +390,9 @@ void run(const mma_cli &o) {
   if (io::scaled_requested(o.scaled)) {
     io::scaled_mma_options sc = o.scaled;
     sc.b_format = o.b_format; // the one --b-format option serves both the block model and --kind
-    io::rethrow_as<bad_input>(
-        [&] { io::run_scaled_lines(sc, {o.arch, o.instr, o.a_format, o.out, o.k, o.json}, is, std::cout); });
+    io::rethrow_as<bad_input>([&] {
+      io::run_scaled_lines(sc, {o.arch, o.instr, o.a_format, o.out, o.k, o.json}, is, std::cout);
+    });
     return;
   }
   if (const cpu::model_info *m = cpu::find_model(o.arch.c_str())) {

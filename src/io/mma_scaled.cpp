@@ -99,8 +99,7 @@ bool scaled_requested(const scaled_mma_options &o) noexcept {
 
 void run_scaled_lines(const scaled_mma_options &o, const mma_common &c, std::istream &in, std::ostream &out) {
   if (o.kind.empty())
-    throw input_error(
-        "--scale-format and --scale-vec need --kind (f8f6f4, mxf8f6f4, mxf4, mxf4nvf4)");
+    throw input_error("--scale-format and --scale-vec need --kind (f8f6f4, mxf8f6f4, mxf4, mxf4nvf4)");
   if (c.arch.empty()) throw input_error("mma needs --arch (or --list-arch)");
   if (c.a_format.empty()) throw input_error("mma needs --a-format");
   tc::arch arch{};
