@@ -252,7 +252,9 @@ template <round_mode Mode> struct fast_fma_int {
 };
 
 template <round_mode Mode> struct fast_div {
-  template <class F> BF16EMU_CXHD static bool run(fp<F> a, fp<F> b, const env &e, result<F> &r) noexcept {
+  static constexpr bool traces = false;
+  template <class F, class Tr>
+  BF16EMU_CXHD static bool run(fp<F> a, fp<F> b, const env &e, result<F> &r, Tr &) noexcept {
     if (!is_normal(a) || !is_normal(b)) return false;
     const unpacked ua = unpack_normal(a), ub = unpack_normal(b);
     const bool sign = ua.sign != ub.sign;
@@ -305,16 +307,22 @@ template <class F> inline constexpr int exact_sum_gap = 52 - F::precision;
 // that sign at exponent difference exact_sum_gap, which leaves guard, round, sticky and the
 // inexact bit of the exact sum unchanged. Stochastic rounding of such a sum takes the exact
 // 64-bit integer path (fast_add_int).
+//
+// Traced (issue 14): only sums that binary64 holds exactly (no stand-in) take this path, and
+// the event is filled by round_binary64 from the exact sum; the rest go to the general routine.
 template <round_mode Mode> struct fast_add {
-  template <class F>
-  BF16EMU_CXHD static bool run(fp<F> a, fp<F> b, bool negate_b, const env &e, result<F> &r) noexcept {
+  static constexpr bool traces = true;
+  template <class F, class Tr>
+  BF16EMU_CXHD static bool run(fp<F> a, fp<F> b, bool negate_b, const env &e, result<F> &r, Tr &tr) noexcept {
     static_assert(exact_sum_gap<F> >= F::precision + 3);
     if ((int(is_normal(a)) & int(is_normal(b))) == 0) return false; // one branch
     constexpr int M = F::frac_bits, G = exact_sum_gap<F>;
     using S = typename F::storage;
     const int ea = a.biased_exp(), eb = b.biased_exp();
     fp<F> x = a, y = fp<F>::from_bits(S(b.bits ^ (negate_b ? F::sign_mask : 0)));
-    if constexpr (Mode == round_mode::stochastic) {
+    if constexpr (Tr::enabled) {
+      if (ea - eb > G || eb - ea > G) return false;
+    } else if constexpr (Mode == round_mode::stochastic) {
       if (ea - eb > G || eb - ea > G) return fast_add_int<Mode>::run(a, b, negate_b, e, r);
     } else {
       // Selects by masks, not branches: random exponents make the gap test a coin flip (GCC 12
@@ -326,15 +334,20 @@ template <round_mode Mode> struct fast_add {
       y.bits = S(y.bits ^ ((y.bits ^ ya) & clamp_y));
       x.bits = S(x.bits ^ ((x.bits ^ xb) & clamp_x));
     }
-    return round_binary64<F, Mode>(to_binary64(x) + to_binary64(y), e, r);
+    // The event's op: add_impl passes negate_b exactly for sub.
+    return round_binary64<F, Mode>(to_binary64(x) + to_binary64(y), e, r, tr,
+                                   negate_b ? op_kind::sub : op_kind::add);
   }
 };
 
 // mul: the product of two P-bit significands has at most 2P <= 48 bits: exact.
+// Traced: the same, the event filled by round_binary64 from the exact product.
 template <round_mode Mode> struct fast_mul {
-  template <class F> BF16EMU_CXHD static bool run(fp<F> a, fp<F> b, const env &e, result<F> &r) noexcept {
+  static constexpr bool traces = true;
+  template <class F, class Tr>
+  BF16EMU_CXHD static bool run(fp<F> a, fp<F> b, const env &e, result<F> &r, Tr &tr) noexcept {
     if ((int(is_normal(a)) & int(is_normal(b))) == 0) return false;
-    return round_binary64<F, Mode>(to_binary64(a) * to_binary64(b), e, r);
+    return round_binary64<F, Mode>(to_binary64(a) * to_binary64(b), e, r, tr, op_kind::mul);
   }
 };
 
@@ -342,7 +355,9 @@ template <round_mode Mode> struct fast_mul {
 // root, which is a number of P + 1 bits or more than that away from all of them: round_binary64).
 // Negative operands, and stochastic rounding (32 exact bits needed), go to the general routine.
 template <round_mode Mode> struct fast_sqrt {
-  template <class F> BF16EMU_CXHD static bool run(fp<F> a, const env &e, result<F> &r) noexcept {
+  static constexpr bool traces = false;
+  template <class F, class Tr>
+  BF16EMU_CXHD static bool run(fp<F> a, const env &e, result<F> &r, Tr &) noexcept {
     if constexpr (Mode == round_mode::stochastic) {
       return false;
     } else {
@@ -367,15 +382,22 @@ template <round_mode Mode> struct fast_sqrt {
 //  - p below c's round bit by as much as in add (uc - u - 1 > exact_sum_gap): p is replaced
 //    by a stand-in of its sign at exponent uc - exact_sum_gap (see fast_add).
 // Between those, and for stochastic rounding of a replaced term: the 64-bit integer fma.
+// Traced: only the exact band (the event filled from the exact sum); the rest: general routine.
 template <round_mode Mode> struct fast_fma {
-  template <class F>
-  BF16EMU_CXHD static bool run(fp<F> a, fp<F> b, fp<F> c, const env &e, result<F> &r) noexcept {
+  static constexpr bool traces = true;
+  template <class F, class Tr>
+  BF16EMU_CXHD static bool run(fp<F> a, fp<F> b, fp<F> c, const env &e, result<F> &r, Tr &tr) noexcept {
     if ((int(is_normal(a)) & int(is_normal(b)) & int(is_normal(c))) == 0) return false;
     constexpr int M = F::frac_bits, B = F::bias, G = exact_sum_gap<F>;
     const int u = a.biased_exp() + b.biased_exp() - 2 * B, uc = c.biased_exp() - B;
     const bool c_below = M >= 3 && (uc < u - 2 * M);
     const bool p_below = (uc - u - 1 > G);
     const bool exact = uc >= u + M - 51 && uc <= u + 51 - 2 * M;
+    if constexpr (Tr::enabled) {
+      if (!exact) return false;
+      return round_binary64<F, Mode>(to_binary64(a) * to_binary64(b) + to_binary64(c), e, r, tr,
+                                     op_kind::fma);
+    }
     if (!(exact | c_below | p_below)) return fast_fma_int<Mode>::run(a, b, c, e, r);
     if constexpr (Mode == round_mode::stochastic) {
       if (c_below || p_below) return fast_fma_int<Mode>::run(a, b, c, e, r);
@@ -409,15 +431,15 @@ BF16EMU_CXHD bool fast_dispatch(round_mode m, A &&...args) noexcept {
   return false;
 }
 
-// The fast paths apply when every format is the same and no tracer wants events.
-template <class Tr, class Out, class... In>
-inline constexpr bool fast_path_applies = !Tr::enabled && (std::is_same_v<Out, In> && ...);
+// The fast paths apply when every format is the same; with a tracer, only those that fill
+// the event themselves (Op::traces: add, sub, mul, fma).
+template <class Out, class... In> inline constexpr bool same_format = (std::is_same_v<Out, In> && ...);
 
-// Op<mode>::run(args..., r) where Applies, else false (and Op is not instantiated).
-template <template <round_mode> class Op, bool Applies, class R, class... A>
-BF16EMU_CXHD bool try_fast(round_mode m, R &r, const A &...args) noexcept {
-  if constexpr (Applies)
-    return fast_dispatch<Op>(m, args..., r);
+// Op<mode>::run(args..., r, tr) where it applies, else false (and Op is not instantiated).
+template <template <round_mode> class Op, bool SameFormat, class R, class Tr, class... A>
+BF16EMU_CXHD bool try_fast(round_mode m, R &r, Tr &tr, const A &...args) noexcept {
+  if constexpr (SameFormat && (!Tr::enabled || Op<round_mode::nearest_even>::traces))
+    return fast_dispatch<Op>(m, args..., r, tr);
   else
     return false;
 }
@@ -427,25 +449,25 @@ template <class Out, class FA, class FB, class Tr>
 BF16EMU_CXHD result<Out> add_impl(fp<FA> a, fp<FB> b, bool negate_b, const env &e, Tr &tr,
                                   op_kind op) noexcept {
   result<Out> r;
-  if (try_fast<fast_add, fast_path_applies<Tr, Out, FA, FB>>(e.mode, r, a, b, negate_b, e)) return r;
+  if (try_fast<fast_add, same_format<Out, FA, FB>>(e.mode, r, tr, a, b, negate_b, e)) return r;
   return add_general<Out>(a, b, negate_b, e, tr, op);
 }
 template <class Out, class FA, class FB, class Tr>
 BF16EMU_CXHD result<Out> mul_impl(fp<FA> a, fp<FB> b, const env &e, Tr &tr) noexcept {
   result<Out> r;
-  if (try_fast<fast_mul, fast_path_applies<Tr, Out, FA, FB>>(e.mode, r, a, b, e)) return r;
+  if (try_fast<fast_mul, same_format<Out, FA, FB>>(e.mode, r, tr, a, b, e)) return r;
   return mul_general<Out>(a, b, e, tr);
 }
 template <class Out, class FA, class FB, class FC, class Tr>
 BF16EMU_CXHD result<Out> fma_impl(fp<FA> a, fp<FB> b, fp<FC> c, const env &e, Tr &tr) noexcept {
   result<Out> r;
-  if (try_fast<fast_fma, fast_path_applies<Tr, Out, FA, FB, FC>>(e.mode, r, a, b, c, e)) return r;
+  if (try_fast<fast_fma, same_format<Out, FA, FB, FC>>(e.mode, r, tr, a, b, c, e)) return r;
   return fma_general<Out>(a, b, c, e, tr);
 }
 template <class Out, class FA, class FB, class Tr>
 BF16EMU_CXHD result<Out> div_impl(fp<FA> a, fp<FB> b, const env &e, Tr &tr) noexcept {
   result<Out> r;
-  if (try_fast<fast_div, fast_path_applies<Tr, Out, FA, FB>>(e.mode, r, a, b, e)) return r;
+  if (try_fast<fast_div, same_format<Out, FA, FB>>(e.mode, r, tr, a, b, e)) return r;
   return div_general<Out>(a, b, e, tr);
 }
 
@@ -542,7 +564,7 @@ BF16EMU_GENERAL_PATH BF16EMU_CXHD result<Out> sqrt_general(fp<FA> a, const env &
 template <class Out, class FA, class Tr>
 BF16EMU_CXHD result<Out> sqrt_impl(fp<FA> a, const env &e, Tr &tr) noexcept {
   static_assert(arith_ok<FA>, "arithmetic supports formats of up to 24 significant bits");
-  if (result<Out> r; try_fast<fast_sqrt, fast_path_applies<Tr, Out, FA>>(e.mode, r, a, e)) return r;
+  if (result<Out> r; try_fast<fast_sqrt, same_format<Out, FA>>(e.mode, r, tr, a, e)) return r;
   return sqrt_general<Out>(a, e, tr);
 }
 

@@ -97,6 +97,17 @@ BF16EMU_CXHD unsigned rounds_up(const cut_bits<U> &c, bool sign, std::uint32_t r
     return unsigned(c.frac32 > ~random); // stochastic: frac32 + random carries out of 32 bits
 }
 
+// The decision recorded in the trace, from the cut and the two answers above (up already
+// masked by inexact).
+template <class U>
+BF16EMU_CXHD decision decision_of(const cut_bits<U> &c, bool inexact, bool up, round_mode mode) noexcept {
+  const bool tie = c.guard && !c.round && !c.sticky;
+  const bool nearest = mode == round_mode::nearest_even || mode == round_mode::nearest_away;
+  return !inexact           ? decision::exact
+         : (tie && nearest) ? (up ? decision::tie_up : decision::tie_down)
+                            : (up ? decision::up : decision::down);
+}
+
 struct decided {
   std::uint64_t kept; // rounded significand (may equal 2^precision after a carry)
   decision dec;
@@ -104,7 +115,6 @@ struct decided {
 
 BF16EMU_CXHD decided decide(const cut_bits<std::uint64_t> &c, bool sign, const env &e) noexcept {
   const bool inexact = inexact_bit(c) != 0;
-  const bool tie = c.guard && !c.round && !c.sticky;
   bool up = false;
   switch (e.mode) {
   case round_mode::nearest_even: up = rounds_up<round_mode::nearest_even>(c, sign, e.random); break;
@@ -115,12 +125,8 @@ BF16EMU_CXHD decided decide(const cut_bits<std::uint64_t> &c, bool sign, const e
   case round_mode::to_odd: up = rounds_up<round_mode::to_odd>(c, sign, e.random); break;
   case round_mode::stochastic: up = rounds_up<round_mode::stochastic>(c, sign, e.random); break;
   }
-  const bool nearest = e.mode == round_mode::nearest_even || e.mode == round_mode::nearest_away;
   up &= inexact;
-  const decision d = !inexact           ? decision::exact
-                     : (tie && nearest) ? (up ? decision::tie_up : decision::tie_down)
-                                        : (up ? decision::up : decision::down);
-  return {c.kept + (up ? 1u : 0u), d};
+  return {c.kept + (up ? 1u : 0u), decision_of(c, inexact, up, e.mode)};
 }
 
 // Result of an overflow: Inf (NaN in fn formats) or the largest finite value (always in
@@ -146,6 +152,30 @@ template <class F> BF16EMU_CXHD std::uint64_t overflow_magnitude(bool to_inf) no
 
 BF16EMU_CXHD bool flushes_outputs(const env &e) noexcept {
   return (static_cast<unsigned>(e.subnormal) & static_cast<unsigned>(subnormals::flush_outputs)) != 0;
+}
+
+// The event's fields but the error, as round_pack and the traced fast path fill them.
+template <class F>
+BF16EMU_CXHD rounding_event make_event(op_kind op, round_mode mode, bool sign, int exponent, int lsb_exp,
+                                       const cut_bits<std::uint64_t> &c, bool tiny, decision dec,
+                                       std::uint64_t result_bits, std::uint8_t flags) noexcept {
+  rounding_event ev;
+  ev.op = op;
+  ev.mode = mode;
+  ev.dst_exp_bits = F::exp_bits;
+  ev.dst_frac_bits = F::frac_bits;
+  ev.sign = sign;
+  ev.exponent = exponent;
+  ev.lsb_exp = lsb_exp;
+  ev.kept = c.kept;
+  ev.guard = c.guard;
+  ev.round = c.round;
+  ev.sticky = c.sticky;
+  ev.tiny = tiny;
+  ev.dec = dec;
+  ev.result_bits = result_bits;
+  ev.flags = flags;
+  return ev;
 }
 
 // Step 3: the round-and-pack routine.
@@ -200,22 +230,9 @@ BF16EMU_CXHD result<F> round_pack(const unrounded &x, const env &e, Tr &tr, op_k
   r.flags = flags;
 
   if constexpr (Tr::enabled) {
-    rounding_event ev;
-    ev.op = op;
-    ev.mode = e.mode;
-    ev.dst_exp_bits = F::exp_bits;
-    ev.dst_frac_bits = M;
-    ev.sign = x.sign;
-    ev.exponent = lead < F::emin ? F::emin : lead;
-    ev.lsb_exp = q;
-    ev.kept = c.kept;
-    ev.guard = c.guard;
-    ev.round = c.round;
-    ev.sticky = c.sticky;
-    ev.tiny = lead < F::emin && (e.tiny == tininess::before_rounding || tiny);
-    ev.dec = dec;
-    ev.result_bits = r.value.bits;
-    ev.flags = flags;
+    rounding_event ev = make_event<F>(op, e.mode, x.sign, lead < F::emin ? F::emin : lead, q, c,
+                                      lead < F::emin && (e.tiny == tininess::before_rounding || tiny), dec,
+                                      r.value.bits, flags);
     // error = result - exact, in magnitude first: R - sig*2^exp - tail.
     expansion err;
     bool exact = x.tail_exact;
@@ -258,9 +275,15 @@ BF16EMU_CXHD result<F> round_pack(const unrounded &x, const env &e, Tr &tr, op_k
 // Input: |x| = (sig + f) * 2^(lead - 63), 0 <= f < 1 with f != 0 exactly when sticky, the
 // leading bit of sig at bit 63 (so the cut is at a fixed position: 63 - M bits below it,
 // all exact, at least 32 of them for a format of up to 24 significant bits).
-template <class F, round_mode Mode>
+//
+// Traced (Tr::enabled, issue 14): only for an exact result that binary64 holds, |x| = exact_abs
+// (round_binary64). A result that overflows also returns false with r untouched (its error
+// needs more than one binary64: the general routine), and the event is filled here: every field
+// as round_pack fills it (make_event, decision_of), the error R - |x| as one binary64 (why exact:
+// below).
+template <class F, round_mode Mode, class Tr>
 BF16EMU_CXHD bool round_normalized(bool sign, int lead, std::uint64_t sig, bool sticky, const env &e,
-                                   result<F> &r) noexcept {
+                                   result<F> &r, Tr &tr, op_kind op, double exact_abs) noexcept {
   constexpr int M = F::frac_bits;
   static_assert(63 - M >= 33, "the fast rounding needs 32 exact bits below the last kept bit");
   if (lead < F::emin) return false; // tiny: the general routine decides tininess and flushing
@@ -271,12 +294,35 @@ BF16EMU_CXHD bool round_normalized(bool sign, int lead, std::uint64_t sig, bool 
   std::uint64_t mag = (std::uint64_t(lead + F::bias - 1) << M) + c.kept + up;
   std::uint8_t flags = std::uint8_t(inexact * flag::inexact);
   if (mag > F::max_finite_bits) {
+    if constexpr (Tr::enabled) return false;
     mag = overflow_magnitude<F>(overflows_to_inf<F>(sign, e));
     flags = flag::overflow | flag::inexact;
   }
   r.value.bits = typename F::storage((sign ? F::sign_mask : 0) | mag);
   r.flags = flags;
+  if constexpr (Tr::enabled) {
+    rounding_event ev = make_event<F>(op, Mode, sign, lead, lead - M, c, false,
+                                      decision_of(c, inexact != 0, up != 0, Mode), r.value.bits, flags);
+    // The error R - |x|, R = (kept + up) * 2^(lead - M), a number of at most P <= 24 bits, is
+    // exact in binary64 (Sterbenz): R is 2^lead or more (normal, not tiny) and 2^(lead + 1) or
+    // less (at most a carry into the next binade), and 2^lead <= |x| < 2^(lead + 1), so
+    // |x| / 2 <= R <= 2 |x| and R - |x| is computed without rounding (and raises no host flag).
+    // round_pack's error expansion holds this same number, which its compression reports as
+    // err_hi = the number, err_lo = 0; both negated for a negative result, as there.
+    const double rounded = double(c.kept + up) * pow2(lead - M);
+    const double err = inexact ? rounded - exact_abs : 0.0;
+    ev.err_hi = sign ? -err : err;
+    ev.err_lo = sign ? -0.0 : 0.0;
+    ev.err_exact = true;
+    tr(ev);
+  }
   return true;
+}
+template <class F, round_mode Mode>
+BF16EMU_CXHD bool round_normalized(bool sign, int lead, std::uint64_t sig, bool sticky, const env &e,
+                                   result<F> &r) noexcept {
+  no_trace off;
+  return round_normalized<F, Mode>(sign, lead, sig, sticky, e, r, off, op_kind::add, 0.0);
 }
 
 // The same from round_pack's input (a nonzero window sig, exponent exp, tail sign).
@@ -293,11 +339,18 @@ BF16EMU_CXHD bool round_pack_normal(const unrounded &x, const env &e, result<F> 
 // and equals none of them unless the exact result does (then guard, round, sticky and the
 // inexact bit are the exact result's, but not the 32-bit fraction: not for stochastic
 // rounding). A zero or subnormal v returns false (tiny).
-template <class F, round_mode Mode>
-BF16EMU_CXHD bool round_binary64(double v, const env &e, result<F> &r) noexcept {
+// Traced: v must be the exact result; the event goes to tr (see round_normalized).
+template <class F, round_mode Mode, class Tr>
+BF16EMU_CXHD bool round_binary64(double v, const env &e, result<F> &r, Tr &tr, op_kind op) noexcept {
   const std::uint64_t b = bit_cast<std::uint64_t>(v);
   return round_normalized<F, Mode>((b >> 63) != 0, int((b >> 52) & 0x7FF) - 1023,
-                                   (b << 11) | (std::uint64_t{1} << 63), false, e, r);
+                                   (b << 11) | (std::uint64_t{1} << 63), false, e, r, tr, op,
+                                   bit_cast<double>(b & ~(std::uint64_t{1} << 63)));
+}
+template <class F, round_mode Mode>
+BF16EMU_CXHD bool round_binary64(double v, const env &e, result<F> &r) noexcept {
+  no_trace off;
+  return round_binary64<F, Mode>(v, e, r, off, op_kind::add);
 }
 
 } // namespace bf16emu::detail
