@@ -308,8 +308,9 @@ template <class F> inline constexpr int exact_sum_gap = 52 - F::precision;
 // inexact bit of the exact sum unchanged. Stochastic rounding of such a sum takes the exact
 // 64-bit integer path (fast_add_int).
 //
-// Traced (issue 14): only sums that binary64 holds exactly (no stand-in) take this path, and
-// the event is filled by round_binary64 from the exact sum; the rest go to the general routine.
+// Traced (issue 14): the same rounding; the event is filled by round_binary64, the exact sum
+// given to it as TwoSum of the operands (hi + lo, exact). Stochastic sums beyond the gap go to
+// the general routine.
 template <round_mode Mode> struct fast_add {
   static constexpr bool traces = true;
   template <class F, class Tr>
@@ -320,10 +321,14 @@ template <round_mode Mode> struct fast_add {
     using S = typename F::storage;
     const int ea = a.biased_exp(), eb = b.biased_exp();
     fp<F> x = a, y = fp<F>::from_bits(S(b.bits ^ (negate_b ? F::sign_mask : 0)));
-    if constexpr (Tr::enabled) {
-      if (ea - eb > G || eb - ea > G) return false;
-    } else if constexpr (Mode == round_mode::stochastic) {
-      if (ea - eb > G || eb - ea > G) return fast_add_int<Mode>::run(a, b, negate_b, e, r);
+    const fp<F> y_exact = y;
+    if constexpr (Mode == round_mode::stochastic) {
+      if (ea - eb > G || eb - ea > G) {
+        if constexpr (Tr::enabled)
+          return false;
+        else
+          return fast_add_int<Mode>::run(a, b, negate_b, e, r);
+      }
     } else {
       // Selects by masks, not branches: random exponents make the gap test a coin flip (GCC 12
       // turns the ?: form into branches).
@@ -334,9 +339,15 @@ template <round_mode Mode> struct fast_add {
       y.bits = S(y.bits ^ ((y.bits ^ ya) & clamp_y));
       x.bits = S(x.bits ^ ((x.bits ^ xb) & clamp_x));
     }
-    // The event's op: add_impl passes negate_b exactly for sub.
-    return round_binary64<F, Mode>(to_binary64(x) + to_binary64(y), e, r, tr,
-                                   negate_b ? op_kind::sub : op_kind::add);
+    const double sum = to_binary64(x) + to_binary64(y);
+    if constexpr (Tr::enabled) {
+      const sum_err exact = two_sum(to_binary64(a), to_binary64(y_exact));
+      // The event's op: add_impl passes negate_b exactly for sub.
+      return round_binary64<F, Mode>(sum, e, r, tr, negate_b ? op_kind::sub : op_kind::add, exact.sum,
+                                     exact.err);
+    } else {
+      return round_binary64<F, Mode>(sum, e, r);
+    }
   }
 };
 
@@ -347,7 +358,11 @@ template <round_mode Mode> struct fast_mul {
   template <class F, class Tr>
   BF16EMU_CXHD static bool run(fp<F> a, fp<F> b, const env &e, result<F> &r, Tr &tr) noexcept {
     if ((int(is_normal(a)) & int(is_normal(b))) == 0) return false;
-    return round_binary64<F, Mode>(to_binary64(a) * to_binary64(b), e, r, tr, op_kind::mul);
+    const double product = to_binary64(a) * to_binary64(b);
+    if constexpr (Tr::enabled)
+      return round_binary64<F, Mode>(product, e, r, tr, op_kind::mul, product, 0.0);
+    else
+      return round_binary64<F, Mode>(product, e, r);
   }
 };
 
@@ -382,7 +397,8 @@ template <round_mode Mode> struct fast_sqrt {
 //  - p below c's round bit by as much as in add (uc - u - 1 > exact_sum_gap): p is replaced
 //    by a stand-in of its sign at exponent uc - exact_sum_gap (see fast_add).
 // Between those, and for stochastic rounding of a replaced term: the 64-bit integer fma.
-// Traced: only the exact band (the event filled from the exact sum); the rest: general routine.
+// Traced: the same, the event filled by round_binary64 from the exact p + c (TwoSum); where the
+// untraced path takes the integer fma, the general routine.
 template <round_mode Mode> struct fast_fma {
   static constexpr bool traces = true;
   template <class F, class Tr>
@@ -393,14 +409,13 @@ template <round_mode Mode> struct fast_fma {
     const bool c_below = M >= 3 && (uc < u - 2 * M);
     const bool p_below = (uc - u - 1 > G);
     const bool exact = uc >= u + M - 51 && uc <= u + 51 - 2 * M;
-    if constexpr (Tr::enabled) {
-      if (!exact) return false;
-      return round_binary64<F, Mode>(to_binary64(a) * to_binary64(b) + to_binary64(c), e, r, tr,
-                                     op_kind::fma);
-    }
-    if (!(exact | c_below | p_below)) return fast_fma_int<Mode>::run(a, b, c, e, r);
-    if constexpr (Mode == round_mode::stochastic) {
-      if (c_below || p_below) return fast_fma_int<Mode>::run(a, b, c, e, r);
+    const bool via_int =
+        !(exact | c_below | p_below) || (Mode == round_mode::stochastic && (c_below || p_below));
+    if (via_int) {
+      if constexpr (Tr::enabled)
+        return false;
+      else
+        return fast_fma_int<Mode>::run(a, b, c, e, r);
     }
     std::uint64_t pb = bit_cast<std::uint64_t>(to_binary64(a) * to_binary64(b));
     std::uint64_t cb = bit_cast<std::uint64_t>(to_binary64(c));
@@ -412,7 +427,13 @@ template <round_mode Mode> struct fast_fma {
     const std::uint64_t p_stand = (pb & sign64) | (std::uint64_t(uc - G + 1023) << 52);
     cb ^= (cb ^ c_stand) & c_mask;
     pb ^= (pb ^ p_stand) & p_mask;
-    return round_binary64<F, Mode>(bit_cast<double>(pb) + bit_cast<double>(cb), e, r);
+    const double sum = bit_cast<double>(pb) + bit_cast<double>(cb);
+    if constexpr (Tr::enabled) {
+      const sum_err exact = two_sum(to_binary64(a) * to_binary64(b), to_binary64(c));
+      return round_binary64<F, Mode>(sum, e, r, tr, op_kind::fma, exact.sum, exact.err);
+    } else {
+      return round_binary64<F, Mode>(sum, e, r);
+    }
   }
 };
 

@@ -42,6 +42,18 @@ BF16EMU_CXHD two_terms split_u64(std::uint64_t v, int k) noexcept {
   return {scale(double(v >> 32), k + 32), scale(double(v & 0xffffffffu), k)};
 }
 
+// TwoSum (Knuth): a + b = sum + err exactly, sum = fl(a + b), for any binary64 a, b (no overflow),
+// in round-to-nearest.
+struct sum_err {
+  double sum, err;
+};
+BF16EMU_CXHD sum_err two_sum(double a, double b) noexcept {
+  const double s = a + b;
+  const double bv = s - a;
+  const double av = s - bv;
+  return {s, (a - av) + (b - bv)};
+}
+
 struct expansion {
   double c[6]; // only c[0, n) is read: no zero fill (GCC 12 emits a slow rep stos for it)
   int n = 0;
@@ -51,12 +63,9 @@ struct expansion {
     int m = 0;
     double out[6]; // only out[0, m) is read: no zero fill (GCC turned it into a slow rep stos)
     for (int i = 0; i < n; ++i) {
-      const double s = c[i] + b; // TwoSum(c[i], b)
-      const double bv = s - c[i];
-      const double av = s - bv;
-      const double err = (c[i] - av) + (b - bv);
-      if (err != 0 && m < 6) out[m++] = err;
-      b = s;
+      const sum_err t = two_sum(c[i], b);
+      if (t.err != 0 && m < 6) out[m++] = t.err;
+      b = t.sum;
     }
     if (m < 6) out[m++] = b;
     n = m;
@@ -102,22 +111,16 @@ struct expansion {
       // with another split arrives as three components. Two other splits can do it:
       // (a) the two low components add exactly (e.g. hi = 2^111..2^59, lo = 2^57..2^5);
       // (b) the top component moved one ulp toward zero takes the second one's opposite sign.
-      const auto two_sum = [](double a, double b, double &sum) {
-        sum = a + b;
-        const double bv = sum - a;
-        return (a - (sum - bv)) + (b - bv); // the rounding error of a + b
-      };
-      double low = 0;
-      if (two_sum(h[1], h[0], low) == 0) {
+      if (const sum_err low = two_sum(h[1], h[0]); low.err == 0) {
         hi = h[2];
-        lo = low;
+        lo = low.sum;
         exact = true;
       } else if ((h[1] < 0) != (h[2] < 0)) {
         const double hi_tz = bit_cast<double>(bit_cast<std::uint64_t>(h[2]) - 1); // next toward zero
         const double r = (h[2] - hi_tz) + h[1]; // exact: |h[1]| <= ulp(h[2]), opposite signs
-        if (two_sum(r, h[0], low) == 0) {
+        if (const sum_err low = two_sum(r, h[0]); low.err == 0) {
           hi = hi_tz;
-          lo = low;
+          lo = low.sum;
           exact = true;
         }
       }

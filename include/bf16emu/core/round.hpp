@@ -276,14 +276,14 @@ BF16EMU_CXHD result<F> round_pack(const unrounded &x, const env &e, Tr &tr, op_k
 // leading bit of sig at bit 63 (so the cut is at a fixed position: 63 - M bits below it,
 // all exact, at least 32 of them for a format of up to 24 significant bits).
 //
-// Traced (Tr::enabled, issue 14): only for an exact result that binary64 holds, |x| = exact_abs
-// (round_binary64). A result that overflows also returns false with r untouched (its error
-// needs more than one binary64: the general routine), and the event is filled here: every field
-// as round_pack fills it (make_event, decision_of), the error R - |x| as one binary64 (why exact:
-// below).
+// Traced (Tr::enabled, issue 14): the exact magnitude is also given as two binary64 terms,
+// |x| = exact_hi + exact_lo (round_binary64). A result that overflows also returns false with r
+// untouched (its error is not two binary64 numbers: the general routine), and the event is filled
+// here: every field as round_pack fills it (make_event, decision_of), the error as below.
 template <class F, round_mode Mode, class Tr>
 BF16EMU_CXHD bool round_normalized(bool sign, int lead, std::uint64_t sig, bool sticky, const env &e,
-                                   result<F> &r, Tr &tr, op_kind op, double exact_abs) noexcept {
+                                   result<F> &r, Tr &tr, op_kind op, double exact_hi,
+                                   double exact_lo) noexcept {
   constexpr int M = F::frac_bits;
   static_assert(63 - M >= 33, "the fast rounding needs 32 exact bits below the last kept bit");
   if (lead < F::emin) return false; // tiny: the general routine decides tininess and flushing
@@ -303,16 +303,19 @@ BF16EMU_CXHD bool round_normalized(bool sign, int lead, std::uint64_t sig, bool 
   if constexpr (Tr::enabled) {
     rounding_event ev = make_event<F>(op, Mode, sign, lead, lead - M, c, false,
                                       decision_of(c, inexact != 0, up != 0, Mode), r.value.bits, flags);
-    // The error R - |x|, R = (kept + up) * 2^(lead - M), a number of at most P <= 24 bits, is
-    // exact in binary64 (Sterbenz): R is 2^lead or more (normal, not tiny) and 2^(lead + 1) or
-    // less (at most a carry into the next binade), and 2^lead <= |x| < 2^(lead + 1), so
-    // |x| / 2 <= R <= 2 |x| and R - |x| is computed without rounding (and raises no host flag).
-    // round_pack's error expansion holds this same number, which its compression reports as
-    // err_hi = the number, err_lo = 0; both negated for a negative result, as there.
+    // The error R - exact_hi - exact_lo, R = (kept + up) * 2^(lead - M) (at most P <= 24 bits).
+    // R - exact_hi is exact in binary64 (Sterbenz): R lies in [2^lead, 2^(lead + 1)] (normal,
+    // not tiny; at most a carry into the next binade) and so does exact_hi = fl(exact)
+    // (its callers: TwoSum, or the exact product), so exact_hi / 2 <= R <= 2 exact_hi: no rounding, no host
+    // flag. TwoSum then gives the error as fl(error) + rest, exactly: that is the pair that
+    // round_pack's compressed expansion reports (FastPath.* compare every field, bit for bit);
+    // err_lo is a zero of the result's sign when the rest is zero, and both are negated for a
+    // negative result, as there.
     const double rounded = double(c.kept + up) * pow2(lead - M);
-    const double err = inexact ? rounded - exact_abs : 0.0;
-    ev.err_hi = sign ? -err : err;
-    ev.err_lo = sign ? -0.0 : 0.0;
+    const sum_err err = inexact ? two_sum(rounded - exact_hi, -exact_lo) : sum_err{0.0, 0.0};
+    const double lo = err.err == 0 ? 0.0 : err.err;
+    ev.err_hi = sign ? -err.sum : err.sum;
+    ev.err_lo = sign ? -lo : lo;
     ev.err_exact = true;
     tr(ev);
   }
@@ -322,7 +325,7 @@ template <class F, round_mode Mode>
 BF16EMU_CXHD bool round_normalized(bool sign, int lead, std::uint64_t sig, bool sticky, const env &e,
                                    result<F> &r) noexcept {
   no_trace off;
-  return round_normalized<F, Mode>(sign, lead, sig, sticky, e, r, off, op_kind::add, 0.0);
+  return round_normalized<F, Mode>(sign, lead, sig, sticky, e, r, off, op_kind::add, 0.0, 0.0);
 }
 
 // The same from round_pack's input (a nonzero window sig, exponent exp, tail sign).
@@ -339,18 +342,21 @@ BF16EMU_CXHD bool round_pack_normal(const unrounded &x, const env &e, result<F> 
 // and equals none of them unless the exact result does (then guard, round, sticky and the
 // inexact bit are the exact result's, but not the 32-bit fraction: not for stochastic
 // rounding). A zero or subnormal v returns false (tiny).
-// Traced: v must be the exact result; the event goes to tr (see round_normalized).
+// Traced: the exact result is exact_hi + exact_lo (signed, exact_hi = fl(exact result): v itself
+// unless v is a sum with a stand-in); the event goes to tr (see round_normalized).
 template <class F, round_mode Mode, class Tr>
-BF16EMU_CXHD bool round_binary64(double v, const env &e, result<F> &r, Tr &tr, op_kind op) noexcept {
+BF16EMU_CXHD bool round_binary64(double v, const env &e, result<F> &r, Tr &tr, op_kind op, double exact_hi,
+                                 double exact_lo) noexcept {
   const std::uint64_t b = bit_cast<std::uint64_t>(v);
+  const double to_magnitude = (b >> 63) != 0 ? -1.0 : 1.0; // exact
   return round_normalized<F, Mode>((b >> 63) != 0, int((b >> 52) & 0x7FF) - 1023,
                                    (b << 11) | (std::uint64_t{1} << 63), false, e, r, tr, op,
-                                   bit_cast<double>(b & ~(std::uint64_t{1} << 63)));
+                                   exact_hi * to_magnitude, exact_lo * to_magnitude);
 }
 template <class F, round_mode Mode>
 BF16EMU_CXHD bool round_binary64(double v, const env &e, result<F> &r) noexcept {
   no_trace off;
-  return round_binary64<F, Mode>(v, e, r, off, op_kind::add);
+  return round_binary64<F, Mode>(v, e, r, off, op_kind::add, v, 0.0);
 }
 
 } // namespace bf16emu::detail
