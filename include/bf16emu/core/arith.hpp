@@ -397,25 +397,33 @@ template <round_mode Mode> struct fast_sqrt {
 //  - p below c's round bit by as much as in add (uc - u - 1 > exact_sum_gap): p is replaced
 //    by a stand-in of its sign at exponent uc - exact_sum_gap (see fast_add).
 // Between those, and for stochastic rounding of a replaced term: the 64-bit integer fma.
-// Traced: the same, the event filled by round_binary64 from the exact p + c (TwoSum); where the
-// untraced path takes the integer fma, the general routine.
+// Traced: p + c exactly as TwoSum's hi + lo, rounded from its binary64 round-to-odd (odd_binary64:
+// guard, round, sticky and inexact are the exact sum's, not the 32-bit fraction: a stochastic sum
+// that binary64 does not hold goes to the general routine); round_binary64 fills the event.
 template <round_mode Mode> struct fast_fma {
   static constexpr bool traces = true;
   template <class F, class Tr>
   BF16EMU_CXHD static bool run(fp<F> a, fp<F> b, fp<F> c, const env &e, result<F> &r, Tr &tr) noexcept {
     if ((int(is_normal(a)) & int(is_normal(b)) & int(is_normal(c))) == 0) return false;
+    if constexpr (Tr::enabled) {
+      const sum_err x = two_sum(to_binary64(a) * to_binary64(b), to_binary64(c));
+      if (Mode == round_mode::stochastic && x.err != 0) return false;
+      return round_binary64<F, Mode>(odd_binary64(x), e, r, tr, op_kind::fma, x.sum, x.err);
+    } else {
+      return run_untraced(a, b, c, e, r);
+    }
+  }
+
+  template <class F>
+  BF16EMU_CXHD static bool run_untraced(fp<F> a, fp<F> b, fp<F> c, const env &e, result<F> &r) noexcept {
     constexpr int M = F::frac_bits, B = F::bias, G = exact_sum_gap<F>;
     const int u = a.biased_exp() + b.biased_exp() - 2 * B, uc = c.biased_exp() - B;
     const bool c_below = M >= 3 && (uc < u - 2 * M);
     const bool p_below = (uc - u - 1 > G);
     const bool exact = uc >= u + M - 51 && uc <= u + 51 - 2 * M;
-    const bool via_int =
-        !(exact | c_below | p_below) || (Mode == round_mode::stochastic && (c_below || p_below));
-    if (via_int) {
-      if constexpr (Tr::enabled)
-        return false;
-      else
-        return fast_fma_int<Mode>::run(a, b, c, e, r);
+    if (!(exact | c_below | p_below)) return fast_fma_int<Mode>::run(a, b, c, e, r);
+    if constexpr (Mode == round_mode::stochastic) {
+      if (c_below || p_below) return fast_fma_int<Mode>::run(a, b, c, e, r);
     }
     std::uint64_t pb = bit_cast<std::uint64_t>(to_binary64(a) * to_binary64(b));
     std::uint64_t cb = bit_cast<std::uint64_t>(to_binary64(c));
@@ -427,13 +435,7 @@ template <round_mode Mode> struct fast_fma {
     const std::uint64_t p_stand = (pb & sign64) | (std::uint64_t(uc - G + 1023) << 52);
     cb ^= (cb ^ c_stand) & c_mask;
     pb ^= (pb ^ p_stand) & p_mask;
-    const double sum = bit_cast<double>(pb) + bit_cast<double>(cb);
-    if constexpr (Tr::enabled) {
-      const sum_err exact = two_sum(to_binary64(a) * to_binary64(b), to_binary64(c));
-      return round_binary64<F, Mode>(sum, e, r, tr, op_kind::fma, exact.sum, exact.err);
-    } else {
-      return round_binary64<F, Mode>(sum, e, r);
-    }
+    return round_binary64<F, Mode>(bit_cast<double>(pb) + bit_cast<double>(cb), e, r);
   }
 };
 

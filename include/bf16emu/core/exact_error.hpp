@@ -54,6 +54,19 @@ BF16EMU_CXHD sum_err two_sum(double a, double b) noexcept {
   return {s, (a - av) + (b - bv)};
 }
 
+// The binary64 round-to-odd of an exact sum given as TwoSum's hi + lo: hi when lo is zero or hi's
+// last bit is odd, else hi's neighbour toward lo (the one with the odd last bit; hi != 0 when lo
+// != 0). The exact sum lies strictly between that neighbour and hi, so the round-to-odd value
+// has the exact sum's binade and its bits down to 2 above its last bit, and its last bit is
+// set exactly when a bit below is: any cut 2 or more bits above the last bit (a result of up to
+// 51 bits) sees the exact sum's guard, round, sticky and inexact bits.
+BF16EMU_CXHD double odd_binary64(sum_err x) noexcept {
+  const std::uint64_t hb = bit_cast<std::uint64_t>(x.sum);
+  const bool toward_zero = ((bit_cast<std::uint64_t>(x.err) ^ hb) >> 63) != 0; // lo of the other sign
+  const bool move = x.err != 0 && (hb & 1) == 0;
+  return bit_cast<double>(move ? (toward_zero ? hb - 1 : hb + 1) : hb);
+}
+
 struct expansion {
   double c[6]; // only c[0, n) is read: no zero fill (GCC 12 emits a slow rep stos for it)
   int n = 0;
