@@ -365,13 +365,15 @@ TEST(FastPath, RootConstantEvaluationMatchesRunTime) {
 }
 
 // ---- add, sub, mul, fma, div, sqrt fast paths ----------------------------------------------------
-// Same-format operations try detail::fast_dispatch first (normal operands, normal result, no
-// tracer) and fall back to detail::*_general. Each case runs in all 7 modes under a random
-// environment (tininess, NaN, subnormal and saturation policies, stochastic bits incl. 0 and
-// all ones) and checks: the public operation (what users call) equals the general routine,
-// bits and flags; the fast path called directly, where it answers, equals it too; 1 case in 64
-// also equals the independent oracle (tests/oracle) and the traced call. Formats: fp32 (half
-// the cases), bf16 and fp16 (a quarter each).
+// Same-format operations try detail::fast_dispatch first (normal operands, normal result; with a
+// tracer only add, sub, mul and fma, which fill the event themselves) and fall back to
+// detail::*_general. Each case runs in all 7 modes under a random environment (tininess, NaN,
+// subnormal and saturation policies, stochastic bits incl. 0 and all ones) and checks: the public
+// operation (what users call) equals the general routine, bits and flags; the fast path called
+// directly, where it answers, equals it too; 1 case in 64 also equals the independent oracle
+// (tests/oracle). Every case also runs traced: the public traced call's event equals the general
+// routine's event in every field (doubles bit for bit), and so does the traced fast path's, called
+// directly, where it answers. Formats: fp32 (half the cases), bf16 and fp16 (a quarter each).
 enum class fop { add, sub, mul, fma, div, sqrt };
 
 const char *fop_name(fop o) {

@@ -12,11 +12,16 @@
 #include "bf16emu/core/special.hpp"
 
 // The general routines are kept out of line, so that the fast paths that run first (below)
-// compile to small leaf code with no stack frame of their own.
+// compile to small leaf code with no stack frame of their own. Not `cold`: GCC optimises a cold
+// function for size and inlines nothing into it, so cut, decide, split_u64, expansion::grow
+// became calls (perf) and the traced general path, which every traced div and sqrt takes, went
+// from 62 to 80 ns per add (issue 14's unexplained regression); without it, in one run,
+// BM_f32_div<true> 86-91 -> 55-58 ns and BM_f32_sqrt<true> 103-113 -> 81-87 ns, trace-off
+// unchanged within the noise.
 #if defined(__CUDACC__)
 #define BF16EMU_GENERAL_PATH __noinline__
 #elif defined(__GNUC__)
-#define BF16EMU_GENERAL_PATH __attribute__((noinline, cold))
+#define BF16EMU_GENERAL_PATH __attribute__((noinline))
 #else
 #define BF16EMU_GENERAL_PATH
 #endif
