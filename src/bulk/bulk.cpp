@@ -1026,21 +1026,48 @@ HWY_EXPORT(dot1_even);
 
 namespace {
 
-// The host's float environment is the IEEE default: nearest-even, no flush-to-zero, no
-// denormals-are-zero, every exception masked (MXCSR 0x1F80 apart from the status bits). Other
-// architectures: not checked, so the kernels that need it keep the integer path.
-bool host_float_default() noexcept {
+// The kernels run in the host's default float environment: nearest-even, no flush-to-zero,
+// no denormals-are-zero, every exception masked (MXCSR 0x1F80 apart from the status bits).
+// Several SIMD paths use native fp32 arithmetic (the round-to-odd add/sub/mul/fma, the window
+// kernel's exact sums, dot_n, the subnormal widening), so each public entry reads MXCSR once
+// and, when the caller's differs, sets the default for the call and restores the caller's
+// whole MXCSR (status bits included) on return. Other architectures: the environment is not
+// checked, so the round-to-odd kernels stay off (args::host_fp) and the window kernels run.
+class host_float_scope {
+public:
+  host_float_scope() noexcept {
 #if defined(__SSE2__) || defined(_M_X64)
-  return (_mm_getcsr() & 0xFFC0u) == 0x1F80u;
-#else
-  return false;
+    saved_ = _mm_getcsr();
+    if ((saved_ & 0xFFC0u) != 0x1F80u) {
+      _mm_setcsr(0x1F80u | (saved_ & 0x3Fu));
+      changed_ = true;
+    }
 #endif
-}
+  }
+  ~host_float_scope() {
+#if defined(__SSE2__) || defined(_M_X64)
+    if (changed_) _mm_setcsr(saved_);
+#endif
+  }
+  host_float_scope(const host_float_scope &) = delete;
+  host_float_scope &operator=(const host_float_scope &) = delete;
+  static constexpr bool known_default() noexcept {
+#if defined(__SSE2__) || defined(_M_X64)
+    return true;
+#else
+    return false;
+#endif
+  }
+
+private:
+  unsigned saved_ = 0;
+  bool changed_ = false;
+};
 
 detail::args make_args(const env &e, const random_stream *rng) {
   detail::args a;
   a.e = e;
-  a.host_fp = host_float_default();
+  a.host_fp = host_float_scope::known_default();
   if (rng && e.mode == round_mode::stochastic) {
     a.stream = true;
     a.seed = rng->seed;
@@ -1071,6 +1098,7 @@ template <class Fn> std::uint8_t in_blocks(std::size_t n, const detail::args &a,
 // fp<F> is standard-layout with one member: its array is an array of bit patterns.
 std::uint8_t convert_n(const f32 *in, bf16 *out, std::size_t n, const env &e,
                        const random_stream *rng) noexcept {
+  const host_float_scope scope;
   if (n == 0) return 0;
   return in_blocks(n, make_args(e, rng), [&](std::size_t first, std::size_t count, const detail::args &a) {
     return HWY_DYNAMIC_DISPATCH(f32_to_bf16)(&in[first].bits, &out[first].bits, count, a);
@@ -1078,6 +1106,7 @@ std::uint8_t convert_n(const f32 *in, bf16 *out, std::size_t n, const env &e,
 }
 std::uint8_t convert_n(const f32 *in, tf32 *out, std::size_t n, const env &e,
                        const random_stream *rng) noexcept {
+  const host_float_scope scope;
   if (n == 0) return 0;
   return in_blocks(n, make_args(e, rng), [&](std::size_t first, std::size_t count, const detail::args &a) {
     return HWY_DYNAMIC_DISPATCH(f32_to_tf32)(&in[first].bits, &out[first].bits, count, a);
@@ -1085,6 +1114,7 @@ std::uint8_t convert_n(const f32 *in, tf32 *out, std::size_t n, const env &e,
 }
 std::uint8_t convert_n(const f32 *in, f16 *out, std::size_t n, const env &e,
                        const random_stream *rng) noexcept {
+  const host_float_scope scope;
   if (n == 0) return 0;
   return in_blocks(n, make_args(e, rng), [&](std::size_t first, std::size_t count, const detail::args &a) {
     return HWY_DYNAMIC_DISPATCH(f32_to_f16)(&in[first].bits, &out[first].bits, count, a);
@@ -1092,6 +1122,7 @@ std::uint8_t convert_n(const f32 *in, f16 *out, std::size_t n, const env &e,
 }
 std::uint8_t convert_n(const f32 *in, e4m3 *out, std::size_t n, const env &e,
                        const random_stream *rng) noexcept {
+  const host_float_scope scope;
   if (n == 0) return 0;
   return in_blocks(n, make_args(e, rng), [&](std::size_t first, std::size_t count, const detail::args &a) {
     return HWY_DYNAMIC_DISPATCH(f32_to_e4m3)(&in[first].bits, &out[first].bits, count, a);
@@ -1099,6 +1130,7 @@ std::uint8_t convert_n(const f32 *in, e4m3 *out, std::size_t n, const env &e,
 }
 std::uint8_t convert_n(const f32 *in, e5m2 *out, std::size_t n, const env &e,
                        const random_stream *rng) noexcept {
+  const host_float_scope scope;
   if (n == 0) return 0;
   return in_blocks(n, make_args(e, rng), [&](std::size_t first, std::size_t count, const detail::args &a) {
     return HWY_DYNAMIC_DISPATCH(f32_to_e5m2)(&in[first].bits, &out[first].bits, count, a);
@@ -1106,23 +1138,29 @@ std::uint8_t convert_n(const f32 *in, e5m2 *out, std::size_t n, const env &e,
 }
 
 std::uint8_t convert_n(const bf16 *in, f32 *out, std::size_t n, const env &e) noexcept {
+  const host_float_scope scope;
   return n == 0 ? 0 : HWY_DYNAMIC_DISPATCH(bf16_to_f32)(&in[0].bits, &out[0].bits, n, e);
 }
 std::uint8_t convert_n(const tf32 *in, f32 *out, std::size_t n, const env &e) noexcept {
+  const host_float_scope scope;
   return n == 0 ? 0 : HWY_DYNAMIC_DISPATCH(tf32_to_f32)(&in[0].bits, &out[0].bits, n, e);
 }
 std::uint8_t convert_n(const f16 *in, f32 *out, std::size_t n, const env &e) noexcept {
+  const host_float_scope scope;
   return n == 0 ? 0 : HWY_DYNAMIC_DISPATCH(f16_to_f32)(&in[0].bits, &out[0].bits, n, e);
 }
 std::uint8_t convert_n(const e4m3 *in, f32 *out, std::size_t n, const env &e) noexcept {
+  const host_float_scope scope;
   return n == 0 ? 0 : HWY_DYNAMIC_DISPATCH(e4m3_to_f32)(&in[0].bits, &out[0].bits, n, e);
 }
 std::uint8_t convert_n(const e5m2 *in, f32 *out, std::size_t n, const env &e) noexcept {
+  const host_float_scope scope;
   return n == 0 ? 0 : HWY_DYNAMIC_DISPATCH(e5m2_to_f32)(&in[0].bits, &out[0].bits, n, e);
 }
 
 std::uint8_t add_n(const bf16 *a, const bf16 *b, bf16 *out, std::size_t n, const env &e,
                    const random_stream *rng) noexcept {
+  const host_float_scope scope;
   if (n == 0) return 0;
   return in_blocks(n, make_args(e, rng), [&](std::size_t first, std::size_t count, const detail::args &x) {
     return HWY_DYNAMIC_DISPATCH(bf16_add)(&a[first].bits, &b[first].bits, &out[first].bits, count, x);
@@ -1130,6 +1168,7 @@ std::uint8_t add_n(const bf16 *a, const bf16 *b, bf16 *out, std::size_t n, const
 }
 std::uint8_t sub_n(const bf16 *a, const bf16 *b, bf16 *out, std::size_t n, const env &e,
                    const random_stream *rng) noexcept {
+  const host_float_scope scope;
   if (n == 0) return 0;
   return in_blocks(n, make_args(e, rng), [&](std::size_t first, std::size_t count, const detail::args &x) {
     return HWY_DYNAMIC_DISPATCH(bf16_sub)(&a[first].bits, &b[first].bits, &out[first].bits, count, x);
@@ -1137,6 +1176,7 @@ std::uint8_t sub_n(const bf16 *a, const bf16 *b, bf16 *out, std::size_t n, const
 }
 std::uint8_t mul_n(const bf16 *a, const bf16 *b, bf16 *out, std::size_t n, const env &e,
                    const random_stream *rng) noexcept {
+  const host_float_scope scope;
   if (n == 0) return 0;
   return in_blocks(n, make_args(e, rng), [&](std::size_t first, std::size_t count, const detail::args &x) {
     return HWY_DYNAMIC_DISPATCH(bf16_mul)(&a[first].bits, &b[first].bits, &out[first].bits, count, x);
@@ -1144,6 +1184,7 @@ std::uint8_t mul_n(const bf16 *a, const bf16 *b, bf16 *out, std::size_t n, const
 }
 std::uint8_t fma_n(const bf16 *a, const bf16 *b, const bf16 *c, bf16 *out, std::size_t n, const env &e,
                    const random_stream *rng) noexcept {
+  const host_float_scope scope;
   if (n == 0) return 0;
   return in_blocks(n, make_args(e, rng), [&](std::size_t first, std::size_t count, const detail::args &x) {
     return HWY_DYNAMIC_DISPATCH(bf16_fma)(&a[first].bits, &b[first].bits, &c[first].bits, &out[first].bits,
@@ -1153,6 +1194,7 @@ std::uint8_t fma_n(const bf16 *a, const bf16 *b, const bf16 *c, bf16 *out, std::
 
 result<binary32> dot_n(const bf16 *a, const bf16 *b, std::size_t n, f32 init, dot_order order, const env &e,
                        const random_stream *rng) noexcept {
+  const host_float_scope scope;
   const detail::args args = make_args(e, rng);
   std::uint8_t flags = 0;
   if (order == dot_order::sequential) {
