@@ -608,6 +608,52 @@ std::uint8_t e4m3_to_f32(const std::uint8_t *in, std::uint32_t *out, std::size_t
 // bit). Scalar lanes: a subnormal operand of mul (or of add/sub when inputs are read as zero:
 // those, zeros, Inf and NaN operands of add/sub are settled by the special-operand block); a
 // sum or product that is zero or below 2^-126 (tiny).
+// Special operands of add/sub settled in vector form, as add_impl and special.hpp decide them:
+// a NaN operand (the first NaN, by policy; invalid for a signaling one), an infinity
+// (Inf - Inf: the default NaN, invalid), a zero with a zero or normal other operand (the
+// zero-sum sign rule; x + 0 = x, exact). fa, fb: the widened operands (fb negated for sub),
+// b16: b as stored (a NaN's payload); res and ok are updated for those lanes.
+template <rm Mode, class V, class V16, class M>
+HWY_INLINE void add_specials(V fa, V fb, V16 b16, bool daz, bool nan_ieee, V default_nan, V &acc_invalid,
+                             V &res, M &ok) {
+  const hn::DFromV<V> d;
+  const auto abs = hn::Set(d, 0x7FFFFFFFu);
+  const auto one = hn::Set(d, 1u);
+  const auto min_normal = hn::Set(d, 0x00800000u);
+  const auto normal_span = hn::Set(d, 0x7F000000u);
+  const auto ma = hn::And(fa, abs), mb = hn::And(fb, abs);
+  const auto neg_lanes = [](V x, V y) { return hn::ShiftRight<31>(hn::Xor(x, y)); };
+  const auto inf = hn::Set(d, 0x7F800000u);
+  const auto nan_a = hn::Gt(ma, inf), nan_b = hn::Gt(mb, inf);
+  const auto inf_a = hn::Eq(ma, inf), inf_b = hn::Eq(mb, inf);
+  const auto zero_a = daz ? hn::Lt(ma, min_normal) : hn::Eq(ma, hn::Zero(d));
+  const auto zero_b = daz ? hn::Lt(mb, min_normal) : hn::Eq(mb, hn::Zero(d));
+  const auto normal_a = hn::Lt(hn::Sub(ma, min_normal), normal_span);
+  const auto normal_b = hn::Lt(hn::Sub(mb, min_normal), normal_span);
+  const auto quiet = hn::Set(d, 0x00400000u);
+  acc_invalid = hn::Or(acc_invalid, hn::VecFromMask(d, hn::Or(hn::AndNot(hn::TestBit(fa, quiet), nan_a),
+                                                              hn::AndNot(hn::TestBit(fb, quiet), nan_b))));
+  const auto fb_orig = hn::ShiftLeft<16>(hn::PromoteTo(d, b16));
+  const auto nan_res = nan_ieee
+                           ? hn::Or(hn::ShiftRight<16>(hn::IfThenElse(nan_a, fa, fb_orig)), hn::Set(d, 0x40u))
+                           : default_nan;
+  const auto opposite = hn::Eq(neg_lanes(fa, fb), one);
+  const auto inf_inf = hn::And(hn::And(inf_a, inf_b), opposite);
+  acc_invalid = hn::Or(acc_invalid, hn::VecFromMask(d, hn::AndNot(hn::Or(nan_a, nan_b), inf_inf)));
+  const auto inf_res =
+      hn::IfThenElse(inf_inf, default_nan, hn::ShiftRight<16>(hn::IfThenElse(inf_a, fa, fb)));
+  // Both zero: the common sign, or (opposite signs) -0 only when rounding downward.
+  const auto zero_sign = hn::IfThenElse(opposite, hn::Set(d, Mode == rm::downward ? 0x8000u : 0u),
+                                        hn::ShiftRight<16>(hn::And(fa, hn::Set(d, 0x80000000u))));
+  const auto zero_res = hn::IfThenElse(zero_a, hn::IfThenElse(zero_b, zero_sign, hn::ShiftRight<16>(fb)),
+                                       hn::ShiftRight<16>(fa));
+  const auto any_nan = hn::Or(nan_a, nan_b), any_inf = hn::Or(inf_a, inf_b);
+  const auto zero_ok = hn::Or(hn::And(zero_a, hn::Or(zero_b, normal_b)), hn::And(zero_b, normal_a));
+  res = hn::IfThenElse(any_nan, nan_res,
+                       hn::IfThenElse(any_inf, inf_res, hn::IfThenElse(zero_ok, zero_res, res)));
+  ok = hn::Or(ok, hn::Or(any_nan, hn::Or(any_inf, zero_ok)));
+}
+
 enum class bop { add, sub, mul, fma };
 
 template <bop Op, rm Mode>
@@ -723,40 +769,7 @@ std::uint8_t bf16_arith(const std::uint16_t *pa, const std::uint16_t *pb, std::u
     acc_over = hn::Or(acc_over, hn::VecFromMask(d, hn::And(ok, over)));
     if (HWY_UNLIKELY(!hn::AllTrue(d, ok))) {
       if constexpr (Op != bop::mul) {
-        // Special operands settled in vector form, as add_impl and special.hpp decide them:
-        // a NaN operand (the first NaN, by policy; invalid for a signaling one), an
-        // infinity (Inf - Inf: the default NaN, invalid), a zero with a zero or normal
-        // other operand (the zero-sum sign rule; x + 0 = x, exact).
-        const auto inf = hn::Set(d, 0x7F800000u);
-        const auto nan_a = hn::Gt(ma, inf), nan_b = hn::Gt(mb, inf);
-        const auto inf_a = hn::Eq(ma, inf), inf_b = hn::Eq(mb, inf);
-        const auto zero_a = daz ? hn::Lt(ma, min_normal) : hn::Eq(ma, hn::Zero(d));
-        const auto zero_b = daz ? hn::Lt(mb, min_normal) : hn::Eq(mb, hn::Zero(d));
-        const auto normal_a = hn::Lt(hn::Sub(ma, min_normal), normal_span);
-        const auto normal_b = hn::Lt(hn::Sub(mb, min_normal), normal_span);
-        const auto quiet = hn::Set(d, 0x00400000u);
-        acc_invalid =
-            hn::Or(acc_invalid, hn::VecFromMask(d, hn::Or(hn::AndNot(hn::TestBit(fa, quiet), nan_a),
-                                                          hn::AndNot(hn::TestBit(fb, quiet), nan_b))));
-        const auto fb_orig = hn::ShiftLeft<16>(hn::PromoteTo(d, b16));
-        const auto nan_res =
-            nan_ieee ? hn::Or(hn::ShiftRight<16>(hn::IfThenElse(nan_a, fa, fb_orig)), hn::Set(d, 0x40u))
-                     : default_nan;
-        const auto opposite = hn::Eq(neg_lanes(fa, fb), one);
-        const auto inf_inf = hn::And(hn::And(inf_a, inf_b), opposite);
-        acc_invalid = hn::Or(acc_invalid, hn::VecFromMask(d, hn::AndNot(hn::Or(nan_a, nan_b), inf_inf)));
-        const auto inf_res =
-            hn::IfThenElse(inf_inf, default_nan, hn::ShiftRight<16>(hn::IfThenElse(inf_a, fa, fb)));
-        // Both zero: the common sign, or (opposite signs) -0 only when rounding downward.
-        const auto zero_sign = hn::IfThenElse(opposite, hn::Set(d, Mode == rm::downward ? 0x8000u : 0u),
-                                              hn::ShiftRight<16>(hn::And(fa, hn::Set(d, 0x80000000u))));
-        const auto zero_res = hn::IfThenElse(
-            zero_a, hn::IfThenElse(zero_b, zero_sign, hn::ShiftRight<16>(fb)), hn::ShiftRight<16>(fa));
-        const auto any_nan = hn::Or(nan_a, nan_b), any_inf = hn::Or(inf_a, inf_b);
-        const auto zero_ok = hn::Or(hn::And(zero_a, hn::Or(zero_b, normal_b)), hn::And(zero_b, normal_a));
-        res = hn::IfThenElse(any_nan, nan_res,
-                             hn::IfThenElse(any_inf, inf_res, hn::IfThenElse(zero_ok, zero_res, res)));
-        ok = hn::Or(ok, hn::Or(any_nan, hn::Or(any_inf, zero_ok)));
+        add_specials<Mode>(fa, fb, b16, daz, nan_ieee, default_nan, acc_invalid, res, ok);
       }
     }
     if (HWY_UNLIKELY(!hn::AllTrue(d, ok))) {
@@ -826,16 +839,25 @@ std::uint8_t bf16_odd(const std::uint16_t *pa, const std::uint16_t *pb, const st
     return hn::ShiftLeft<16>(hn::PromoteTo(d, hn::LoadU(d16, p)));
   };
   const auto f = [&](auto v) { return hn::BitCast(df, v); };
+  const bool nan_ieee = a.e.nan == nan_policy::ieee;
+  const auto default_nan =
+      hn::Set(d, std::uint32_t(bf16emu::detail::default_nan<bfloat16>(a.e, 0).value.bits));
+  const auto inf = hn::Set(d, 0x7F800000u);
+  auto acc_invalid = hn::Zero(d);
   std::size_t i = 0;
   for (; i + N <= n; i += N) {
     const auto fa = widen(pa + i);
     auto fb = widen(pb + i);
     if constexpr (Op == bop::sub) fb = hn::Xor(fb, hn::Set(d, 0x80000000u));
     hn::Vec<decltype(d)> s;
-    hn::Mask<decltype(d)> ok;
+    hn::Mask<decltype(d)> ok, over = hn::FirstN(d, 0);
     if constexpr (Op == bop::mul) {
       s = hn::BitCast(d, hn::Mul(f(fa), f(fb)));
       ok = normal(s);
+      // An Inf product of finite operands: the exact product is at least 2^128, an overflow in
+      // every mode (the overflow result by narrow_lanes' saturation rule).
+      over = hn::And(hn::Eq(hn::And(s, abs), inf),
+                     hn::And(hn::Lt(hn::And(fa, abs), inf), hn::Lt(hn::And(fb, abs), inf)));
     } else {
       hn::Vec<decltype(d)> x = fa, y = fb;
       if constexpr (Op == bop::fma) {
@@ -861,9 +883,19 @@ std::uint8_t bf16_odd(const std::uint16_t *pa, const std::uint16_t *pb, const st
       ok = hn::AndNot(sub_in, ok);
     }
     const bool all = hn::AllTrue(d, ok);
+    const auto sneg = hn::RebindMask(d, hn::Lt(hn::BitCast(di, s), hn::Zero(di)));
     if (HWY_UNLIKELY(!all)) s = hn::IfThenElse(ok, s, hn::Set(d, 0x3F800000u)); // 1.0: exact, no flag
     auto r = nl.round(s, [](std::size_t, std::uint32_t &) { return std::uint8_t(0); });
     if (HWY_UNLIKELY(!all)) {
+      if constexpr (Op == bop::mul) {
+        r = hn::IfThenElse(over, hn::IfThenElse(sneg, hn::Set(d, nl.sat_neg), hn::Set(d, nl.sat_pos)), r);
+        nl.acc_over = hn::Or(nl.acc_over, hn::VecFromMask(d, over));
+        ok = hn::Or(ok, over);
+      } else if constexpr (Op != bop::fma) {
+        add_specials<Mode>(fa, fb, hn::LoadU(d16, pb + i), daz, nan_ieee, default_nan, acc_invalid, r, ok);
+      }
+    }
+    if (HWY_UNLIKELY(!hn::AllTrue(d, ok))) {
       HWY_ALIGN std::uint32_t tr[hn::MaxLanes(d)], tok[hn::MaxLanes(d)];
       hn::Store(r, d, tr);
       hn::Store(hn::VecFromMask(d, ok), d, tok);
@@ -881,6 +913,7 @@ std::uint8_t bf16_odd(const std::uint16_t *pa, const std::uint16_t *pb, const st
     hn::StoreU(hn::DemoteTo(d16, hn::BitCast(di, r)), d16, out + i);
   }
   std::uint8_t flags = nl.finish();
+  if (!hn::AllTrue(d, hn::Eq(acc_invalid, hn::Zero(d)))) flags |= flag::invalid;
   for (; i < n; ++i) {
     const result<bfloat16> sr = detail::scalar_arith(detail::arith_op(Op), pa[i], pb[i], a, i,
                                                      Op == bop::fma ? pc[i] : std::uint16_t(0));
