@@ -175,8 +175,10 @@ template <op Op> void BM_bulk_bf16_normal(benchmark::State &state) {
     std::uint8_t f = 0;
     if constexpr (Op == op::add)
       f = bk::add_n(a.data(), b.data(), out.data(), kN, e, &kStream);
-    else
+    else if constexpr (Op == op::mul)
       f = bk::mul_n(a.data(), b.data(), out.data(), kN, e, &kStream);
+    else
+      f = bk::fma_n(a.data(), b.data(), a.data(), out.data(), kN, e, &kStream);
     benchmark::DoNotOptimize(f);
     benchmark::ClobberMemory();
   }
@@ -184,6 +186,7 @@ template <op Op> void BM_bulk_bf16_normal(benchmark::State &state) {
 }
 BENCHMARK(BM_bulk_bf16_normal<op::add>)->Arg(0)->Arg(6);
 BENCHMARK(BM_bulk_bf16_normal<op::mul>)->Arg(0)->Arg(6);
+BENCHMARK(BM_bulk_bf16_normal<op::fma>)->Arg(0);
 
 // Dot products of random normal values (|x| in [2^-4, 2^4)), sequential and blocked16.
 void BM_bulk_dot(benchmark::State &state) {

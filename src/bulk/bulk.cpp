@@ -8,6 +8,9 @@
 #include <hwy/highway.h>
 
 #include <algorithm>
+#if defined(__SSE2__) || defined(_M_X64)
+#include <xmmintrin.h> // _mm_getcsr
+#endif
 
 #include "bf16emu/core/bulk.hpp"
 #include "bulk/bulk.hpp"
@@ -21,6 +24,9 @@ namespace bf16emu::bulk::detail {
 struct args {
   env e;
   bool stream = false; // stochastic with a random_stream: random = counter_random(seed, offset + i)
+  // The host's float arithmetic is IEEE default (nearest-even, no FTZ/DAZ, exceptions masked),
+  // read once per call: the round-to-odd kernels use native fp32 add and mul only then.
+  bool host_fp = false;
   std::uint64_t seed = 0, offset = 0;
 };
 
@@ -36,14 +42,15 @@ inline result<Out> scalar_convert(std::uint32_t x, const args &a, std::size_t i)
   return convert<Out>(f32{x}, element_env(a, i));
 }
 
-enum class arith_op : std::uint8_t { add, sub, mul };
+enum class arith_op : std::uint8_t { add, sub, mul, fma };
 inline result<bfloat16> scalar_arith(arith_op op, std::uint16_t x, std::uint16_t y, const args &a,
-                                     std::size_t i) noexcept {
+                                     std::size_t i, std::uint16_t z = 0) noexcept {
   const env e = element_env(a, i);
   switch (op) {
   case arith_op::add: return add(bf16{x}, bf16{y}, e);
   case arith_op::sub: return sub(bf16{x}, bf16{y}, e);
-  default: return mul(bf16{x}, bf16{y}, e);
+  case arith_op::mul: return mul(bf16{x}, bf16{y}, e);
+  default: return fma(bf16{x}, bf16{y}, bf16{z}, e);
   }
 }
 
@@ -127,60 +134,54 @@ std::uint8_t narrow_tail(const std::uint32_t *in, typename Out::storage *out, st
 // scalar core: subnormal inputs under flush_outputs, and inexact subnormal inputs under
 // after-rounding tininess until one of them has raised underflow (from then on such a lane
 // cannot add a flag: its result is the vector's, its flags underflow | inexact).
-template <class Out, rm Mode>
-std::uint8_t narrow_same_range(const std::uint32_t *HWY_RESTRICT in, typename Out::storage *HWY_RESTRICT out,
-                               std::size_t n, const args &a) {
-  using S = typename Out::storage;
-  constexpr int sh = binary32::frac_bits - Out::frac_bits;
-  constexpr std::uint32_t low = (1u << sh) - 1, half = 1u << (sh - 1);
-  const hn::ScalableTag<std::uint32_t> d;
-  const hn::RebindToSigned<decltype(d)> di;
-  const std::size_t N = hn::Lanes(d);
-  const env &e = a.e;
-  const std::uint32_t sat_pos =
-      std::uint32_t(bf16emu::detail::overflow_to_inf(false, e) ? Out::inf_bits : Out::max_finite_bits);
-  const std::uint32_t sat_neg =
-      std::uint32_t(Out::sign_mask) |
-      std::uint32_t(bf16emu::detail::overflow_to_inf(true, e) ? Out::inf_bits : Out::max_finite_bits);
-  const std::uint32_t nan_const = std::uint32_t(bf16emu::detail::default_nan<Out>(e, 0).value.bits);
-  const bool nan_ieee = e.nan == nan_policy::ieee;
-  const unsigned subn = static_cast<unsigned>(e.subnormal);
-  const bool daz = (subn & static_cast<unsigned>(subnormals::inputs_as_zero)) != 0;
-  const bool ftz_only = !daz && (subn & static_cast<unsigned>(subnormals::flush_outputs)) != 0;
-  const bool tiny_before = e.tiny == tininess::before_rounding;
-  std::uint8_t flags = 0;
-
-  const auto abs = hn::Set(d, 0x7FFFFFFFu);
-  const auto lowv = hn::Set(d, low);
-  const auto inf32 = hn::Set(d, 0x7F800000u);
-  const auto one = hn::Set(d, 1u);
-  auto acc_inexact = hn::Zero(d), acc_over = hn::Zero(d), acc_snan = hn::Zero(d), acc_under = hn::Zero(d);
-  HWY_ALIGN std::uint32_t tmp_r[hn::MaxLanes(d)];
+template <class Out, rm Mode> struct narrow_lanes {
+  using D = hn::ScalableTag<std::uint32_t>;
+  using DI = hn::RebindToSigned<D>;
+  using V = hn::Vec<D>;
+  static constexpr int sh = binary32::frac_bits - Out::frac_bits;
+  static constexpr std::uint32_t low = (1u << sh) - 1, half = 1u << (sh - 1);
   // Lanes with 2^-126 <= |x| < max_finite + half an ulp of Out rounded down to Out's grid.
-  constexpr std::uint32_t edge = std::uint32_t(Out::max_finite_bits) << sh;
-  const auto fast_bias = hn::Set(d, 0x80000000u - 0x00800000u);
-  const auto fast_limit = hn::Set(di, std::int32_t(edge + 0x80000000u - 0x00800000u));
-  auto acc_fast = hn::Zero(d);
-  const auto store = [&](auto v, std::size_t at) {
-    if constexpr (sizeof(S) == 2) {
-      const hn::Rebind<std::uint16_t, decltype(d)> d16;
-      hn::StoreU(hn::DemoteTo(d16, hn::BitCast(di, v)), d16, out + at);
-    } else {
-      hn::StoreU(v, d, out + at);
-    }
-  };
-  random_lanes<decltype(d)> rnd(d, a);
-  const auto fixed_random = hn::Set(d, e.random);
-  std::size_t i = 0;
-  for (; i + N <= n; i += N) {
-    const auto x = hn::LoadU(d, in + i);
+  static constexpr std::uint32_t edge = std::uint32_t(Out::max_finite_bits) << sh;
+  D d;
+  DI di;
+  const args &a;
+  std::uint32_t sat_pos, sat_neg, nan_const;
+  bool nan_ieee, daz, ftz_only, tiny_before;
+  std::uint8_t flags = 0;
+  V acc_inexact, acc_over, acc_snan, acc_under, acc_fast;
+  random_lanes<D> rnd;
+  V fixed_random;
+
+  explicit narrow_lanes(const args &args_)
+      : a(args_), acc_inexact(hn::Zero(d)), acc_over(hn::Zero(d)), acc_snan(hn::Zero(d)),
+        acc_under(hn::Zero(d)), acc_fast(hn::Zero(d)), rnd(d, args_),
+        fixed_random(hn::Set(d, args_.e.random)) {
+    const env &e = a.e;
+    sat_pos =
+        std::uint32_t(bf16emu::detail::overflow_to_inf(false, e) ? Out::inf_bits : Out::max_finite_bits);
+    sat_neg = std::uint32_t(Out::sign_mask) |
+              std::uint32_t(bf16emu::detail::overflow_to_inf(true, e) ? Out::inf_bits : Out::max_finite_bits);
+    nan_const = std::uint32_t(bf16emu::detail::default_nan<Out>(e, 0).value.bits);
+    nan_ieee = e.nan == nan_policy::ieee;
+    const unsigned subn = static_cast<unsigned>(e.subnormal);
+    daz = (subn & static_cast<unsigned>(subnormals::inputs_as_zero)) != 0;
+    ftz_only = !daz && (subn & static_cast<unsigned>(subnormals::flush_outputs)) != 0;
+    tiny_before = e.tiny == tininess::before_rounding;
+  }
+
+  // The rounded lanes of x (Out's bits in the low lanes' bits), for elements i .. i + N - 1.
+  // Lanes the scalar core must redo call scalar(j, tmp_r[j]) (an element this vector holds).
+  template <class Scalar> HWY_INLINE V round(V x, Scalar &&scalar) {
+    const auto abs = hn::Set(d, 0x7FFFFFFFu);
+    const auto lowv = hn::Set(d, low);
+    const auto one = hn::Set(d, 1u);
     const auto mag = hn::And(x, abs);
     const auto lowbits = hn::And(x, lowv);
-    hn::Vec<decltype(d)> r;
+    V r;
     if constexpr (Mode == rm::to_odd) {
       r = hn::Or(hn::ShiftRight<sh>(x), hn::ShiftRight<sh>(hn::Add(lowbits, lowv)));
     } else {
-      hn::Vec<decltype(d)> inc;
+      V inc;
       const auto negm = hn::BitCast(d, hn::BroadcastSignBit(hn::BitCast(di, x)));
       if constexpr (Mode == rm::nearest_even)
         inc = hn::Add(hn::Set(d, half - 1), hn::And(hn::ShiftRight<sh>(x), one));
@@ -199,12 +200,14 @@ std::uint8_t narrow_same_range(const std::uint32_t *HWY_RESTRICT in, typename Ou
     // Fast vector: every lane normal and below `edge` (max_finite of Out, shifted to fp32), so
     // r cannot overflow and the only flag is inexact. One signed compare: mag + 2^31 - 2^23
     // lies in [INT32_MIN, edge + 2^31 - 2^23) exactly for those lanes.
+    const auto fast_bias = hn::Set(d, 0x80000000u - 0x00800000u);
+    const auto fast_limit = hn::Set(di, std::int32_t(edge + 0x80000000u - 0x00800000u));
     if (HWY_LIKELY(hn::AllTrue(di, hn::Lt(hn::BitCast(di, hn::Add(mag, fast_bias)), fast_limit)))) {
       acc_fast = hn::Or(acc_fast, x);
-      store(r, i);
-      continue;
+      return r;
     }
     // Classes (mag < 2^31, so signed compares are exact).
+    const auto inf32 = hn::Set(d, 0x7F800000u);
     const auto magi = hn::BitCast(di, mag);
     const auto nan = hn::RebindMask(d, hn::Gt(magi, hn::BitCast(di, inf32)));
     const auto finite = hn::RebindMask(d, hn::Lt(magi, hn::BitCast(di, inf32)));
@@ -233,27 +236,53 @@ std::uint8_t narrow_same_range(const std::uint32_t *HWY_RESTRICT in, typename Ou
     }
     acc_inexact = hn::Or(acc_inexact, settled_low);
     if (HWY_UNLIKELY(!hn::AllFalse(d, need))) {
+      HWY_ALIGN std::uint32_t tmp_r[hn::MaxLanes(D())], tmp_need[hn::MaxLanes(D())];
       hn::Store(r, d, tmp_r);
-      HWY_ALIGN std::uint32_t tmp_need[hn::MaxLanes(d)];
       hn::Store(hn::VecFromMask(d, need), d, tmp_need);
-      for (std::size_t j = 0; j < N; ++j) {
-        if (!tmp_need[j]) continue;
-        const result<Out> s = detail::scalar_convert<Out>(in[i + j], a, i + j);
-        tmp_r[j] = s.value.bits;
-        flags |= s.flags;
-      }
+      for (std::size_t j = 0; j < hn::Lanes(d); ++j)
+        if (tmp_need[j]) flags |= scalar(j, tmp_r[j]);
       r = hn::Load(d, tmp_r);
     }
-    store(r, i);
+    return r;
   }
-  const auto any = [&](auto v, std::uint32_t bits) {
-    return !hn::AllTrue(d, hn::Eq(hn::And(v, hn::Set(d, bits)), hn::Zero(d)));
-  };
-  if (any(acc_inexact, low) || any(acc_fast, low)) flags |= flag::inexact;
-  if (any(acc_over, 1u)) flags |= flag::overflow | flag::inexact;
-  if (any(acc_snan, 0x00400000u)) flags |= flag::invalid;
-  if (any(acc_under, low)) flags |= flag::underflow | flag::inexact;
-  return flags | narrow_tail<Out>(in, out, i, n, a);
+
+  // The flags of every lane rounded so far (and of the scalar lanes).
+  std::uint8_t finish() const {
+    const auto any = [&](V v, std::uint32_t bits) {
+      return !hn::AllTrue(d, hn::Eq(hn::And(v, hn::Set(d, bits)), hn::Zero(d)));
+    };
+    std::uint8_t f = flags;
+    if (any(acc_inexact, low) || any(acc_fast, low)) f |= flag::inexact;
+    if (any(acc_over, 1u)) f |= flag::overflow | flag::inexact;
+    if (any(acc_snan, 0x00400000u)) f |= flag::invalid;
+    if (any(acc_under, low)) f |= flag::underflow | flag::inexact;
+    return f;
+  }
+};
+
+template <class Out, rm Mode>
+std::uint8_t narrow_same_range(const std::uint32_t *HWY_RESTRICT in, typename Out::storage *HWY_RESTRICT out,
+                               std::size_t n, const args &a) {
+  using S = typename Out::storage;
+  narrow_lanes<Out, Mode> nl(a);
+  const auto d = nl.d;
+  const auto di = nl.di;
+  const std::size_t N = hn::Lanes(d);
+  std::size_t i = 0;
+  for (; i + N <= n; i += N) {
+    const auto r = nl.round(hn::LoadU(d, in + i), [&](std::size_t j, std::uint32_t &res) {
+      const result<Out> s = detail::scalar_convert<Out>(in[i + j], a, i + j);
+      res = s.value.bits;
+      return s.flags;
+    });
+    if constexpr (sizeof(S) == 2) {
+      const hn::Rebind<std::uint16_t, decltype(d)> d16;
+      hn::StoreU(hn::DemoteTo(d16, hn::BitCast(di, r)), d16, out + i);
+    } else {
+      hn::StoreU(r, d, out + i);
+    }
+  }
+  return nl.finish() | narrow_tail<Out>(in, out, i, n, a);
 }
 
 // The elements i .. n-1 left after the whole vectors of a widening: the scalar core.
@@ -579,7 +608,53 @@ std::uint8_t e4m3_to_f32(const std::uint8_t *in, std::uint32_t *out, std::size_t
 // bit). Scalar lanes: a subnormal operand of mul (or of add/sub when inputs are read as zero:
 // those, zeros, Inf and NaN operands of add/sub are settled by the special-operand block); a
 // sum or product that is zero or below 2^-126 (tiny).
-enum class bop { add, sub, mul };
+// Special operands of add/sub settled in vector form, as add_impl and special.hpp decide them:
+// a NaN operand (the first NaN, by policy; invalid for a signaling one), an infinity
+// (Inf - Inf: the default NaN, invalid), a zero with a zero or normal other operand (the
+// zero-sum sign rule; x + 0 = x, exact). fa, fb: the widened operands (fb negated for sub),
+// b16: b as stored (a NaN's payload); res and ok are updated for those lanes.
+template <rm Mode, class V, class V16, class M>
+HWY_INLINE void add_specials(V fa, V fb, V16 b16, bool daz, bool nan_ieee, V default_nan, V &acc_invalid,
+                             V &res, M &ok) {
+  const hn::DFromV<V> d;
+  const auto abs = hn::Set(d, 0x7FFFFFFFu);
+  const auto one = hn::Set(d, 1u);
+  const auto min_normal = hn::Set(d, 0x00800000u);
+  const auto normal_span = hn::Set(d, 0x7F000000u);
+  const auto ma = hn::And(fa, abs), mb = hn::And(fb, abs);
+  const auto neg_lanes = [](V x, V y) { return hn::ShiftRight<31>(hn::Xor(x, y)); };
+  const auto inf = hn::Set(d, 0x7F800000u);
+  const auto nan_a = hn::Gt(ma, inf), nan_b = hn::Gt(mb, inf);
+  const auto inf_a = hn::Eq(ma, inf), inf_b = hn::Eq(mb, inf);
+  const auto zero_a = daz ? hn::Lt(ma, min_normal) : hn::Eq(ma, hn::Zero(d));
+  const auto zero_b = daz ? hn::Lt(mb, min_normal) : hn::Eq(mb, hn::Zero(d));
+  const auto normal_a = hn::Lt(hn::Sub(ma, min_normal), normal_span);
+  const auto normal_b = hn::Lt(hn::Sub(mb, min_normal), normal_span);
+  const auto quiet = hn::Set(d, 0x00400000u);
+  acc_invalid = hn::Or(acc_invalid, hn::VecFromMask(d, hn::Or(hn::AndNot(hn::TestBit(fa, quiet), nan_a),
+                                                              hn::AndNot(hn::TestBit(fb, quiet), nan_b))));
+  const auto fb_orig = hn::ShiftLeft<16>(hn::PromoteTo(d, b16));
+  const auto nan_res = nan_ieee
+                           ? hn::Or(hn::ShiftRight<16>(hn::IfThenElse(nan_a, fa, fb_orig)), hn::Set(d, 0x40u))
+                           : default_nan;
+  const auto opposite = hn::Eq(neg_lanes(fa, fb), one);
+  const auto inf_inf = hn::And(hn::And(inf_a, inf_b), opposite);
+  acc_invalid = hn::Or(acc_invalid, hn::VecFromMask(d, hn::AndNot(hn::Or(nan_a, nan_b), inf_inf)));
+  const auto inf_res =
+      hn::IfThenElse(inf_inf, default_nan, hn::ShiftRight<16>(hn::IfThenElse(inf_a, fa, fb)));
+  // Both zero: the common sign, or (opposite signs) -0 only when rounding downward.
+  const auto zero_sign = hn::IfThenElse(opposite, hn::Set(d, Mode == rm::downward ? 0x8000u : 0u),
+                                        hn::ShiftRight<16>(hn::And(fa, hn::Set(d, 0x80000000u))));
+  const auto zero_res = hn::IfThenElse(zero_a, hn::IfThenElse(zero_b, zero_sign, hn::ShiftRight<16>(fb)),
+                                       hn::ShiftRight<16>(fa));
+  const auto any_nan = hn::Or(nan_a, nan_b), any_inf = hn::Or(inf_a, inf_b);
+  const auto zero_ok = hn::Or(hn::And(zero_a, hn::Or(zero_b, normal_b)), hn::And(zero_b, normal_a));
+  res = hn::IfThenElse(any_nan, nan_res,
+                       hn::IfThenElse(any_inf, inf_res, hn::IfThenElse(zero_ok, zero_res, res)));
+  ok = hn::Or(ok, hn::Or(any_nan, hn::Or(any_inf, zero_ok)));
+}
+
+enum class bop { add, sub, mul, fma };
 
 template <bop Op, rm Mode>
 std::uint8_t bf16_arith(const std::uint16_t *pa, const std::uint16_t *pb, std::uint16_t *out, std::size_t n,
@@ -694,40 +769,7 @@ std::uint8_t bf16_arith(const std::uint16_t *pa, const std::uint16_t *pb, std::u
     acc_over = hn::Or(acc_over, hn::VecFromMask(d, hn::And(ok, over)));
     if (HWY_UNLIKELY(!hn::AllTrue(d, ok))) {
       if constexpr (Op != bop::mul) {
-        // Special operands settled in vector form, as add_impl and special.hpp decide them:
-        // a NaN operand (the first NaN, by policy; invalid for a signaling one), an
-        // infinity (Inf - Inf: the default NaN, invalid), a zero with a zero or normal
-        // other operand (the zero-sum sign rule; x + 0 = x, exact).
-        const auto inf = hn::Set(d, 0x7F800000u);
-        const auto nan_a = hn::Gt(ma, inf), nan_b = hn::Gt(mb, inf);
-        const auto inf_a = hn::Eq(ma, inf), inf_b = hn::Eq(mb, inf);
-        const auto zero_a = daz ? hn::Lt(ma, min_normal) : hn::Eq(ma, hn::Zero(d));
-        const auto zero_b = daz ? hn::Lt(mb, min_normal) : hn::Eq(mb, hn::Zero(d));
-        const auto normal_a = hn::Lt(hn::Sub(ma, min_normal), normal_span);
-        const auto normal_b = hn::Lt(hn::Sub(mb, min_normal), normal_span);
-        const auto quiet = hn::Set(d, 0x00400000u);
-        acc_invalid =
-            hn::Or(acc_invalid, hn::VecFromMask(d, hn::Or(hn::AndNot(hn::TestBit(fa, quiet), nan_a),
-                                                          hn::AndNot(hn::TestBit(fb, quiet), nan_b))));
-        const auto fb_orig = hn::ShiftLeft<16>(hn::PromoteTo(d, b16));
-        const auto nan_res =
-            nan_ieee ? hn::Or(hn::ShiftRight<16>(hn::IfThenElse(nan_a, fa, fb_orig)), hn::Set(d, 0x40u))
-                     : default_nan;
-        const auto opposite = hn::Eq(neg_lanes(fa, fb), one);
-        const auto inf_inf = hn::And(hn::And(inf_a, inf_b), opposite);
-        acc_invalid = hn::Or(acc_invalid, hn::VecFromMask(d, hn::AndNot(hn::Or(nan_a, nan_b), inf_inf)));
-        const auto inf_res =
-            hn::IfThenElse(inf_inf, default_nan, hn::ShiftRight<16>(hn::IfThenElse(inf_a, fa, fb)));
-        // Both zero: the common sign, or (opposite signs) -0 only when rounding downward.
-        const auto zero_sign = hn::IfThenElse(opposite, hn::Set(d, Mode == rm::downward ? 0x8000u : 0u),
-                                              hn::ShiftRight<16>(hn::And(fa, hn::Set(d, 0x80000000u))));
-        const auto zero_res = hn::IfThenElse(
-            zero_a, hn::IfThenElse(zero_b, zero_sign, hn::ShiftRight<16>(fb)), hn::ShiftRight<16>(fa));
-        const auto any_nan = hn::Or(nan_a, nan_b), any_inf = hn::Or(inf_a, inf_b);
-        const auto zero_ok = hn::Or(hn::And(zero_a, hn::Or(zero_b, normal_b)), hn::And(zero_b, normal_a));
-        res = hn::IfThenElse(any_nan, nan_res,
-                             hn::IfThenElse(any_inf, inf_res, hn::IfThenElse(zero_ok, zero_res, res)));
-        ok = hn::Or(ok, hn::Or(any_nan, hn::Or(any_inf, zero_ok)));
+        add_specials<Mode>(fa, fb, b16, daz, nan_ieee, default_nan, acc_invalid, res, ok);
       }
     }
     if (HWY_UNLIKELY(!hn::AllTrue(d, ok))) {
@@ -758,20 +800,167 @@ std::uint8_t bf16_arith(const std::uint16_t *pa, const std::uint16_t *pb, std::u
   return flags;
 }
 
+// ---------------------------------------------------------------------------
+// bf16 add / sub / mul / fma through a round-to-odd fp32 intermediate. The operands widen to
+// fp32 exactly. mul: the product of two 8-bit significands is exact in fp32 when it is
+// normal. add / sub / fma: s = x + y in native fp32 (x = a, or the exact product a * b for
+// fma; y = b, -b or c), and its exact error t by TwoSum (no overflow: s is finite). When t != 0
+// and s's last bit is 0, s moves one ulp toward the exact value (bits + 1 when t has s's sign,
+// else - 1; below a power of two the - 1 lands on the odd top of the binade below): that is
+// the exact sum rounded to odd at 24 bits. As 24 >= 2 * 8 + 2, rounding it once more to bf16
+// gives the correctly rounded bf16 result in every deterministic mode, and it is inexact
+// exactly when the exact sum is (the odd bit carries the sticky). Not in stochastic rounding,
+// whose rule reads 32 bits below the cut: there only mul (an exact product) comes here. The
+// second rounding is narrow_lanes, the fp32 -> bf16 kernel's own (so overflow, saturation
+// and inexact are the narrowing's). Lanes settled here: s (and for fma the product) normal,
+// and under inputs-as-zero no subnormal operand. Every other lane (a NaN, Inf, zero or tiny
+// result, an inexact product) is the scalar core's. Only when args::host_fp.
+template <bop Op, rm Mode>
+std::uint8_t bf16_odd(const std::uint16_t *pa, const std::uint16_t *pb, const std::uint16_t *pc,
+                      std::uint16_t *out, std::size_t n, const args &a) {
+  static_assert(Op == bop::mul || Mode != rm::stochastic, "to-odd keeps 24 bits, stochastic reads 40");
+  narrow_lanes<bfloat16, Mode> nl(a);
+  const auto d = nl.d;
+  const auto di = nl.di;
+  const hn::RebindToFloat<decltype(d)> df;
+  const hn::Rebind<std::uint16_t, decltype(d)> d16;
+  const std::size_t N = hn::Lanes(d);
+  const bool daz =
+      (static_cast<unsigned>(a.e.subnormal) & static_cast<unsigned>(subnormals::inputs_as_zero)) != 0;
+  const auto abs = hn::Set(d, 0x7FFFFFFFu);
+  const auto one = hn::Set(d, 1u);
+  const auto min_normal = hn::Set(d, 0x00800000u);
+  const auto normal_span = hn::Set(d, 0x7F000000u);
+  const auto normal = [&](auto v) { return hn::Lt(hn::Sub(hn::And(v, abs), min_normal), normal_span); };
+  const auto subnormal = [&](auto v) {
+    return hn::Lt(hn::Sub(hn::And(v, abs), one), hn::Set(d, 0x007FFFFFu));
+  };
+  const auto widen = [&](const std::uint16_t *p) {
+    return hn::ShiftLeft<16>(hn::PromoteTo(d, hn::LoadU(d16, p)));
+  };
+  const auto f = [&](auto v) { return hn::BitCast(df, v); };
+  const bool nan_ieee = a.e.nan == nan_policy::ieee;
+  const auto default_nan =
+      hn::Set(d, std::uint32_t(bf16emu::detail::default_nan<bfloat16>(a.e, 0).value.bits));
+  const auto inf = hn::Set(d, 0x7F800000u);
+  auto acc_invalid = hn::Zero(d);
+  std::size_t i = 0;
+  for (; i + N <= n; i += N) {
+    const auto fa = widen(pa + i);
+    auto fb = widen(pb + i);
+    if constexpr (Op == bop::sub) fb = hn::Xor(fb, hn::Set(d, 0x80000000u));
+    hn::Vec<decltype(d)> s;
+    hn::Mask<decltype(d)> ok, over = hn::FirstN(d, 0);
+    if constexpr (Op == bop::mul) {
+      s = hn::BitCast(d, hn::Mul(f(fa), f(fb)));
+      ok = normal(s);
+      // An Inf product of finite operands: the exact product is at least 2^128, an overflow in
+      // every mode (the overflow result by narrow_lanes' saturation rule).
+      over = hn::And(hn::Eq(hn::And(s, abs), inf),
+                     hn::And(hn::Lt(hn::And(fa, abs), inf), hn::Lt(hn::And(fb, abs), inf)));
+    } else {
+      hn::Vec<decltype(d)> x = fa, y = fb;
+      if constexpr (Op == bop::fma) {
+        x = hn::BitCast(d, hn::Mul(f(fa), f(fb)));
+        y = widen(pc + i);
+      }
+      const auto sf = hn::Add(f(x), f(y));
+      const auto bb = hn::Sub(sf, f(x));
+      const auto t = hn::Add(hn::Sub(f(x), hn::Sub(sf, bb)), hn::Sub(f(y), bb));
+      s = hn::BitCast(d, sf);
+      ok = normal(s);
+      if constexpr (Op == bop::fma) ok = hn::And(ok, normal(x));
+      const auto even = hn::Eq(hn::And(s, one), hn::Zero(d));
+      const auto fix = hn::And(even, hn::RebindMask(d, hn::Ne(t, hn::Zero(df))));
+      // +1 when t and s have the same sign, -1 (all ones) otherwise.
+      const auto step =
+          hn::Or(hn::BitCast(d, hn::BroadcastSignBit(hn::BitCast(di, hn::Xor(hn::BitCast(d, t), s)))), one);
+      s = hn::Add(s, hn::IfThenElseZero(fix, step));
+    }
+    if (daz) {
+      auto sub_in = hn::Or(subnormal(fa), subnormal(fb));
+      if constexpr (Op == bop::fma) sub_in = hn::Or(sub_in, subnormal(widen(pc + i)));
+      ok = hn::AndNot(sub_in, ok);
+    }
+    const bool all = hn::AllTrue(d, ok);
+    const auto sneg = hn::RebindMask(d, hn::Lt(hn::BitCast(di, s), hn::Zero(di)));
+    if (HWY_UNLIKELY(!all)) s = hn::IfThenElse(ok, s, hn::Set(d, 0x3F800000u)); // 1.0: exact, no flag
+    auto r = nl.round(s, [](std::size_t, std::uint32_t &) { return std::uint8_t(0); });
+    if (HWY_UNLIKELY(!all)) {
+      if constexpr (Op == bop::mul) {
+        r = hn::IfThenElse(over, hn::IfThenElse(sneg, hn::Set(d, nl.sat_neg), hn::Set(d, nl.sat_pos)), r);
+        nl.acc_over = hn::Or(nl.acc_over, hn::VecFromMask(d, over));
+        ok = hn::Or(ok, over);
+      } else if constexpr (Op != bop::fma) {
+        add_specials<Mode>(fa, fb, hn::LoadU(d16, pb + i), daz, nan_ieee, default_nan, acc_invalid, r, ok);
+      }
+    }
+    if (HWY_UNLIKELY(!hn::AllTrue(d, ok))) {
+      HWY_ALIGN std::uint32_t tr[hn::MaxLanes(d)], tok[hn::MaxLanes(d)];
+      hn::Store(r, d, tr);
+      hn::Store(hn::VecFromMask(d, ok), d, tok);
+      std::uint8_t flags = 0;
+      for (std::size_t j = 0; j < N; ++j) {
+        if (tok[j]) continue;
+        const result<bfloat16> sr = detail::scalar_arith(detail::arith_op(Op), pa[i + j], pb[i + j], a, i + j,
+                                                         Op == bop::fma ? pc[i + j] : std::uint16_t(0));
+        tr[j] = sr.value.bits;
+        flags |= sr.flags;
+      }
+      nl.flags |= flags;
+      r = hn::Load(d, tr);
+    }
+    hn::StoreU(hn::DemoteTo(d16, hn::BitCast(di, r)), d16, out + i);
+  }
+  std::uint8_t flags = nl.finish();
+  if (!hn::AllTrue(d, hn::Eq(acc_invalid, hn::Zero(d)))) flags |= flag::invalid;
+  for (; i < n; ++i) {
+    const result<bfloat16> sr = detail::scalar_arith(detail::arith_op(Op), pa[i], pb[i], a, i,
+                                                     Op == bop::fma ? pc[i] : std::uint16_t(0));
+    out[i] = sr.value.bits;
+    flags |= sr.flags;
+  }
+  return flags;
+}
+
+// The exported bf16 kernels: round-to-odd (bf16_odd) where it applies, else the window kernel
+// (bf16_arith) or, for fma, the scalar core per element.
+template <bop Op>
+std::uint8_t bf16_op(const std::uint16_t *x, const std::uint16_t *y, const std::uint16_t *z,
+                     std::uint16_t *out, std::size_t n, const args &a) {
+  return with_fixed_mode(a.e.mode, [&](auto m) -> std::uint8_t {
+    constexpr rm Mode = decltype(m)::value;
+    if constexpr (Op == bop::mul || Mode != rm::stochastic) {
+      if (a.host_fp) return bf16_odd<Op, Mode>(x, y, z, out, n, a);
+    }
+    if constexpr (Op == bop::fma) {
+      std::uint8_t flags = 0;
+      for (std::size_t i = 0; i < n; ++i) {
+        const result<bfloat16> sr = detail::scalar_arith(detail::arith_op::fma, x[i], y[i], a, i, z[i]);
+        out[i] = sr.value.bits;
+        flags |= sr.flags;
+      }
+      return flags;
+    } else {
+      return bf16_arith<Op, Mode>(x, y, out, n, a);
+    }
+  });
+}
 std::uint8_t bf16_add(const std::uint16_t *x, const std::uint16_t *y, std::uint16_t *out, std::size_t n,
                       const args &a) {
-  return with_fixed_mode(a.e.mode,
-                         [&](auto m) { return bf16_arith<bop::add, decltype(m)::value>(x, y, out, n, a); });
+  return bf16_op<bop::add>(x, y, nullptr, out, n, a);
 }
 std::uint8_t bf16_sub(const std::uint16_t *x, const std::uint16_t *y, std::uint16_t *out, std::size_t n,
                       const args &a) {
-  return with_fixed_mode(a.e.mode,
-                         [&](auto m) { return bf16_arith<bop::sub, decltype(m)::value>(x, y, out, n, a); });
+  return bf16_op<bop::sub>(x, y, nullptr, out, n, a);
 }
 std::uint8_t bf16_mul(const std::uint16_t *x, const std::uint16_t *y, std::uint16_t *out, std::size_t n,
                       const args &a) {
-  return with_fixed_mode(a.e.mode,
-                         [&](auto m) { return bf16_arith<bop::mul, decltype(m)::value>(x, y, out, n, a); });
+  return bf16_op<bop::mul>(x, y, nullptr, out, n, a);
+}
+std::uint8_t bf16_fma(const std::uint16_t *x, const std::uint16_t *y, const std::uint16_t *z,
+                      std::uint16_t *out, std::size_t n, const args &a) {
+  return bf16_op<bop::fma>(x, y, z, out, n, a);
 }
 
 // ---------------------------------------------------------------------------
@@ -864,14 +1053,54 @@ HWY_EXPORT(e4m3_to_f32);
 HWY_EXPORT(bf16_add);
 HWY_EXPORT(bf16_sub);
 HWY_EXPORT(bf16_mul);
+HWY_EXPORT(bf16_fma);
 HWY_EXPORT(dot16_even);
 HWY_EXPORT(dot1_even);
 
 namespace {
 
+// The kernels run in the host's default float environment: nearest-even, no flush-to-zero,
+// no denormals-are-zero, every exception masked (MXCSR 0x1F80 apart from the status bits).
+// Several SIMD paths use native fp32 arithmetic (the round-to-odd add/sub/mul/fma, the window
+// kernel's exact sums, dot_n, the subnormal widening), so each public entry reads MXCSR once
+// and, when the caller's differs, sets the default for the call and restores the caller's
+// whole MXCSR (status bits included) on return. Other architectures: the environment is not
+// checked, so the round-to-odd kernels stay off (args::host_fp) and the window kernels run.
+class host_float_scope {
+public:
+  host_float_scope() noexcept {
+#if defined(__SSE2__) || defined(_M_X64)
+    saved_ = _mm_getcsr();
+    if ((saved_ & 0xFFC0u) != 0x1F80u) {
+      _mm_setcsr(0x1F80u | (saved_ & 0x3Fu));
+      changed_ = true;
+    }
+#endif
+  }
+  ~host_float_scope() {
+#if defined(__SSE2__) || defined(_M_X64)
+    if (changed_) _mm_setcsr(saved_);
+#endif
+  }
+  host_float_scope(const host_float_scope &) = delete;
+  host_float_scope &operator=(const host_float_scope &) = delete;
+  static constexpr bool known_default() noexcept {
+#if defined(__SSE2__) || defined(_M_X64)
+    return true;
+#else
+    return false;
+#endif
+  }
+
+private:
+  unsigned saved_ = 0;
+  bool changed_ = false;
+};
+
 detail::args make_args(const env &e, const random_stream *rng) {
   detail::args a;
   a.e = e;
+  a.host_fp = host_float_scope::known_default();
   if (rng && e.mode == round_mode::stochastic) {
     a.stream = true;
     a.seed = rng->seed;
@@ -902,6 +1131,7 @@ template <class Fn> std::uint8_t in_blocks(std::size_t n, const detail::args &a,
 // fp<F> is standard-layout with one member: its array is an array of bit patterns.
 std::uint8_t convert_n(const f32 *in, bf16 *out, std::size_t n, const env &e,
                        const random_stream *rng) noexcept {
+  const host_float_scope scope;
   if (n == 0) return 0;
   return in_blocks(n, make_args(e, rng), [&](std::size_t first, std::size_t count, const detail::args &a) {
     return HWY_DYNAMIC_DISPATCH(f32_to_bf16)(&in[first].bits, &out[first].bits, count, a);
@@ -909,6 +1139,7 @@ std::uint8_t convert_n(const f32 *in, bf16 *out, std::size_t n, const env &e,
 }
 std::uint8_t convert_n(const f32 *in, tf32 *out, std::size_t n, const env &e,
                        const random_stream *rng) noexcept {
+  const host_float_scope scope;
   if (n == 0) return 0;
   return in_blocks(n, make_args(e, rng), [&](std::size_t first, std::size_t count, const detail::args &a) {
     return HWY_DYNAMIC_DISPATCH(f32_to_tf32)(&in[first].bits, &out[first].bits, count, a);
@@ -916,6 +1147,7 @@ std::uint8_t convert_n(const f32 *in, tf32 *out, std::size_t n, const env &e,
 }
 std::uint8_t convert_n(const f32 *in, f16 *out, std::size_t n, const env &e,
                        const random_stream *rng) noexcept {
+  const host_float_scope scope;
   if (n == 0) return 0;
   return in_blocks(n, make_args(e, rng), [&](std::size_t first, std::size_t count, const detail::args &a) {
     return HWY_DYNAMIC_DISPATCH(f32_to_f16)(&in[first].bits, &out[first].bits, count, a);
@@ -923,6 +1155,7 @@ std::uint8_t convert_n(const f32 *in, f16 *out, std::size_t n, const env &e,
 }
 std::uint8_t convert_n(const f32 *in, e4m3 *out, std::size_t n, const env &e,
                        const random_stream *rng) noexcept {
+  const host_float_scope scope;
   if (n == 0) return 0;
   return in_blocks(n, make_args(e, rng), [&](std::size_t first, std::size_t count, const detail::args &a) {
     return HWY_DYNAMIC_DISPATCH(f32_to_e4m3)(&in[first].bits, &out[first].bits, count, a);
@@ -930,6 +1163,7 @@ std::uint8_t convert_n(const f32 *in, e4m3 *out, std::size_t n, const env &e,
 }
 std::uint8_t convert_n(const f32 *in, e5m2 *out, std::size_t n, const env &e,
                        const random_stream *rng) noexcept {
+  const host_float_scope scope;
   if (n == 0) return 0;
   return in_blocks(n, make_args(e, rng), [&](std::size_t first, std::size_t count, const detail::args &a) {
     return HWY_DYNAMIC_DISPATCH(f32_to_e5m2)(&in[first].bits, &out[first].bits, count, a);
@@ -937,34 +1171,29 @@ std::uint8_t convert_n(const f32 *in, e5m2 *out, std::size_t n, const env &e,
 }
 
 std::uint8_t convert_n(const bf16 *in, f32 *out, std::size_t n, const env &e) noexcept {
+  const host_float_scope scope;
   return n == 0 ? 0 : HWY_DYNAMIC_DISPATCH(bf16_to_f32)(&in[0].bits, &out[0].bits, n, e);
 }
 std::uint8_t convert_n(const tf32 *in, f32 *out, std::size_t n, const env &e) noexcept {
+  const host_float_scope scope;
   return n == 0 ? 0 : HWY_DYNAMIC_DISPATCH(tf32_to_f32)(&in[0].bits, &out[0].bits, n, e);
 }
 std::uint8_t convert_n(const f16 *in, f32 *out, std::size_t n, const env &e) noexcept {
+  const host_float_scope scope;
   return n == 0 ? 0 : HWY_DYNAMIC_DISPATCH(f16_to_f32)(&in[0].bits, &out[0].bits, n, e);
 }
 std::uint8_t convert_n(const e4m3 *in, f32 *out, std::size_t n, const env &e) noexcept {
+  const host_float_scope scope;
   return n == 0 ? 0 : HWY_DYNAMIC_DISPATCH(e4m3_to_f32)(&in[0].bits, &out[0].bits, n, e);
 }
 std::uint8_t convert_n(const e5m2 *in, f32 *out, std::size_t n, const env &e) noexcept {
+  const host_float_scope scope;
   return n == 0 ? 0 : HWY_DYNAMIC_DISPATCH(e5m2_to_f32)(&in[0].bits, &out[0].bits, n, e);
 }
 
-namespace {
-
-template <class Fn> std::uint8_t arith_scalar(std::size_t n, const detail::args &a, Fn &&op) {
-  std::uint8_t flags = 0;
-  for (std::size_t i = 0; i < n; ++i)
-    flags |= op(i, detail::element_env(a, i));
-  return flags;
-}
-
-} // namespace
-
 std::uint8_t add_n(const bf16 *a, const bf16 *b, bf16 *out, std::size_t n, const env &e,
                    const random_stream *rng) noexcept {
+  const host_float_scope scope;
   if (n == 0) return 0;
   return in_blocks(n, make_args(e, rng), [&](std::size_t first, std::size_t count, const detail::args &x) {
     return HWY_DYNAMIC_DISPATCH(bf16_add)(&a[first].bits, &b[first].bits, &out[first].bits, count, x);
@@ -972,6 +1201,7 @@ std::uint8_t add_n(const bf16 *a, const bf16 *b, bf16 *out, std::size_t n, const
 }
 std::uint8_t sub_n(const bf16 *a, const bf16 *b, bf16 *out, std::size_t n, const env &e,
                    const random_stream *rng) noexcept {
+  const host_float_scope scope;
   if (n == 0) return 0;
   return in_blocks(n, make_args(e, rng), [&](std::size_t first, std::size_t count, const detail::args &x) {
     return HWY_DYNAMIC_DISPATCH(bf16_sub)(&a[first].bits, &b[first].bits, &out[first].bits, count, x);
@@ -979,6 +1209,7 @@ std::uint8_t sub_n(const bf16 *a, const bf16 *b, bf16 *out, std::size_t n, const
 }
 std::uint8_t mul_n(const bf16 *a, const bf16 *b, bf16 *out, std::size_t n, const env &e,
                    const random_stream *rng) noexcept {
+  const host_float_scope scope;
   if (n == 0) return 0;
   return in_blocks(n, make_args(e, rng), [&](std::size_t first, std::size_t count, const detail::args &x) {
     return HWY_DYNAMIC_DISPATCH(bf16_mul)(&a[first].bits, &b[first].bits, &out[first].bits, count, x);
@@ -986,15 +1217,17 @@ std::uint8_t mul_n(const bf16 *a, const bf16 *b, bf16 *out, std::size_t n, const
 }
 std::uint8_t fma_n(const bf16 *a, const bf16 *b, const bf16 *c, bf16 *out, std::size_t n, const env &e,
                    const random_stream *rng) noexcept {
-  return arith_scalar(n, make_args(e, rng), [&](std::size_t i, const env &ei) {
-    const result<bfloat16> r = fma(a[i], b[i], c[i], ei);
-    out[i] = r.value;
-    return r.flags;
+  const host_float_scope scope;
+  if (n == 0) return 0;
+  return in_blocks(n, make_args(e, rng), [&](std::size_t first, std::size_t count, const detail::args &x) {
+    return HWY_DYNAMIC_DISPATCH(bf16_fma)(&a[first].bits, &b[first].bits, &c[first].bits, &out[first].bits,
+                                          count, x);
   });
 }
 
 result<binary32> dot_n(const bf16 *a, const bf16 *b, std::size_t n, f32 init, dot_order order, const env &e,
                        const random_stream *rng) noexcept {
+  const host_float_scope scope;
   const detail::args args = make_args(e, rng);
   std::uint8_t flags = 0;
   if (order == dot_order::sequential) {

@@ -6,6 +6,10 @@
 // zero sums, ...) are redone by the scalar core. The compiled code lives in the library target
 // bf16emu::bulk (src/bulk); the header-only core (include/bf16emu/core) does not depend on it.
 //
+// The results do not depend on the caller's float environment: on x86 each call reads MXCSR
+// once and, when it is not the default (nearest-even, no FTZ/DAZ, exceptions masked), runs
+// under the default and restores the caller's MXCSR on return.
+//
 // Stochastic rounding: with env::mode == stochastic and a random_stream, element i is rounded
 // with env::random = counter_random(stream.seed, stream.offset + i): a fresh, reproducible
 // number per element that depends neither on the thread count nor on the vector width (a

@@ -13,6 +13,9 @@
 #include <random>
 #include <string>
 #include <vector>
+#if defined(__SSE2__) || defined(_M_X64)
+#include <xmmintrin.h> // _mm_getcsr, _mm_setcsr
+#endif
 
 #include "bf16emu/parallel.hpp"
 #include "bulk/bulk.hpp"
@@ -430,6 +433,119 @@ TEST(Bulk, AddN) { arith_suite(arith::add); }
 TEST(Bulk, SubN) { arith_suite(arith::sub); }
 TEST(Bulk, MulN) { arith_suite(arith::mul); }
 TEST(Bulk, FmaN) { arith_suite(arith::fma); }
+// Operands for the round-to-odd fp32 intermediate of add/sub/mul/fma (bulk.cpp bf16_odd):
+// every exponent gap 0..40 between a and b (both orders, all four sign pairs; a at a power of
+// two, at the top of its binade, or random; exponents from the subnormal range to the overflow
+// edge); fma products that sit exactly half a bf16 ulp above the grid with c 25..40 binades
+// below (the fp32 sum is then that tie and inexact: the double-rounding case), and products at a
+// power of two with c of either sign far below. Expected values come from the scalar core.
+std::uint16_t bf16_of(unsigned sign, int field, unsigned frac) {
+  return std::uint16_t((sign << 15) | (unsigned(field) << 7) | (frac & 0x7Fu));
+}
+bf16_triples odd_edges(std::mt19937_64 &rng) {
+  bf16_triples t;
+  const auto push = [&](std::uint16_t a, std::uint16_t b, std::uint16_t c) {
+    t.a.push_back(a);
+    t.b.push_back(b);
+    t.c.push_back(c);
+  };
+  for (int gap = 0; gap <= 40; ++gap)
+    for (const int ea : {1, 2, 30, 127, 160, 230, 253, 254})
+      for (unsigned k = 0; k < 12; ++k) {
+        const int eb = ea - gap;
+        if (eb < 0) continue;
+        const unsigned fa = k % 3 == 0 ? 0u : k % 3 == 1 ? 0x7Fu : unsigned(rng());
+        const unsigned fb = k < 4 ? 0u : unsigned(rng());
+        const std::uint16_t a = bf16_of(k & 1, ea, fa), b = bf16_of((k >> 1) & 1, eb, fb);
+        const std::uint16_t c =
+            bf16_of(unsigned(rng()) & 1, std::max(0, ea - gap - int(rng() % 3)), unsigned(rng()));
+        push(a, b, c);
+        push(b, a, c);
+        push(a, bf16_of(k & 1, 127 - gap / 2, unsigned(rng())), c); // fma: c = a * (product ~ a)
+      }
+  // fma ties: significands A, B (8 bits with the hidden bit) whose product's bits below the
+  // bf16 cut are exactly half an ulp; c = +-2^(ep - g) * (1 + f/128), g in 25..40.
+  for (unsigned fa = 0; fa < 128; ++fa)
+    for (unsigned fb = 0; fb < 128; ++fb) {
+      const unsigned P = (128 + fa) * (128 + fb); // in [2^14, 2^16)
+      const bool wide = P >= (1u << 15);
+      const bool tie = wide ? (P & 0xFFu) == 0x80u : (P & 0x7Fu) == 0x40u;
+      const bool pow2 = P == (1u << 14);
+      if (!tie && !pow2) continue;
+      const int ep = wide ? 1 : 0; // p = P * 2^-14 for a, b in [1, 2)
+      for (int g = 25; g <= 40; g += 3) {
+        const unsigned sa = unsigned(rng()) & 1, sb = unsigned(rng()) & 1, sc = unsigned(rng()) & 1;
+        const int scale = int(rng() % 100) - 50; // a's binade moves, c's with it
+        push(bf16_of(sa, 127 + scale, fa), bf16_of(sb, 127, fb),
+             bf16_of(sc, 127 + scale + ep - g, unsigned(rng())));
+      }
+    }
+  return t;
+}
+
+TEST(Bulk, OddIntermediateEdges) {
+  std::mt19937_64 rng(0x5EED0009);
+  const bf16_triples t = odd_edges(rng);
+  ASSERT_GT(t.a.size(), 10000u);
+  const bk::random_stream stream{0xC0FFEEull, 12345};
+  for_each_target([&] {
+    for (const arith k : {arith::add, arith::sub, arith::mul, arith::fma})
+      for (const env &e : envs()) {
+        check_arith(k, t, e, nullptr);
+        if (e.mode == round_mode::stochastic) check_arith(k, t, e, &stream);
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+  });
+}
+
+// The SIMD float path is used only in the host's default float environment: with flush-to-zero,
+// denormals-are-zero and round-toward-zero set in MXCSR the kernels must still equal the scalar
+// core (computed before the environment changes).
+TEST(Bulk, HostFloatEnvironment) {
+#if defined(__SSE2__) || defined(_M_X64)
+  std::mt19937_64 rng(0x5EED000A);
+  bf16_triples t = odd_edges(rng);
+  const bf16_triples r = bf16_operands(4000, rng);
+  t.a.insert(t.a.end(), r.a.begin(), r.a.end());
+  t.b.insert(t.b.end(), r.b.begin(), r.b.end());
+  t.c.insert(t.c.end(), r.c.begin(), r.c.end());
+  const std::size_t n = t.a.size();
+  std::vector<bf::bf16> a(n), b(n), c(n), out(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    a[i].bits = t.a[i];
+    b[i].bits = t.b[i];
+    c[i].bits = t.c[i];
+  }
+  const unsigned saved = _mm_getcsr();
+  for (const unsigned csr :
+       {0x9FC0u /* FTZ | DAZ */, 0x7F80u /* toward zero */, 0x5F80u /* upward */, 0xFFC0u /* all three */}) {
+    for (const arith k : {arith::add, arith::sub, arith::mul, arith::fma})
+      for (const env &e : envs()) {
+        std::vector<std::uint16_t> want(n);
+        std::uint8_t want_flags = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+          const bf::result<bf::bfloat16> s = scalar(k, a[i], b[i], c[i], e);
+          want[i] = s.value.bits;
+          want_flags |= s.flags;
+        }
+        for_each_target([&] {
+          _mm_setcsr(csr);
+          const std::uint8_t flags = run(k, a.data(), b.data(), c.data(), out.data(), n, e, nullptr);
+          _mm_setcsr(saved);
+          for (std::size_t i = 0; i < n; ++i)
+            ASSERT_EQ(out[i].bits, want[i]) << name(k) << " csr=" << hex<int>(csr)
+                                            << " a=" << hex<int>(t.a[i]) << " b=" << hex<int>(t.b[i])
+                                            << " c=" << hex<int>(t.c[i]) << " mode=" << bf::to_string(e.mode);
+          ASSERT_EQ(flags, want_flags) << name(k) << " csr=" << hex<int>(csr);
+        });
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+  }
+#else
+  GTEST_SKIP() << "MXCSR is x86 only";
+#endif
+}
+
 TEST(Bulk, InPlace) {
   for (const arith k : {arith::add, arith::sub, arith::mul, arith::fma})
     check_in_place(k);
