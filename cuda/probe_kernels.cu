@@ -212,7 +212,8 @@ __global__ void __launch_bounds__(256)
       "+f"(x[29]), "+f"(x[30]), "+f"(x[31])
 
 // scale-d = 1 (accumulate into the registers), scale-a = scale-b = 1, no transpose (K-major).
-template <in_type T, out_type O>
+// TB: B's format (== T, or the other fp8 format for the e4m3 x e5m2 mixes).
+template <in_type T, in_type TB, out_type O>
 __device__ __forceinline__ void wgmma_issue(std::uint32_t (&acc)[32], std::uint64_t da, std::uint64_t db) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   const std::uint32_t one = 1;
@@ -220,7 +221,38 @@ __device__ __forceinline__ void wgmma_issue(std::uint32_t (&acc)[32], std::uint6
 #pragma unroll
   for (int i = 0; i < 32; ++i)
     f[i] = __uint_as_float(acc[i]);
-  if constexpr (O == out_type::fp16) {
+  if constexpr (T != TB) { // fp8 mixes (PTX ISA 9.7.15.5.2, wgmma.mma_async .e4m3/.e5m2 atype/btype)
+    static_assert((T == in_type::e4m3 && TB == in_type::e5m2) || (T == in_type::e5m2 && TB == in_type::e4m3),
+                  "mixed operands: e4m3 x e5m2 or e5m2 x e4m3");
+    if constexpr (O == out_type::fp16 && T == in_type::e4m3)
+      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+                   "wgmma.mma_async.sync.aligned.m64n64k32.f16.e4m3.e5m2 " BF16EMU_R16
+                   ", %16, %17, p, 1, 1;\n}\n"
+                   : BF16EMU_ACC16(acc)
+                   : "l"(da), "l"(db), "r"(one)
+                   : "memory");
+    else if constexpr (O == out_type::fp16)
+      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+                   "wgmma.mma_async.sync.aligned.m64n64k32.f16.e5m2.e4m3 " BF16EMU_R16
+                   ", %16, %17, p, 1, 1;\n}\n"
+                   : BF16EMU_ACC16(acc)
+                   : "l"(da), "l"(db), "r"(one)
+                   : "memory");
+    else if constexpr (T == in_type::e4m3)
+      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                   "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e5m2 " BF16EMU_R32
+                   ", %32, %33, p, 1, 1;\n}\n"
+                   : BF16EMU_ACC32(f)
+                   : "l"(da), "l"(db), "r"(one)
+                   : "memory");
+    else
+      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                   "wgmma.mma_async.sync.aligned.m64n64k32.f32.e5m2.e4m3 " BF16EMU_R32
+                   ", %32, %33, p, 1, 1;\n}\n"
+                   : BF16EMU_ACC32(f)
+                   : "l"(da), "l"(db), "r"(one)
+                   : "memory");
+  } else if constexpr (O == out_type::fp16) {
     static_assert(T == in_type::fp16, "f16 accumulator: fp16 inputs only");
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
                  "wgmma.mma_async.sync.aligned.m64n64k16.f16.f16.f16 " BF16EMU_R16
@@ -298,7 +330,7 @@ __device__ __forceinline__ void fill_row(unsigned char *s, const std::uint32_t *
 // D fragment of m64nN (f32): value i of thread (warp w, lane l): row 16w + l/4 + 8*((i/2)%2),
 // column 8*(i/4) + 2*(l%4) + i%2. The f16 accumulator uses the same map on half index i, two
 // halves per register (i%2 = 0 in the low half).
-template <in_type T, out_type O>
+template <in_type T, in_type TB, out_type O>
 __global__ void __launch_bounds__(128)
     wgmma_probe(const std::uint32_t *__restrict__ a, const std::uint32_t *__restrict__ b,
                 const std::uint32_t *__restrict__ c, std::uint32_t *__restrict__ d, int K,
@@ -331,11 +363,11 @@ __global__ void __launch_bounds__(128)
     for (int k0 = 0; k0 < K; k0 += k) {
       __syncthreads(); // the previous instruction has read shared memory
       fill_row<T>(sa, a, fline, fvalid, K, k0, frow, fhalf);
-      fill_row<T>(sb, b, fline, fvalid, K, k0, frow, fhalf);
+      fill_row<TB>(sb, b, fline, fvalid, K, k0, frow, fhalf);
       asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
       __syncthreads();
       asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-      wgmma_issue<T, O>(acc, smem_desc(sa), smem_desc(sb));
+      wgmma_issue<T, TB, O>(acc, smem_desc(sa), smem_desc(sb));
       asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
       asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
 #pragma unroll
@@ -357,20 +389,40 @@ __global__ void __launch_bounds__(128)
 #endif
 }
 
+constexpr unsigned probe_blocks(std::size_t lines) { // 64 lines per block
+  return unsigned(std::min<std::size_t>((lines + 63) / 64, 8192));
+}
+
 template <in_type T, out_type O>
 int launch(const probe_job &job, const std::uint32_t *a, const std::uint32_t *b, const std::uint32_t *c,
            std::uint32_t *d) {
-  const std::size_t per = 64; // lines per block: 8 warps x 8 (mma.sync), or one warpgroup x 64 (wgmma)
-  const unsigned blocks = unsigned(std::min<std::size_t>((job.lines + per - 1) / per, 8192));
+  // Lines per block: 8 warps x 8 (mma.sync), or one warpgroup x 64 (wgmma).
+  const unsigned blocks = probe_blocks(job.lines);
   if (job.op == instr::wgmma)
-    wgmma_probe<T, O><<<blocks, 128>>>(a, b, c, d, job.k, job.lines);
+    wgmma_probe<T, T, O><<<blocks, 128>>>(a, b, c, d, job.k, job.lines);
   else
     mma_sync_probe<T, O><<<blocks, 256>>>(a, b, c, d, job.k, job.lines);
   return int(cudaGetLastError());
 }
 
+// wgmma with an fp8 mix: A in T, B in TB.
+template <in_type T, in_type TB, out_type O>
+int launch_mixed(const probe_job &job, const std::uint32_t *a, const std::uint32_t *b, const std::uint32_t *c,
+                 std::uint32_t *d) {
+  wgmma_probe<T, TB, O><<<probe_blocks(job.lines), 128>>>(a, b, c, d, job.k, job.lines);
+  return int(cudaGetLastError());
+}
+
 int dispatch(const probe_job &job, const std::uint32_t *a, const std::uint32_t *b, const std::uint32_t *c,
              std::uint32_t *d) {
+  if (job.type != job.type_b) {
+    const bool h = job.out == out_type::fp16;
+    if (job.type == in_type::e4m3)
+      return h ? launch_mixed<in_type::e4m3, in_type::e5m2, out_type::fp16>(job, a, b, c, d)
+               : launch_mixed<in_type::e4m3, in_type::e5m2, out_type::fp32>(job, a, b, c, d);
+    return h ? launch_mixed<in_type::e5m2, in_type::e4m3, out_type::fp16>(job, a, b, c, d)
+             : launch_mixed<in_type::e5m2, in_type::e4m3, out_type::fp32>(job, a, b, c, d);
+  }
   if (job.out == out_type::fp16) return launch<in_type::fp16, out_type::fp16>(job, a, b, c, d);
   switch (job.type) {
   case in_type::bf16: return launch<in_type::bf16, out_type::fp32>(job, a, b, c, d);
@@ -414,7 +466,12 @@ int lines_per_issue(instr op) { return op == instr::wgmma ? 64 : 8; }
 
 bool supported(const probe_job &job, int cc_major, int cc_minor) {
   const int cc = cc_major * 10 + cc_minor;
-  if (job.out == out_type::fp16 && job.type != in_type::fp16) return false;
+  const auto fp8 = [](in_type t) { return t == in_type::e4m3 || t == in_type::e5m2; };
+  if (job.type != job.type_b) { // fp8 mixes: the wgmma kernel (the mma.sync ones are probe16's)
+    if (job.op != instr::wgmma || !fp8(job.type) || !fp8(job.type_b)) return false;
+  } else if (job.out == out_type::fp16 && job.type != in_type::fp16) {
+    return false;
+  }
   if (job.k <= 0 || job.k % kin(job.type) != 0) return false;
   // This build carries sm_80 and sm_90a machine code (plus their PTX). wgmma and the fp8 mma.sync
   // exist only in the sm_90a code, which runs on compute capability 9.0 alone.
@@ -438,6 +495,14 @@ int run_probe(const probe_job &job) {
 //   m16n8 f32 C/D: c0,c1 = row g, cols 2t,2t+1; f16 C/D: reg0 = row g, cols 2t (low), 2t+1 (high).
 //   m8n8k4 f64 A: row g, col t; B: row t, col g; C/D: d0,d1 = row g, cols 2t,2t+1.
 namespace {
+
+// Ops with an f16 accumulator (C/D as two halves per register).
+constexpr bool half16(probe16_op op) {
+  return op == probe16_op::fp16_k8_f16 || op == probe16_op::e4m3_e5m2_f16 ||
+         op == probe16_op::e5m2_e4m3_f16 || op == probe16_op::f8f6f4_e4m3_e4m3_f16 ||
+         op == probe16_op::f8f6f4_e4m3_e5m2_f16 || op == probe16_op::f8f6f4_e5m2_e4m3_f16 ||
+         op == probe16_op::f8f6f4_e5m2_e5m2_f16;
+}
 
 constexpr int k16(probe16_op op) {
   return op == probe16_op::f64                                              ? 4
@@ -463,6 +528,11 @@ __device__ __forceinline__ std::uint32_t pack16(const std::uint64_t *p, std::siz
   asm volatile(ptx " {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"                                \
                : "+f"(f[0]), "+f"(f[1]), "+f"(f[2]), "+f"(f[3])                                              \
                : "r"(ra[0]), "r"(ra[1]), "r"(ra[2]), "r"(ra[3]), "r"(rb[0]), "r"(rb[1]))
+// The same with an f16 accumulator: two registers of two halves (row g, cols 2t and 2t+1 in reg0).
+#define BF16EMU_MMA_K32_H(ptx)                                                                               \
+  asm volatile(ptx " {%0,%1}, {%2,%3,%4,%5}, {%6,%7}, {%0,%1};\n"                                            \
+               : "+r"(acc[0]), "+r"(acc[1])                                                                  \
+               : "r"(ra[0]), "r"(ra[1]), "r"(ra[2]), "r"(ra[3]), "r"(rb[0]), "r"(rb[1]))
 
 // One m16n8 instruction on 32-bit accumulator registers (f32 bits, or f16 pairs for fp16_k8_f16).
 template <probe16_op Op>
@@ -480,14 +550,20 @@ __device__ __forceinline__ void issue16(std::uint32_t (&acc)[4], const std::uint
                  "{%0,%1,%2,%3};\n"
                  : "+f"(f[0]), "+f"(f[1]), "+f"(f[2]), "+f"(f[3])
                  : "r"(ra[0]), "r"(ra[1]), "r"(rb[0]));
-  } else if constexpr (Op == probe16_op::e4m3_e5m2 || Op == probe16_op::e5m2_e4m3) {
+  } else if constexpr (Op == probe16_op::e4m3_e5m2 || Op == probe16_op::e5m2_e4m3 ||
+                       Op == probe16_op::e4m3_e5m2_f16 || Op == probe16_op::e5m2_e4m3_f16) {
 #if __CUDA_ARCH__ >= 890
     if constexpr (Op == probe16_op::e4m3_e5m2)
       BF16EMU_MMA_K32("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e5m2.f32");
-    else
+    else if constexpr (Op == probe16_op::e5m2_e4m3)
       BF16EMU_MMA_K32("mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e4m3.f32");
+    else if constexpr (Op == probe16_op::e4m3_e5m2_f16)
+      BF16EMU_MMA_K32_H("mma.sync.aligned.m16n8k32.row.col.f16.e4m3.e5m2.f16");
+    else
+      BF16EMU_MMA_K32_H("mma.sync.aligned.m16n8k32.row.col.f16.e5m2.e4m3.f16");
 #else
     f[0] = f[1] = f[2] = f[3] = __uint_as_float(0xffffffffu); // not launched below sm_89
+    if constexpr (half16(Op)) acc[0] = acc[1] = 0xffffffffu;
 #endif
   } else {
 #if defined(__CUDA_ARCH_FEAT_SM120_ALL)
@@ -497,13 +573,22 @@ __device__ __forceinline__ void issue16(std::uint32_t (&acc)[4], const std::uint
       BF16EMU_MMA_K32("mma.sync.aligned.m16n8k32.row.col.kind::f8f6f4.f32.e4m3.e5m2.f32");
     else if constexpr (Op == probe16_op::f8f6f4_e5m2_e4m3)
       BF16EMU_MMA_K32("mma.sync.aligned.m16n8k32.row.col.kind::f8f6f4.f32.e5m2.e4m3.f32");
-    else
+    else if constexpr (Op == probe16_op::f8f6f4_e5m2_e5m2)
       BF16EMU_MMA_K32("mma.sync.aligned.m16n8k32.row.col.kind::f8f6f4.f32.e5m2.e5m2.f32");
+    else if constexpr (Op == probe16_op::f8f6f4_e4m3_e4m3_f16)
+      BF16EMU_MMA_K32_H("mma.sync.aligned.m16n8k32.row.col.kind::f8f6f4.f16.e4m3.e4m3.f16");
+    else if constexpr (Op == probe16_op::f8f6f4_e4m3_e5m2_f16)
+      BF16EMU_MMA_K32_H("mma.sync.aligned.m16n8k32.row.col.kind::f8f6f4.f16.e4m3.e5m2.f16");
+    else if constexpr (Op == probe16_op::f8f6f4_e5m2_e4m3_f16)
+      BF16EMU_MMA_K32_H("mma.sync.aligned.m16n8k32.row.col.kind::f8f6f4.f16.e5m2.e4m3.f16");
+    else
+      BF16EMU_MMA_K32_H("mma.sync.aligned.m16n8k32.row.col.kind::f8f6f4.f16.e5m2.e5m2.f16");
 #else
     f[0] = f[1] = f[2] = f[3] = __uint_as_float(0xffffffffu); // sm_120a code only
+    if constexpr (half16(Op)) acc[0] = acc[1] = 0xffffffffu;
 #endif
   }
-  if constexpr (Op != probe16_op::fp16_k8_f16) { // the f16 accumulator was written in place
+  if constexpr (!half16(Op)) { // the f16 accumulator was written in place
 #pragma unroll
     for (int i = 0; i < 4; ++i)
       acc[i] = __float_as_uint(f[i]);
@@ -511,6 +596,7 @@ __device__ __forceinline__ void issue16(std::uint32_t (&acc)[4], const std::uint
 #endif
 }
 #undef BF16EMU_MMA_K32
+#undef BF16EMU_MMA_K32_H
 
 template <probe16_op Op>
 __global__ void __launch_bounds__(256)
@@ -537,7 +623,7 @@ __global__ void __launch_bounds__(256)
       if (valid && g == 2 * t) d[line] = std::uint64_t(__double_as_longlong(acc[0]));
       if (valid && g == 2 * t + 1) d[line] = std::uint64_t(__double_as_longlong(acc[1]));
     } else {
-      constexpr bool half_out = Op == probe16_op::fp16_k8_f16;
+      constexpr bool half_out = half16(Op);
       std::uint32_t acc[4] = {0, 0, 0, 0};
       if constexpr (half_out) {
         if (valid && g == 2 * t) acc[0] = std::uint32_t(c[line] & 0xffffu);
@@ -591,6 +677,12 @@ int dispatch16(const probe16_job &job, const std::uint64_t *a, const std::uint64
   case probe16_op::f8f6f4_e4m3_e5m2: return launch16<probe16_op::f8f6f4_e4m3_e5m2>(job, a, b, c, d);
   case probe16_op::f8f6f4_e5m2_e4m3: return launch16<probe16_op::f8f6f4_e5m2_e4m3>(job, a, b, c, d);
   case probe16_op::f8f6f4_e5m2_e5m2: return launch16<probe16_op::f8f6f4_e5m2_e5m2>(job, a, b, c, d);
+  case probe16_op::e4m3_e5m2_f16: return launch16<probe16_op::e4m3_e5m2_f16>(job, a, b, c, d);
+  case probe16_op::e5m2_e4m3_f16: return launch16<probe16_op::e5m2_e4m3_f16>(job, a, b, c, d);
+  case probe16_op::f8f6f4_e4m3_e4m3_f16: return launch16<probe16_op::f8f6f4_e4m3_e4m3_f16>(job, a, b, c, d);
+  case probe16_op::f8f6f4_e4m3_e5m2_f16: return launch16<probe16_op::f8f6f4_e4m3_e5m2_f16>(job, a, b, c, d);
+  case probe16_op::f8f6f4_e5m2_e4m3_f16: return launch16<probe16_op::f8f6f4_e5m2_e4m3_f16>(job, a, b, c, d);
+  case probe16_op::f8f6f4_e5m2_e5m2_f16: return launch16<probe16_op::f8f6f4_e5m2_e5m2_f16>(job, a, b, c, d);
   default: return launch16<probe16_op::f64>(job, a, b, c, d);
   }
 }
@@ -604,11 +696,17 @@ bool probe16_supported(const probe16_job &job, int cc_major, int cc_minor) {
   if (job.k <= 0 || job.k % k16(job.op) != 0) return false;
   switch (job.op) {
   case probe16_op::e4m3_e5m2:
-  case probe16_op::e5m2_e4m3: return cc == 90; // the sm_90a code carries them (as the fp8 probes above)
+  case probe16_op::e5m2_e4m3:
+  case probe16_op::e4m3_e5m2_f16:
+  case probe16_op::e5m2_e4m3_f16: return cc == 90; // the sm_90a code carries them (as the fp8 probes above)
   case probe16_op::f8f6f4_e4m3_e4m3:
   case probe16_op::f8f6f4_e4m3_e5m2:
   case probe16_op::f8f6f4_e5m2_e4m3:
-  case probe16_op::f8f6f4_e5m2_e5m2: return cc == 120; // sm_120a code, when the build has it
+  case probe16_op::f8f6f4_e5m2_e5m2:
+  case probe16_op::f8f6f4_e4m3_e4m3_f16:
+  case probe16_op::f8f6f4_e4m3_e5m2_f16:
+  case probe16_op::f8f6f4_e5m2_e4m3_f16:
+  case probe16_op::f8f6f4_e5m2_e5m2_f16: return cc == 120; // the sm_120a code (cuda/CMakeLists.txt)
   default: return cc >= 80;
   }
 }
