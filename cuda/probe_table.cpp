@@ -132,6 +132,17 @@ std::string in_column(const probe_kernel &p) {
 }
 
 const probe_kernel *find_probe_kernel(const probe_request &r, std::string &why) {
+  if (!r.name.empty()) {
+    if (!r.instr.empty() || !r.kind.empty() || !r.a.empty() || !r.b.empty() || !r.c.empty() ||
+        !r.out.empty() || !r.scale_format.empty() || r.scale_vec || r.shape_k) {
+      why = "--kernel names the kernel: give no other kernel option with it";
+      return nullptr;
+    }
+    for (const probe_kernel &p : probe_kernels())
+      if (r.name == p.name) return &p;
+    why = "unknown --kernel '" + io::shorten(r.name) + "' (probe --list prints the kernels)";
+    return nullptr;
+  }
   tc::instr_kind kind = tc::instr_kind::mma;
   if (!r.instr.empty() && !tc::parse_instr(r.instr, kind)) {
     why = "bad --instr '" + io::shorten(r.instr) + "' (mma, wgmma, tcgen05)";

@@ -34,6 +34,7 @@ const std::vector<probe_kernel> &probe_kernels();
 
 // What the options ask for (empty strings: not given).
 struct probe_request {
+  std::string name; // --kernel: a kernel of the table by name (no other kernel option then)
   std::string instr, kind, a, b, c, out, scale_format;
   unsigned scale_vec = 0;
   int shape_k = 0;

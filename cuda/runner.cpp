@@ -4,6 +4,7 @@
 //                         [--shape-k 8|16] [--kind f8f6f4] [--k K] [--arch A]
 //                         [--input FILE | --random probes|normal|bits|cancel --count N --seed S]
 //                         [--print] [--no-compare] [--save DIR --name NAME --save-lines N] [--self-test]
+//                         [--kernel NAME (instead of the formats)] [--names (the kernels this device runs)]
 //   bf16emu-gpu probe --list [kernel options]   (no GPU: the kernel table and its checks)
 //   bf16emu-gpu gemm      [--m M --n N --k K] [--seed S] [--repeats R] [--save DIR] [--save-lines N]
 //   bf16emu-gpu attention [--n N --d 64|128 --heads H] [--causal] [--stabilized --beta B]
@@ -69,8 +70,8 @@ struct options {
   bool has(const std::string &f) const { return flags.count(f) != 0; }
 };
 
-const std::set<std::string> kFlags = {"--causal",     "--stabilized", "--fast-exp", "--print",
-                                      "--no-compare", "--self-test",  "--no-notes", "--list"};
+const std::set<std::string> kFlags = {"--causal",    "--stabilized", "--fast-exp", "--print", "--no-compare",
+                                      "--self-test", "--no-notes",   "--list",     "--names"};
 
 [[noreturn]] void usage_error(const std::string &msg) {
   std::fprintf(stderr, "bf16emu-gpu: %s (see the header of cuda/runner.cpp or cuda/README.md)\n",
@@ -234,6 +235,7 @@ void save_probe(const probe_state &st, const std::string &dir, const std::string
 // The probe options of `bf16emu mma` (--format is --a-format there).
 probe_request probe_options(const options &o) {
   probe_request r;
+  r.name = o.get("--kernel");
   r.instr = o.get("--instr"), r.kind = o.get("--kind"), r.a = o.get("--format"), r.b = o.get("--b-format");
   r.c = o.get("--c-format"), r.out = o.get("--out"), r.scale_format = o.get("--scale-format");
   r.scale_vec = unsigned(o.num("--scale-vec", 0));
@@ -243,22 +245,22 @@ probe_request probe_options(const options &o) {
 }
 
 bool selects_kernel(const options &o) {
-  for (const char *k : {"--instr", "--kind", "--format", "--b-format", "--c-format", "--out",
+  for (const char *k : {"--kernel", "--instr", "--kind", "--format", "--b-format", "--c-format", "--out",
                         "--scale-format", "--scale-vec", "--shape-k"})
     if (o.kv.count(k)) return true;
   return false;
 }
 
 const std::set<std::string> kProbeOptions = {
-    "--instr",        "--kind",      "--format",  "--b-format", "--c-format", "--out",
-    "--scale-format", "--scale-vec", "--shape-k", "--k",        "--arch",     "--input",
-    "--random",       "--count",     "--seed",    "--save",     "--name",     "--save-lines"};
+    "--kernel",       "--instr",     "--kind",    "--format", "--b-format",  "--c-format", "--out",
+    "--scale-format", "--scale-vec", "--shape-k", "--k",      "--arch",      "--input",    "--random",
+    "--count",        "--seed",      "--save",    "--name",   "--save-lines"};
 
 void check_probe_options(const options &o) {
   for (const auto &kv : o.kv)
     if (!kProbeOptions.count(kv.first)) usage_error("probe: unknown option " + io::shorten(kv.first));
   for (const std::string &f : o.flags)
-    if (f != "--print" && f != "--no-compare" && f != "--self-test" && f != "--list")
+    if (f != "--print" && f != "--no-compare" && f != "--self-test" && f != "--list" && f != "--names")
       usage_error("probe: unknown flag " + f);
   if (o.kv.count("--k") && o.num("--k", 0) <= 0) usage_error("bad --k '" + io::shorten(o.get("--k")) + "'");
 }
@@ -347,7 +349,7 @@ int cmd_probe(const options &o, const device_info &dev, const std::optional<tc::
   st.save_lines = std::size_t(o.num("--save-lines", 4096));
 
   std::vector<const probe_kernel *> kernels;
-  if (o.has("--self-test")) {
+  if (o.has("--self-test") || o.has("--names")) {
     // Every kernel the device runs and the model has a preset for on its arch.
     for (const probe_kernel &p : probe_kernels()) {
       std::string why;
@@ -359,6 +361,11 @@ int cmd_probe(const options &o, const device_info &dev, const std::optional<tc::
     const probe_kernel *p = find_probe_kernel(probe_options(o), why);
     if (!p) usage_error(why);
     kernels.push_back(p);
+  }
+  if (o.has("--names")) { // the kernels --self-test runs here, one name a line (cuda/validate.sh)
+    for (const probe_kernel *p : kernels)
+      std::printf("%s\n", p->name);
+    return 0;
   }
   int status = 0;
   for (const probe_kernel *kp : kernels) {
