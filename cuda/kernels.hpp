@@ -18,7 +18,7 @@ namespace bf16emu::gpu {
 // issued as K/k consecutive instructions in increasing k, each instruction's D feeding the next
 // instruction's C. Lines are placed on the diagonal of the instruction's output tile (line j of a
 // group uses row j of A, column j of B and C[j][j]); off-diagonal outputs are discarded.
-enum class instr : std::uint8_t { mma_sync, wgmma };
+enum class instr : std::uint8_t { mma_sync, wgmma, tcgen05 };
 enum class in_type : std::uint8_t { bf16, fp16, tf32, e4m3, e5m2 };
 enum class out_type : std::uint8_t { fp32, fp16 };
 
@@ -37,7 +37,7 @@ struct probe_job {
 
 // The instruction's own k (16 bf16/fp16, 8 tf32, 32 fp8).
 int instr_k(in_type t);
-// Lines per instruction issue (8 for mma.sync m16n8, 64 for wgmma m64n64).
+// Lines per instruction issue (8 for mma.sync m16n8, 64 for wgmma m64n64, 128 for tcgen05 M128 N128).
 int lines_per_issue(instr op);
 // Whether the current device can run the job (mma.sync fp8 and wgmma need sm_89 / sm_90a; the
 // f16 accumulator takes fp16 inputs, or on wgmma an fp8 mix).

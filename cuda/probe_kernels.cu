@@ -389,6 +389,162 @@ __global__ void __launch_bounds__(128)
 #endif
 }
 
+// ------------------------------------------------------------------------------------------------
+// tcgen05 (sm_100a): tcgen05.mma.cta_group::1 kind::f16 (bf16, fp16 -> f32; fp16 -> f16) and
+// kind::tf32, M = 128, N = 128: 128 lines per issue on the diagonal of D (line t: row t of A,
+// row t of B^T (column t of B), D[t][t]). Never run on a device: see docs/gpu-validation.md.
+//
+// Sequence (PTX ISA 9.7.16, "TensorCore 5th Generation Family Instructions"):
+//   tcgen05.alloc (9.7.16.7.1; one warp, 128 columns, address written to shared memory),
+//   tcgen05.relinquish_alloc_permit; C placed on the diagonal with tcgen05.st .32x32b.x32
+//   (9.7.16.8.4; warp w reaches lanes 32w..32w+31 only, 9.7.16.2.1), tcgen05.wait::st;
+//   per k-step: A and B stored K-major without swizzle in the canonical layout of 9.7.16.3
+//   (core matrices of 8 rows x 16 bytes, LBO = 128 between the two core matrices along k,
+//   SBO = 256 between 8-row groups: the wgmma layout above), fence.proxy.async.shared::cta,
+//   tcgen05.fence::before_thread_sync + bar.sync + tcgen05.fence::after_thread_sync
+//   (9.7.16.6.4), one thread issues tcgen05.mma with enable-input-d = 1 (9.7.16.10.9) and
+//   tcgen05.commit .mbarrier::arrive::one (9.7.16.11.1); every thread waits on the mbarrier
+//   phase (mbarrier.try_wait.parity), then tcgen05.fence::after_thread_sync;
+//   D read back with tcgen05.ld .32x32b.x32 + tcgen05.wait::ld (9.7.16.8.3); tcgen05.dealloc.
+// Descriptors: shared memory 9.7.16.4.1 (start, LBO, SBO >> 4; bits 46-48 = 0b001; base offset
+// 0; relative LBO mode; no swizzle), instruction 9.7.16.4.2 Table 42 (dtype bits 4-5: F16 0,
+// F32 1; atype 7-9, btype 10-12: F16 0, BF16 1, TF32 2; K-major; N >> 3 at 17-22; M >> 4 at
+// 24-28). Data-path layout of D for M = 128, cta_group::1 (9.7.16.10.10, layout D): row i in
+// lane i, column j in column j. Unverified assumptions: an f16 D occupies one 32-bit column per
+// element in its low half (tcgen05.st/ld of C and D); the fill layout above is what the
+// no-swizzle K-major descriptor describes for tcgen05 as for wgmma.
+
+#if defined(__CUDA_ARCH__) && (defined(__CUDA_ARCH_FEAT_SM100_ALL) || defined(__CUDA_ARCH_FEAT_SM103_ALL))
+#define BF16EMU_TC5 1
+#endif
+
+constexpr int kTc5M = 128, kTc5N = 128; // the instruction's M and N; N TMEM columns allocated
+
+template <in_type T, out_type O> constexpr std::uint32_t tc5_idesc() {
+  constexpr std::uint32_t dtype = O == out_type::fp16 ? 0u : 1u;
+  constexpr std::uint32_t type = T == in_type::bf16 ? 1u : T == in_type::tf32 ? 2u : 0u;
+  return (dtype << 4) | (type << 7) | (type << 10) | (std::uint32_t(kTc5N >> 3) << 17) |
+         (std::uint32_t(kTc5M >> 4) << 24);
+}
+static_assert(tc5_idesc<in_type::bf16, out_type::fp32>() == 0x08200490u, "kind::f16 bf16 -> f32, M128 N128");
+
+#define BF16EMU_T32                                                                                          \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, "    \
+  "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
+#define BF16EMU_REGS32(c, x)                                                                                 \
+  c(x[0]), c(x[1]), c(x[2]), c(x[3]), c(x[4]), c(x[5]), c(x[6]), c(x[7]), c(x[8]), c(x[9]), c(x[10]),        \
+      c(x[11]), c(x[12]), c(x[13]), c(x[14]), c(x[15]), c(x[16]), c(x[17]), c(x[18]), c(x[19]), c(x[20]),    \
+      c(x[21]), c(x[22]), c(x[23]), c(x[24]), c(x[25]), c(x[26]), c(x[27]), c(x[28]), c(x[29]), c(x[30]),    \
+      c(x[31])
+#define BF16EMU_OUT(x) "=r"(x)
+#define BF16EMU_IN(x) "r"(x)
+
+template <in_type T, out_type O>
+__global__ void __launch_bounds__(128)
+    tcgen05_probe(const std::uint32_t *__restrict__ a, const std::uint32_t *__restrict__ b,
+                  const std::uint32_t *__restrict__ c, std::uint32_t *__restrict__ d, int K,
+                  std::size_t lines) {
+#ifdef BF16EMU_TC5
+  __shared__ alignas(1024) unsigned char sa[kTc5M * 32];
+  __shared__ alignas(1024) unsigned char sb[kTc5N * 32];
+  __shared__ alignas(8) std::uint64_t mbar;
+  __shared__ std::uint32_t tmem_slot;
+  const int tid = threadIdx.x, w = tid >> 5, lane = tid & 31;
+  constexpr int k = kin(T);
+  const auto bar = static_cast<std::uint32_t>(__cvta_generic_to_shared(&mbar));
+  if (w == 0) {
+    const auto slot = static_cast<std::uint32_t>(__cvta_generic_to_shared(&tmem_slot));
+    asm volatile("tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [%0], %1;\n" ::"r"(slot),
+                 "r"(std::uint32_t(kTc5N))
+                 : "memory");
+    asm volatile("tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned;\n" ::: "memory");
+  }
+  if (tid == 0) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(bar) : "memory");
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  asm volatile("tcgen05.fence::before_thread_sync;\n" ::: "memory");
+  __syncthreads();
+  asm volatile("tcgen05.fence::after_thread_sync;\n" ::: "memory");
+  const std::uint32_t tmem = tmem_slot;
+  // This warp's lanes 32w.. and columns 32w..32w+31: the diagonal elements of its 32 rows.
+  const std::uint32_t mine = tmem + (std::uint32_t(32 * w) << 16) + std::uint32_t(32 * w);
+  const std::uint64_t adesc = smem_desc(sa) | (std::uint64_t{1} << 46),
+                      bdesc = smem_desc(sb) | (std::uint64_t{1} << 46);
+  constexpr std::uint32_t idesc = tc5_idesc<T, O>();
+  std::uint32_t phase = 0;
+  for (std::size_t base = std::size_t(blockIdx.x) * kTc5N; base < lines;
+       base += std::size_t(gridDim.x) * kTc5N) {
+    const std::size_t line = base + std::size_t(tid);
+    const bool valid = line < lines;
+    std::uint32_t r[32];
+#pragma unroll
+    for (int i = 0; i < 32; ++i)
+      r[i] = (i == lane && valid) ? (O == out_type::fp16 ? c[line] & 0xffffu : c[line]) : 0u;
+    asm volatile("tcgen05.st.sync.aligned.32x32b.x32.b32 [%32], " BF16EMU_T32
+                 ";\n" ::BF16EMU_REGS32(BF16EMU_IN, r),
+                 "r"(mine)
+                 : "memory");
+    asm volatile("tcgen05.wait::st.sync.aligned;\n" ::: "memory");
+    for (int k0 = 0; k0 < K; k0 += k) {
+      fill_row<T>(sa, a, line, valid, K, k0, tid, 0), fill_row<T>(sa, a, line, valid, K, k0, tid, 1);
+      fill_row<T>(sb, b, line, valid, K, k0, tid, 0), fill_row<T>(sb, b, line, valid, K, k0, tid, 1);
+      asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+      asm volatile("tcgen05.fence::before_thread_sync;\n" ::: "memory");
+      __syncthreads();
+      asm volatile("tcgen05.fence::after_thread_sync;\n" ::: "memory");
+      if (tid == 0) {
+        if constexpr (T == in_type::tf32)
+          asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+                       "tcgen05.mma.cta_group::1.kind::tf32 [%0], %1, %2, %3, p;\n}\n" ::"r"(tmem),
+                       "l"(adesc), "l"(bdesc), "r"(idesc)
+                       : "memory");
+        else
+          asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+                       "tcgen05.mma.cta_group::1.kind::f16 [%0], %1, %2, %3, p;\n}\n" ::"r"(tmem),
+                       "l"(adesc), "l"(bdesc), "r"(idesc)
+                       : "memory");
+        asm volatile(
+            "tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [%0];\n" ::"r"(bar)
+            : "memory");
+      }
+      std::uint32_t done = 0;
+      while (!done)
+        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                     "selp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(done)
+                     : "r"(bar), "r"(phase)
+                     : "memory");
+      phase ^= 1u;
+      asm volatile("tcgen05.fence::after_thread_sync;\n" ::: "memory");
+    }
+    asm volatile("tcgen05.ld.sync.aligned.32x32b.x32.b32 " BF16EMU_T32 ", [%32];\n"
+                 : BF16EMU_REGS32(BF16EMU_OUT, r)
+                 : "r"(mine)
+                 : "memory");
+    asm volatile("tcgen05.wait::ld.sync.aligned;\n" ::: "memory");
+    std::uint32_t v = 0;
+#pragma unroll
+    for (int i = 0; i < 32; ++i)
+      if (i == lane) v = r[i];
+    if (valid) d[line] = O == out_type::fp16 ? v & 0xffffu : v;
+    asm volatile("tcgen05.fence::before_thread_sync;\n" ::: "memory");
+    __syncthreads(); // every warp has read D before the next group writes C
+    asm volatile("tcgen05.fence::after_thread_sync;\n" ::: "memory");
+  }
+  if (w == 0)
+    asm volatile("tcgen05.dealloc.cta_group::1.sync.aligned.b32 %0, %1;\n" ::"r"(tmem),
+                 "r"(std::uint32_t(kTc5N))
+                 : "memory");
+#else
+  (void)a, (void)b, (void)c, (void)d, (void)K, (void)lines;
+#endif
+}
+#undef BF16EMU_T32
+#undef BF16EMU_REGS32
+#undef BF16EMU_OUT
+#undef BF16EMU_IN
+
 constexpr unsigned probe_blocks(std::size_t lines) { // 64 lines per block
   return unsigned(std::min<std::size_t>((lines + 63) / 64, 8192));
 }
@@ -398,6 +554,13 @@ int launch(const probe_job &job, const std::uint32_t *a, const std::uint32_t *b,
            std::uint32_t *d) {
   // Lines per block: 8 warps x 8 (mma.sync), or one warpgroup x 64 (wgmma).
   const unsigned blocks = probe_blocks(job.lines);
+  if constexpr (T == in_type::e4m3 || T == in_type::e5m2) {
+    if (job.op == instr::tcgen05) return int(cudaErrorInvalidValue); // kind::f8f6f4: not issued here
+  } else if (job.op == instr::tcgen05) {
+    tcgen05_probe<T, O><<<unsigned(std::min<std::size_t>((job.lines + kTc5N - 1) / kTc5N, 1024)), 128>>>(
+        a, b, c, d, job.k, job.lines);
+    return int(cudaGetLastError());
+  }
   if (job.op == instr::wgmma)
     wgmma_probe<T, T, O><<<blocks, 128>>>(a, b, c, d, job.k, job.lines);
   else
@@ -462,7 +625,7 @@ int run_on_device(const T *a_host, const T *b_host, const T *c_host, T *d_host, 
 } // namespace
 
 int instr_k(in_type t) { return kin(t); }
-int lines_per_issue(instr op) { return op == instr::wgmma ? 64 : 8; }
+int lines_per_issue(instr op) { return op == instr::tcgen05 ? kTc5N : op == instr::wgmma ? 64 : 8; }
 
 bool supported(const probe_job &job, int cc_major, int cc_minor) {
   const int cc = cc_major * 10 + cc_minor;
@@ -476,6 +639,8 @@ bool supported(const probe_job &job, int cc_major, int cc_minor) {
   // This build carries sm_80 and sm_90a machine code (plus their PTX). wgmma and the fp8 mma.sync
   // exist only in the sm_90a code, which runs on compute capability 9.0 alone.
   if (job.op == instr::wgmma) return cc == 90;
+  // tcgen05: the sm_100a code (cc 10.0 only), kind::f16 and kind::tf32.
+  if (job.op == instr::tcgen05) return cc == 100 && job.type != in_type::e4m3 && job.type != in_type::e5m2;
   if (job.type == in_type::e4m3 || job.type == in_type::e5m2) return cc == 90;
   return cc >= 80;
 }

@@ -24,7 +24,7 @@ probe_kernel p16(const char *name, const char *opt_kind, F a, F b, F out, int k,
 }
 
 std::vector<probe_kernel> make_table() {
-  const instr M = instr::mma_sync, W = instr::wgmma;
+  const instr M = instr::mma_sync, W = instr::wgmma, T5 = instr::tcgen05;
   const in_type bf = in_type::bf16, h = in_type::fp16, tf = in_type::tf32, e4 = in_type::e4m3,
                 e5 = in_type::e5m2;
   const out_type o32 = out_type::fp32, o16 = out_type::fp16;
@@ -104,6 +104,15 @@ std::vector<probe_kernel> make_table() {
             "wgmma.mma_async.sync.aligned.m64n64k32.f16.e4m3.e5m2", 90, 90, W, e4, e5, o16),
       plain("wgmma_e5m2xe4m3_fp16", K::wgmma, F::e5m2, F::e4m3, F::fp16, 32,
             "wgmma.mma_async.sync.aligned.m64n64k32.f16.e5m2.e4m3", 90, 90, W, e5, e4, o16),
+      // tcgen05 (sm_100a), M128 N128; the instruction text is the preset's (tc/presets.hpp).
+      plain("tcgen05_bf16_fp32", K::tcgen05, F::bf16, F::bf16, F::fp32, 16,
+            "tcgen05.mma.cta_group::1.kind::f16 (bf16 in, f32 acc), k16", 100, 100, T5, bf, bf, o32),
+      plain("tcgen05_fp16_fp32", K::tcgen05, F::fp16, F::fp16, F::fp32, 16,
+            "tcgen05.mma.cta_group::1.kind::f16 (f16 in, f32 acc), k16", 100, 100, T5, h, h, o32),
+      plain("tcgen05_fp16_fp16", K::tcgen05, F::fp16, F::fp16, F::fp16, 16,
+            "tcgen05.mma.cta_group::1.kind::f16 (f16 in, f16 acc), k16", 100, 100, T5, h, h, o16),
+      plain("tcgen05_tf32_fp32", K::tcgen05, F::tf32, F::tf32, F::fp32, 8,
+            "tcgen05.mma.cta_group::1.kind::tf32, k8", 100, 100, T5, tf, tf, o32),
   };
 }
 
@@ -160,11 +169,6 @@ const probe_kernel *find_probe_kernel(const probe_request &r, std::string &why) 
     why = "--scale-format / --scale-vec: no block-scaled probe kernel is issued by the runner";
     return nullptr;
   }
-  if (kind == tc::instr_kind::tcgen05) {
-    why = "--instr tcgen05: the sm_100a kernel (cuda/scaled_kernels.cu) is compile-checked only; the probe "
-          "runner does not issue it";
-    return nullptr;
-  }
   format_id a = format_id::bf16, b, out, c;
   if (!r.a.empty() && !parse_named(r.a, parse_in_format, a, "--format", why)) return nullptr;
   b = a;
@@ -190,7 +194,10 @@ const probe_kernel *find_probe_kernel(const probe_request &r, std::string &why) 
         (r.kind.empty() ? "" : " kind::" + r.kind) + " " + io::name(a) +
         (b != a ? std::string(" x ") + io::name(b) : std::string()) + " -> " + io::name(out) +
         (r.shape_k ? " k" + std::to_string(r.shape_k) : std::string()) + "; " + tc::to_string(kind) +
-        " kernels:" + have;
+        " kernels:" + have +
+        (kind == tc::instr_kind::tcgen05
+             ? " (kind::f8f6f4 and the block-scaled kinds: cuda/scaled_kernels.cu, compile-checked only)"
+             : "");
   return nullptr;
 }
 
