@@ -672,6 +672,9 @@ int main(int argc, char **argv) {
   if (cmd == "probe") {
     check_probe_options(o);
     if (o.has("--list")) return cmd_probe_list(o); // no GPU needed
+    std::string why; // a combination no kernel issues is bad usage with or without a device
+    if (!o.has("--self-test") && !o.has("--names") && !find_probe_kernel(probe_options(o), why))
+      usage_error(why);
   }
   if (cmd != "probe" && cmd != "gemm" && cmd != "attention" && cmd != "delta" && cmd != "dense" &&
       cmd != "info")
