@@ -101,6 +101,35 @@ void model_lines(const vec_set &v, const tc::preset &p, std::vector<std::uint64_
   });
 }
 
+void model_lines(const vec_set &v, const tc::scaled_preset &p, std::vector<std::uint64_t> &d, int threads) {
+  d.assign(v.lines(), 0);
+  tc::visit_f8f6f4(v.in, [&](auto fa) {
+    tc::visit_f8f6f4(v.b_format(), [&](auto fb) {
+      auto run = [&](auto fo) {
+        using A = decltype(fa);
+        using B = decltype(fb);
+        using Out = decltype(fo);
+        const std::size_t K = std::size_t(v.k);
+        const unsigned nt = thread_count(threads);
+        const std::size_t workers = resolve_threads(nt, v.lines());
+        std::vector<std::vector<fp<A>>> a(workers, std::vector<fp<A>>(K));
+        std::vector<std::vector<fp<B>>> b(workers, std::vector<fp<B>>(K));
+        parallel_for(v.lines(), nt, [&](std::uint64_t n, unsigned w) {
+          for (std::size_t i = 0; i < K; ++i)
+            a[w][i] = fp<A>::from_bits(v.a[n * K + i]), b[w][i] = fp<B>::from_bits(v.b[n * K + i]);
+          d[n] = std::uint64_t(tc::scaled_dot<A, B, Out>(p.params, a[w].data(), b[w].data(), v.k, nullptr,
+                                                         nullptr, fp<Out>::from_bits(v.c[n]))
+                                   .bits);
+        });
+      };
+      if (v.out == format_id::fp16)
+        run(binary16{});
+      else
+        run(binary32{});
+    });
+  });
+}
+
 void model_lines(const vec_set &v, const tc::preset &p, std::vector<std::uint32_t> &d, int threads) {
   std::vector<std::uint64_t> wide;
   model_lines(v, p, wide, threads);

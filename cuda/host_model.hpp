@@ -12,6 +12,7 @@
 
 #include "bf16emu/tc/arch.hpp"
 #include "bf16emu/tc/presets.hpp"
+#include "bf16emu/tc/scaled.hpp"
 #include "vectors.hpp"
 
 namespace bf16emu::gpu {
@@ -28,6 +29,10 @@ const tc::preset *model_preset(tc::arch arch, tc::instr_kind kind, format_id in,
 // formats up to 32 bits.
 void model_lines(const vec_set &v, const tc::preset &p, std::vector<std::uint64_t> &d, int threads = 0);
 void model_lines(const vec_set &v, const tc::preset &p, std::vector<std::uint32_t> &d, int threads = 0);
+// The same on an unscaled mixed-format preset of tc/scaled.hpp (kind::f8f6f4: A and B any f8f6f4
+// formats, no scale factors), by tc::scaled_dot.
+void model_lines(const vec_set &v, const tc::scaled_preset &p, std::vector<std::uint64_t> &d,
+                 int threads = 0);
 
 // The model's block trace of one line, as '#'-prefixed text lines.
 void trace_line(std::ostream &os, const vec_set &v, std::size_t line, const tc::preset &p);

@@ -390,8 +390,9 @@ __global__ void __launch_bounds__(128)
 }
 
 // ------------------------------------------------------------------------------------------------
-// tcgen05 (sm_100a): tcgen05.mma.cta_group::1 kind::f16 (bf16, fp16 -> f32; fp16 -> f16) and
-// kind::tf32, M = 128, N = 128: 128 lines per issue on the diagonal of D (line t: row t of A,
+// tcgen05 (sm_100a): tcgen05.mma.cta_group::1 kind::f16 (bf16, fp16 -> f32; fp16 -> f16),
+// kind::tf32 and kind::f8f6f4 (e4m3, e5m2 in any A x B pair -> f32, f16; 1-byte elements in the
+// same layout), M = 128, N = 128: 128 lines per issue on the diagonal of D (line t: row t of A,
 // row t of B^T (column t of B), D[t][t]). Never run on a device: see docs/gpu-validation.md.
 //
 // Sequence (PTX ISA 9.7.16, "TensorCore 5th Generation Family Instructions"):
@@ -420,13 +421,19 @@ __global__ void __launch_bounds__(128)
 
 constexpr int kTc5M = 128, kTc5N = 128; // the instruction's M and N; N TMEM columns allocated
 
-template <in_type T, out_type O> constexpr std::uint32_t tc5_idesc() {
+// The type code of Table 42: kind::f16 F16 0, BF16 1; kind::tf32 TF32 2; kind::f8f6f4 E4M3 0, E5M2 1.
+constexpr std::uint32_t tc5_type(in_type t) {
+  return t == in_type::bf16 ? 1u : t == in_type::tf32 ? 2u : t == in_type::e5m2 ? 1u : 0u;
+}
+template <in_type T, in_type TB, out_type O> constexpr std::uint32_t tc5_idesc() {
   constexpr std::uint32_t dtype = O == out_type::fp16 ? 0u : 1u;
-  constexpr std::uint32_t type = T == in_type::bf16 ? 1u : T == in_type::tf32 ? 2u : 0u;
-  return (dtype << 4) | (type << 7) | (type << 10) | (std::uint32_t(kTc5N >> 3) << 17) |
+  return (dtype << 4) | (tc5_type(T) << 7) | (tc5_type(TB) << 10) | (std::uint32_t(kTc5N >> 3) << 17) |
          (std::uint32_t(kTc5M >> 4) << 24);
 }
-static_assert(tc5_idesc<in_type::bf16, out_type::fp32>() == 0x08200490u, "kind::f16 bf16 -> f32, M128 N128");
+static_assert(tc5_idesc<in_type::bf16, in_type::bf16, out_type::fp32>() == 0x08200490u,
+              "kind::f16 bf16 -> f32, M128 N128");
+static_assert(tc5_idesc<in_type::e4m3, in_type::e5m2, out_type::fp16>() == 0x08200400u,
+              "kind::f8f6f4 e4m3 x e5m2 -> f16, M128 N128");
 
 #define BF16EMU_T32                                                                                          \
   "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, "    \
@@ -439,7 +446,7 @@ static_assert(tc5_idesc<in_type::bf16, out_type::fp32>() == 0x08200490u, "kind::
 #define BF16EMU_OUT(x) "=r"(x)
 #define BF16EMU_IN(x) "r"(x)
 
-template <in_type T, out_type O>
+template <in_type T, in_type TB, out_type O>
 __global__ void __launch_bounds__(128)
     tcgen05_probe(const std::uint32_t *__restrict__ a, const std::uint32_t *__restrict__ b,
                   const std::uint32_t *__restrict__ c, std::uint32_t *__restrict__ d, int K,
@@ -471,7 +478,7 @@ __global__ void __launch_bounds__(128)
   const std::uint32_t mine = tmem + (std::uint32_t(32 * w) << 16) + std::uint32_t(32 * w);
   const std::uint64_t adesc = smem_desc(sa) | (std::uint64_t{1} << 46),
                       bdesc = smem_desc(sb) | (std::uint64_t{1} << 46);
-  constexpr std::uint32_t idesc = tc5_idesc<T, O>();
+  constexpr std::uint32_t idesc = tc5_idesc<T, TB, O>();
   std::uint32_t phase = 0;
   for (std::size_t base = std::size_t(blockIdx.x) * kTc5N; base < lines;
        base += std::size_t(gridDim.x) * kTc5N) {
@@ -488,13 +495,18 @@ __global__ void __launch_bounds__(128)
     asm volatile("tcgen05.wait::st.sync.aligned;\n" ::: "memory");
     for (int k0 = 0; k0 < K; k0 += k) {
       fill_row<T>(sa, a, line, valid, K, k0, tid, 0), fill_row<T>(sa, a, line, valid, K, k0, tid, 1);
-      fill_row<T>(sb, b, line, valid, K, k0, tid, 0), fill_row<T>(sb, b, line, valid, K, k0, tid, 1);
+      fill_row<TB>(sb, b, line, valid, K, k0, tid, 0), fill_row<TB>(sb, b, line, valid, K, k0, tid, 1);
       asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
       asm volatile("tcgen05.fence::before_thread_sync;\n" ::: "memory");
       __syncthreads();
       asm volatile("tcgen05.fence::after_thread_sync;\n" ::: "memory");
       if (tid == 0) {
-        if constexpr (T == in_type::tf32)
+        if constexpr (T == in_type::e4m3 || T == in_type::e5m2)
+          asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+                       "tcgen05.mma.cta_group::1.kind::f8f6f4 [%0], %1, %2, %3, p;\n}\n" ::"r"(tmem),
+                       "l"(adesc), "l"(bdesc), "r"(idesc)
+                       : "memory");
+        else if constexpr (T == in_type::tf32)
           asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
                        "tcgen05.mma.cta_group::1.kind::tf32 [%0], %1, %2, %3, p;\n}\n" ::"r"(tmem),
                        "l"(adesc), "l"(bdesc), "r"(idesc)
@@ -554,13 +566,6 @@ int launch(const probe_job &job, const std::uint32_t *a, const std::uint32_t *b,
            std::uint32_t *d) {
   // Lines per block: 8 warps x 8 (mma.sync), or one warpgroup x 64 (wgmma).
   const unsigned blocks = probe_blocks(job.lines);
-  if constexpr (T == in_type::e4m3 || T == in_type::e5m2) {
-    if (job.op == instr::tcgen05) return int(cudaErrorInvalidValue); // kind::f8f6f4: not issued here
-  } else if (job.op == instr::tcgen05) {
-    tcgen05_probe<T, O><<<unsigned(std::min<std::size_t>((job.lines + kTc5N - 1) / kTc5N, 1024)), 128>>>(
-        a, b, c, d, job.k, job.lines);
-    return int(cudaGetLastError());
-  }
   if (job.op == instr::wgmma)
     wgmma_probe<T, T, O><<<blocks, 128>>>(a, b, c, d, job.k, job.lines);
   else
@@ -576,8 +581,41 @@ int launch_mixed(const probe_job &job, const std::uint32_t *a, const std::uint32
   return int(cudaGetLastError());
 }
 
+template <in_type T, in_type TB, out_type O>
+int launch_tc5(const probe_job &job, const std::uint32_t *a, const std::uint32_t *b, const std::uint32_t *c,
+               std::uint32_t *d) {
+  const unsigned blocks = unsigned(std::min<std::size_t>((job.lines + kTc5N - 1) / kTc5N, 1024));
+  tcgen05_probe<T, TB, O><<<blocks, 128>>>(a, b, c, d, job.k, job.lines);
+  return int(cudaGetLastError());
+}
+
+// tcgen05: kind::f16 (bf16, fp16 -> f32; fp16 -> f16), kind::tf32, kind::f8f6f4 (e4m3, e5m2 in
+// the four A x B pairs -> f32, f16).
+template <in_type T, in_type TB>
+int dispatch_tc5_out(const probe_job &job, const std::uint32_t *a, const std::uint32_t *b,
+                     const std::uint32_t *c, std::uint32_t *d) {
+  return job.out == out_type::fp16 ? launch_tc5<T, TB, out_type::fp16>(job, a, b, c, d)
+                                   : launch_tc5<T, TB, out_type::fp32>(job, a, b, c, d);
+}
+int dispatch_tc5(const probe_job &job, const std::uint32_t *a, const std::uint32_t *b, const std::uint32_t *c,
+                 std::uint32_t *d) {
+  const bool b5 = job.type_b == in_type::e5m2;
+  switch (job.type) {
+  case in_type::bf16: return launch_tc5<in_type::bf16, in_type::bf16, out_type::fp32>(job, a, b, c, d);
+  case in_type::tf32: return launch_tc5<in_type::tf32, in_type::tf32, out_type::fp32>(job, a, b, c, d);
+  case in_type::fp16: return dispatch_tc5_out<in_type::fp16, in_type::fp16>(job, a, b, c, d);
+  case in_type::e4m3:
+    return b5 ? dispatch_tc5_out<in_type::e4m3, in_type::e5m2>(job, a, b, c, d)
+              : dispatch_tc5_out<in_type::e4m3, in_type::e4m3>(job, a, b, c, d);
+  default:
+    return b5 ? dispatch_tc5_out<in_type::e5m2, in_type::e5m2>(job, a, b, c, d)
+              : dispatch_tc5_out<in_type::e5m2, in_type::e4m3>(job, a, b, c, d);
+  }
+}
+
 int dispatch(const probe_job &job, const std::uint32_t *a, const std::uint32_t *b, const std::uint32_t *c,
              std::uint32_t *d) {
+  if (job.op == instr::tcgen05) return dispatch_tc5(job, a, b, c, d);
   if (job.type != job.type_b) {
     const bool h = job.out == out_type::fp16;
     if (job.type == in_type::e4m3)
@@ -630,17 +668,18 @@ int lines_per_issue(instr op) { return op == instr::tcgen05 ? kTc5N : op == inst
 bool supported(const probe_job &job, int cc_major, int cc_minor) {
   const int cc = cc_major * 10 + cc_minor;
   const auto fp8 = [](in_type t) { return t == in_type::e4m3 || t == in_type::e5m2; };
-  if (job.type != job.type_b) { // fp8 mixes: the wgmma kernel (the mma.sync ones are probe16's)
-    if (job.op != instr::wgmma || !fp8(job.type) || !fp8(job.type_b)) return false;
-  } else if (job.out == out_type::fp16 && job.type != in_type::fp16) {
+  if (job.type != job.type_b) { // fp8 mixes: wgmma and tcgen05 (the mma.sync ones are probe16's)
+    if (job.op == instr::mma_sync || !fp8(job.type) || !fp8(job.type_b)) return false;
+  } else if (job.out == out_type::fp16 && job.type != in_type::fp16 &&
+             !(job.op == instr::tcgen05 && fp8(job.type))) {
     return false;
   }
   if (job.k <= 0 || job.k % kin(job.type) != 0) return false;
   // This build carries sm_80 and sm_90a machine code (plus their PTX). wgmma and the fp8 mma.sync
   // exist only in the sm_90a code, which runs on compute capability 9.0 alone.
   if (job.op == instr::wgmma) return cc == 90;
-  // tcgen05: the sm_100a code (cc 10.0 only), kind::f16 and kind::tf32.
-  if (job.op == instr::tcgen05) return cc == 100 && job.type != in_type::e4m3 && job.type != in_type::e5m2;
+  // tcgen05: the sm_100a code (cc 10.0 only), kind::f16, kind::tf32, kind::f8f6f4 (fp8 operands).
+  if (job.op == instr::tcgen05) return cc == 100;
   if (job.type == in_type::e4m3 || job.type == in_type::e5m2) return cc == 90;
   return cc >= 80;
 }

@@ -5,6 +5,8 @@
 #include "io/files.hpp"
 #include "io/names.hpp"
 
+#include <ostream>
+
 namespace bf16emu::gpu {
 namespace {
 
@@ -14,13 +16,32 @@ constexpr int kAny = 1000; // no upper compute-capability bound (PTX of compute_
 
 probe_kernel plain(const char *name, K kind, F a, F b, F out, int k, const char *ptx, int cc_min, int cc_max,
                    instr op, in_type ta, in_type tb, out_type to) {
-  return {name, kind, "", a, b, out, k, ptx, cc_min, cc_max, false, op, ta, tb, to, probe16_op::f64};
+  return {name, kind, "", a, b, out, k, ptx, cc_min, cc_max, false, false, op, ta, tb, to, probe16_op::f64};
+}
+// tcgen05 kind::f8f6f4 with fp8 operands (sm_100a), modelled by tc::scaled_presets.
+probe_kernel tc5_f8(const char *name, F a, F b, F out, const char *ptx, in_type ta, in_type tb, out_type to) {
+  return {name, K::tcgen05, "f8f6f4",       a, b, out, 32, ptx, 100, 100, false, true, instr::tcgen05, ta,
+          tb,   to,         probe16_op::f64};
 }
 probe_kernel p16(const char *name, const char *opt_kind, F a, F b, F out, int k, const char *ptx, int cc_min,
                  int cc_max, probe16_op op) {
-  return {
-      name,          K::mma,        opt_kind,       a, b, out, k, ptx, cc_min, cc_max, true, instr::mma_sync,
-      in_type::bf16, in_type::bf16, out_type::fp32, op};
+  return {name,
+          K::mma,
+          opt_kind,
+          a,
+          b,
+          out,
+          k,
+          ptx,
+          cc_min,
+          cc_max,
+          true,
+          false,
+          instr::mma_sync,
+          in_type::bf16,
+          in_type::bf16,
+          out_type::fp32,
+          op};
 }
 
 std::vector<probe_kernel> make_table() {
@@ -28,6 +49,9 @@ std::vector<probe_kernel> make_table() {
   const in_type bf = in_type::bf16, h = in_type::fp16, tf = in_type::tf32, e4 = in_type::e4m3,
                 e5 = in_type::e5m2;
   const out_type o32 = out_type::fp32, o16 = out_type::fp16;
+  // tc::scaled_presets' instruction text for tcgen05 kind::f8f6f4.
+  const char *kF8 = "tcgen05.mma.cta_group::1.kind::f8f6f4 (f32 acc), k32",
+             *kF8h = "tcgen05.mma.cta_group::1.kind::f8f6f4 (f16 acc), k32";
   // The build carries sm_80 code (with compute_80 PTX, which later devices JIT), sm_90a code (runs
   // on 9.0 only) and sm_120a code (12.0 only): cuda/CMakeLists.txt.
   return {
@@ -113,6 +137,14 @@ std::vector<probe_kernel> make_table() {
             "tcgen05.mma.cta_group::1.kind::f16 (f16 in, f16 acc), k16", 100, 100, T5, h, h, o16),
       plain("tcgen05_tf32_fp32", K::tcgen05, F::tf32, F::tf32, F::fp32, 8,
             "tcgen05.mma.cta_group::1.kind::tf32, k8", 100, 100, T5, tf, tf, o32),
+      tc5_f8("tcgen05_f8f6f4_e4m3_fp32", F::e4m3, F::e4m3, F::fp32, kF8, e4, e4, o32),
+      tc5_f8("tcgen05_f8f6f4_e4m3xe5m2_fp32", F::e4m3, F::e5m2, F::fp32, kF8, e4, e5, o32),
+      tc5_f8("tcgen05_f8f6f4_e5m2xe4m3_fp32", F::e5m2, F::e4m3, F::fp32, kF8, e5, e4, o32),
+      tc5_f8("tcgen05_f8f6f4_e5m2_fp32", F::e5m2, F::e5m2, F::fp32, kF8, e5, e5, o32),
+      tc5_f8("tcgen05_f8f6f4_e4m3_fp16", F::e4m3, F::e4m3, F::fp16, kF8h, e4, e4, o16),
+      tc5_f8("tcgen05_f8f6f4_e4m3xe5m2_fp16", F::e4m3, F::e5m2, F::fp16, kF8h, e4, e5, o16),
+      tc5_f8("tcgen05_f8f6f4_e5m2xe4m3_fp16", F::e5m2, F::e4m3, F::fp16, kF8h, e5, e4, o16),
+      tc5_f8("tcgen05_f8f6f4_e5m2_fp16", F::e5m2, F::e5m2, F::fp16, kF8h, e5, e5, o16),
   };
 }
 
@@ -195,9 +227,9 @@ const probe_kernel *find_probe_kernel(const probe_request &r, std::string &why) 
         (b != a ? std::string(" x ") + io::name(b) : std::string()) + " -> " + io::name(out) +
         (r.shape_k ? " k" + std::to_string(r.shape_k) : std::string()) + "; " + tc::to_string(kind) +
         " kernels:" + have +
-        (kind == tc::instr_kind::tcgen05
-             ? " (kind::f8f6f4 and the block-scaled kinds: cuda/scaled_kernels.cu, compile-checked only)"
-             : "");
+        (kind == tc::instr_kind::tcgen05 ? " (fp8 operands: --kind f8f6f4; the block-scaled kinds: "
+                                           "cuda/scaled_kernels.cu, compile-checked only)"
+                                         : "");
   return nullptr;
 }
 
@@ -210,8 +242,33 @@ bool kernel_supported(const probe_kernel &p, int K, int cc_major, int cc_minor) 
   return supported(job_of(p, K), cc_major, cc_minor);
 }
 
-const tc::preset *kernel_preset(const probe_kernel &p, tc::arch arch, std::string &why) {
-  return model_preset(arch, p.kind, p.a, p.b, p.out, p.k, why);
+kernel_model kernel_preset(const probe_kernel &p, tc::arch arch, std::string &why) {
+  kernel_model m;
+  if (!p.scaled) {
+    m.block = model_preset(arch, p.kind, p.a, p.b, p.out, p.k, why);
+    return m;
+  }
+  m.scaled = tc::find_scaled_preset(arch, p.kind, p.opt_kind, tc::scale_kind::none, 0, p.out);
+  if (m.scaled && !tc::takes_formats(*m.scaled, p.a, p.b)) m.scaled = nullptr;
+  if (!m.scaled)
+    why = std::string("the model has no kind::") + p.opt_kind + " preset for arch " + tc::to_string(arch) +
+          ", " + in_column(p) + " -> " + io::name(p.out);
+  return m;
+}
+
+void model_kernel_lines(const kernel_model &m, const vec_set &v, std::vector<std::uint64_t> &d, int threads) {
+  if (m.block)
+    model_lines(v, *m.block, d, threads);
+  else if (m.scaled)
+    model_lines(v, *m.scaled, d, threads);
+}
+
+void trace_kernel_line(std::ostream &os, const kernel_model &m, const vec_set &v, std::size_t line) {
+  if (m.block)
+    trace_line(os, v, line, *m.block);
+  else if (m.scaled)
+    os << "# model " << m.scaled->ptx << " (tc::scaled_dot, F " << m.scaled->params.F
+       << "): no block trace; `bf16emu mma --kind f8f6f4` gives its result\n";
 }
 
 vec_set kernel_vectors(const probe_kernel &p, int K) {

@@ -4,10 +4,12 @@
 #pragma once
 
 #include <cstdint>
+#include <iosfwd>
 #include <string>
 #include <vector>
 
 #include "bf16emu/tc/presets.hpp"
+#include "bf16emu/tc/scaled.hpp"
 #include "kernels.hpp"
 #include "vectors.hpp"
 
@@ -23,6 +25,7 @@ struct probe_kernel {
   const char *ptx;      // the instruction the kernel issues (the preset's, with N = 64 for wgmma)
   int cc_min, cc_max;   // compute capabilities (major*10+minor) whose code the build carries
   bool p16;             // run by run_probe16 (64-bit operands) rather than run_probe
+  bool scaled;          // host model: tc::scaled_presets (kind::f8f6f4, unscaled) rather than tc::presets
   instr op;             // run_probe: mma.sync or wgmma
   in_type ta, tb;       // run_probe: A and B types
   out_type to;          // run_probe: C/D type
@@ -45,9 +48,20 @@ const probe_kernel *find_probe_kernel(const probe_request &r, std::string &why);
 
 // Whether the device (cc_major.cc_minor) can run the kernel with K values per line.
 bool kernel_supported(const probe_kernel &p, int K, int cc_major, int cc_minor);
-// The host model: the library's preset for the kernel's instruction on `arch` (nullptr and a
-// message in `why` when the model has none).
-const tc::preset *kernel_preset(const probe_kernel &p, tc::arch arch, std::string &why);
+// The host model: the library's preset for the kernel's instruction on `arch`, from tc::presets
+// (tc::preset_dot) or, for tcgen05 kind::f8f6f4, tc::scaled_presets (tc::scaled_dot without
+// scales); empty (and a message in `why`) when the model has none.
+struct kernel_model {
+  const tc::preset *block = nullptr;
+  const tc::scaled_preset *scaled = nullptr;
+  explicit operator bool() const noexcept { return block || scaled; }
+  const char *ptx() const noexcept { return block ? block->ptx : scaled ? scaled->ptx : ""; }
+};
+kernel_model kernel_preset(const probe_kernel &p, tc::arch arch, std::string &why);
+// D of every line of v on the model; the model's trace of one line ('#' lines).
+void model_kernel_lines(const kernel_model &m, const vec_set &v, std::vector<std::uint64_t> &d,
+                        int threads = 0);
+void trace_kernel_line(std::ostream &os, const kernel_model &m, const vec_set &v, std::size_t line);
 // A vec_set header for the kernel's formats, K values per line.
 vec_set kernel_vectors(const probe_kernel &p, int K);
 // Runs the kernel on every line of v; d receives D (right-aligned bits). Returns a cudaError_t

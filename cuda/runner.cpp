@@ -124,7 +124,7 @@ struct probe_state {
   std::optional<tc::arch> arch;
   const probe_kernel *kernel = nullptr;
   bool compare = true, print = false;
-  const tc::preset *preset = nullptr;
+  kernel_model model;
   std::size_t compared = 0, mismatches = 0, total = 0;
   bool traced = false;
   std::ostream *report = &std::cout;
@@ -173,7 +173,7 @@ void run_probe_chunk(probe_state &st, const vec_set &v) {
     for (std::uint64_t x : d)
       std::cout << hex(v.out, x) << '\n';
   std::vector<std::uint64_t> ref;
-  if (st.compare) model_lines(v, *st.preset, ref);
+  if (st.compare) model_kernel_lines(st.model, v, ref);
   for (std::size_t n = 0; n < v.lines(); ++n) {
     const bool bad = st.compare && ref[n] != d[n];
     if (st.compare) ++st.compared;
@@ -188,7 +188,7 @@ void run_probe_chunk(probe_state &st, const vec_set &v) {
       one.c.assign(1, v.c[n]), one.notes.assign(1, "");
       write_lines(os, one, false);
       os << "#   GPU " << hex(v.out, d[n]) << "  CPU model " << hex(v.out, ref[n]) << '\n';
-      trace_line(os, one, 0, *st.preset);
+      trace_kernel_line(os, st.model, one, 0);
     }
     if (st.save && ((st.total + n < st.save_lines) || (bad && st.saved.lines() < st.save_lines + 65536)))
       keep_line(st, v, n, d[n]);
@@ -312,19 +312,19 @@ int cmd_probe_list(const options &o) {
       if (!have) continue;
       const std::optional<tc::arch> arch = arch_of(cc / 10, cc % 10);
       if (!arch) continue;
-      const tc::preset *pre = kernel_preset(p, *arch, why);
+      const kernel_model pre = kernel_preset(p, *arch, why);
       if (!pre) continue; // the model leaves it open there: --list-arch says why
       archs += std::string(archs.empty() ? "" : ",") + tc::to_string(*arch);
       std::string want_ptx = p.ptx;
       if (p.kind == tc::instr_kind::wgmma) want_ptx.replace(want_ptx.find("m64n64"), 6, "m64n8");
-      if (want_ptx != pre->ptx) fail(p, std::string("preset instruction ") + pre->ptx);
+      if (want_ptx != pre.ptx()) fail(p, std::string("preset instruction ") + pre.ptx());
       // 5. The vectors of its formats through the model (no GPU): probes and 64 lines of each kind.
       for (gen_kind g : {gen_kind::probes, gen_kind::normal, gen_kind::bits, gen_kind::cancel}) {
         vec_set v = kernel_vectors(p, 2 * p.k);
         generate(v, g, 64, 1);
         if (v.lines() == 0) fail(p, "no vectors generated");
         std::vector<std::uint64_t> d;
-        model_lines(v, *pre, d, 1);
+        model_kernel_lines(pre, v, d, 1);
         if (d.size() != v.lines()) fail(p, "model returned " + std::to_string(d.size()) + " lines");
         model_lines_run += d.size();
       }
@@ -374,8 +374,8 @@ int cmd_probe(const options &o, const device_info &dev, const std::optional<tc::
     st.saved.clear(), st.saved_gpu.clear();
     vec_set v = kernel_vectors(p, int(o.num("--k", p.k)));
     std::string why;
-    st.preset = arch ? kernel_preset(p, *arch, why) : nullptr;
-    if (st.compare && !st.preset) usage_error(why + " (use --arch or --no-compare)");
+    st.model = arch ? kernel_preset(p, *arch, why) : kernel_model{};
+    if (st.compare && !st.model) usage_error(why + " (use --arch or --no-compare)");
     const std::string name = o.get("--name", p.name);
     if (o.has("--self-test")) {
       const gen_kind kinds[] = {gen_kind::probes, gen_kind::normal, gen_kind::bits, gen_kind::cancel};
