@@ -79,24 +79,32 @@ const tc::preset *model_preset(tc::arch arch, tc::instr_kind kind, format_id in,
   return p;
 }
 
+namespace {
+// d[n] = dot(a, b, c) for every line n of v, in parallel: a and b are line n's rows of A and B as
+// fp<A> / fp<B> (per-worker scratch rows), c its C as fp<Out>.
+template <class A, class B, class Out, class Dot>
+void each_line(const vec_set &v, std::vector<std::uint64_t> &d, int threads, Dot dot) {
+  const std::size_t K = std::size_t(v.k);
+  const unsigned nt = thread_count(threads);
+  const std::size_t workers = resolve_threads(nt, v.lines());
+  std::vector<std::vector<fp<A>>> a(workers, std::vector<fp<A>>(K));
+  std::vector<std::vector<fp<B>>> b(workers, std::vector<fp<B>>(K));
+  parallel_for(v.lines(), nt, [&](std::uint64_t n, unsigned w) {
+    for (std::size_t i = 0; i < K; ++i)
+      a[w][i] = fp<A>::from_bits(v.a[n * K + i]), b[w][i] = fp<B>::from_bits(v.b[n * K + i]);
+    d[n] = std::uint64_t(dot(a[w].data(), b[w].data(), fp<Out>::from_bits(v.c[n])).bits);
+  });
+}
+} // namespace
+
 void model_lines(const vec_set &v, const tc::preset &p, std::vector<std::uint64_t> &d, int threads) {
   d.assign(v.lines(), 0);
   with_formats(v.in, v.b_format(), v.out, [&](auto fa, auto fb, auto fo) {
     using In = decltype(fa);
     using InB = decltype(fb);
     using Out = decltype(fo);
-    const std::size_t K = std::size_t(v.k);
-    const unsigned nt = thread_count(threads);
-    // Per-worker scratch rows of A and B.
-    const std::size_t workers = resolve_threads(nt, v.lines());
-    std::vector<std::vector<fp<In>>> a(workers, std::vector<fp<In>>(K));
-    std::vector<std::vector<fp<InB>>> b(workers, std::vector<fp<InB>>(K));
-    parallel_for(v.lines(), nt, [&](std::uint64_t n, unsigned w) {
-      for (std::size_t i = 0; i < K; ++i)
-        a[w][i] = fp<In>::from_bits(v.a[n * K + i]), b[w][i] = fp<InB>::from_bits(v.b[n * K + i]);
-      d[n] = std::uint64_t(tc::preset_dot<In, Out, InB, Out>(p, a[w].data(), 1, b[w].data(), 1, v.k,
-                                                             fp<Out>::from_bits(v.c[n]))
-                               .bits);
+    each_line<In, InB, Out>(v, d, threads, [&](const fp<In> *a, const fp<InB> *b, fp<Out> c) {
+      return tc::preset_dot<In, Out, InB, Out>(p, a, 1, b, 1, v.k, c);
     });
   });
 }
@@ -109,17 +117,8 @@ void model_lines(const vec_set &v, const tc::scaled_preset &p, std::vector<std::
         using A = decltype(fa);
         using B = decltype(fb);
         using Out = decltype(fo);
-        const std::size_t K = std::size_t(v.k);
-        const unsigned nt = thread_count(threads);
-        const std::size_t workers = resolve_threads(nt, v.lines());
-        std::vector<std::vector<fp<A>>> a(workers, std::vector<fp<A>>(K));
-        std::vector<std::vector<fp<B>>> b(workers, std::vector<fp<B>>(K));
-        parallel_for(v.lines(), nt, [&](std::uint64_t n, unsigned w) {
-          for (std::size_t i = 0; i < K; ++i)
-            a[w][i] = fp<A>::from_bits(v.a[n * K + i]), b[w][i] = fp<B>::from_bits(v.b[n * K + i]);
-          d[n] = std::uint64_t(tc::scaled_dot<A, B, Out>(p.params, a[w].data(), b[w].data(), v.k, nullptr,
-                                                         nullptr, fp<Out>::from_bits(v.c[n]))
-                                   .bits);
+        each_line<A, B, Out>(v, d, threads, [&](const fp<A> *a, const fp<B> *b, fp<Out> c) {
+          return tc::scaled_dot<A, B, Out>(p.params, a, b, v.k, nullptr, nullptr, c);
         });
       };
       if (v.out == format_id::fp16)
