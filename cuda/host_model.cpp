@@ -19,19 +19,30 @@ namespace {
 // parallel_for's thread count: threads <= 0 means every hardware thread.
 unsigned thread_count(int threads) { return threads > 0 ? unsigned(threads) : 0u; }
 
-// Calls fn(In{}, Out{}) for the supported input/output format pairs.
-template <class Fn> bool with_formats(format_id in, format_id out, Fn &&fn) {
-  auto with_out = [&](auto fi) {
-    if (out == format_id::fp32) return fn(fi, binary32{}), true;
-    if (out == format_id::fp16) return fn(fi, binary16{}), true;
+// Calls fn(In{}, InB{}, Out{}) for the format triples the probe kernels issue: one input format
+// (bf16 fp16 tf32 e4m3 e5m2) with an fp32 or fp16 accumulator, the fp8 mixes e4m3 x e5m2 and
+// e5m2 x e4m3, and f64 (DMMA). False for any other triple.
+template <class Fn> bool with_formats(format_id in, format_id b, format_id out, Fn &&fn) {
+  auto with_out = [&](auto fa, auto fb) {
+    if (out == format_id::fp32) return fn(fa, fb, binary32{}), true;
+    if (out == format_id::fp16) return fn(fa, fb, binary16{}), true;
     return false;
   };
+  if (in == format_id::fp64 || b == format_id::fp64 || out == format_id::fp64) {
+    if (in != b || in != out) return false;
+    return fn(binary64{}, binary64{}, binary64{}), true;
+  }
+  if (in != b) {
+    if (in == format_id::e4m3 && b == format_id::e5m2) return with_out(float8_e4m3{}, float8_e5m2{});
+    if (in == format_id::e5m2 && b == format_id::e4m3) return with_out(float8_e5m2{}, float8_e4m3{});
+    return false;
+  }
   switch (in) {
-  case format_id::bf16: return with_out(bfloat16{});
-  case format_id::fp16: return with_out(binary16{});
-  case format_id::tf32: return with_out(tensorfloat32{});
-  case format_id::e4m3: return with_out(float8_e4m3{});
-  case format_id::e5m2: return with_out(float8_e5m2{});
+  case format_id::bf16: return with_out(bfloat16{}, bfloat16{});
+  case format_id::fp16: return with_out(binary16{}, binary16{});
+  case format_id::tf32: return with_out(tensorfloat32{}, tensorfloat32{});
+  case format_id::e4m3: return with_out(float8_e4m3{}, float8_e4m3{});
+  case format_id::e5m2: return with_out(float8_e5m2{}, float8_e5m2{});
   default: return false;
   }
 }
@@ -57,23 +68,71 @@ const tc::preset *model_preset(tc::arch arch, bool wgmma, format_id in, format_i
   return p;
 }
 
-void model_lines(const vec_set &v, const tc::preset &p, std::vector<std::uint32_t> &d, int threads) {
+const tc::preset *model_preset(tc::arch arch, tc::instr_kind kind, format_id in, format_id b, format_id out,
+                               int k, std::string &why) {
+  const tc::preset *p = tc::find_preset(arch, kind, in, b, out, out, k);
+  if (!p)
+    why = std::string("the model has no preset for arch ") + tc::to_string(arch) + ", " +
+          tc::to_string(kind) + ", " + io::name(in) +
+          (b != in ? std::string(" x ") + io::name(b) : std::string()) + " -> " + io::name(out) +
+          (k ? ", k " + std::to_string(k) : std::string());
+  return p;
+}
+
+namespace {
+// d[n] = dot(a, b, c) for every line n of v, in parallel: a and b are line n's rows of A and B as
+// fp<A> / fp<B> (per-worker scratch rows), c its C as fp<Out>.
+template <class A, class B, class Out, class Dot>
+void each_line(const vec_set &v, std::vector<std::uint64_t> &d, int threads, Dot dot) {
+  const std::size_t K = std::size_t(v.k);
+  const unsigned nt = thread_count(threads);
+  const std::size_t workers = resolve_threads(nt, v.lines());
+  std::vector<std::vector<fp<A>>> a(workers, std::vector<fp<A>>(K));
+  std::vector<std::vector<fp<B>>> b(workers, std::vector<fp<B>>(K));
+  parallel_for(v.lines(), nt, [&](std::uint64_t n, unsigned w) {
+    for (std::size_t i = 0; i < K; ++i)
+      a[w][i] = fp<A>::from_bits(v.a[n * K + i]), b[w][i] = fp<B>::from_bits(v.b[n * K + i]);
+    d[n] = std::uint64_t(dot(a[w].data(), b[w].data(), fp<Out>::from_bits(v.c[n])).bits);
+  });
+}
+} // namespace
+
+void model_lines(const vec_set &v, const tc::preset &p, std::vector<std::uint64_t> &d, int threads) {
   d.assign(v.lines(), 0);
-  with_formats(v.in, v.out, [&](auto fi, auto fo) {
-    using In = decltype(fi);
+  with_formats(v.in, v.b_format(), v.out, [&](auto fa, auto fb, auto fo) {
+    using In = decltype(fa);
+    using InB = decltype(fb);
     using Out = decltype(fo);
-    const std::size_t K = std::size_t(v.k);
-    const unsigned nt = thread_count(threads);
-    // Per-worker scratch rows of A and B.
-    std::vector<std::vector<fp<In>>> a(resolve_threads(nt, v.lines()), std::vector<fp<In>>(K)), b = a;
-    parallel_for(v.lines(), nt, [&](std::uint64_t n, unsigned w) {
-      for (std::size_t i = 0; i < K; ++i)
-        a[w][i] = fp<In>::from_bits(v.a[n * K + i]), b[w][i] = fp<In>::from_bits(v.b[n * K + i]);
-      d[n] = std::uint32_t(
-          tc::dot<In, Out>(p.block, p.k, a[w].data(), 1, b[w].data(), 1, v.k, fp<Out>::from_bits(v.c[n]))
-              .bits);
+    each_line<In, InB, Out>(v, d, threads, [&](const fp<In> *a, const fp<InB> *b, fp<Out> c) {
+      return tc::preset_dot<In, Out, InB, Out>(p, a, 1, b, 1, v.k, c);
     });
   });
+}
+
+void model_lines(const vec_set &v, const tc::scaled_preset &p, std::vector<std::uint64_t> &d, int threads) {
+  d.assign(v.lines(), 0);
+  tc::visit_f8f6f4(v.in, [&](auto fa) {
+    tc::visit_f8f6f4(v.b_format(), [&](auto fb) {
+      auto run = [&](auto fo) {
+        using A = decltype(fa);
+        using B = decltype(fb);
+        using Out = decltype(fo);
+        each_line<A, B, Out>(v, d, threads, [&](const fp<A> *a, const fp<B> *b, fp<Out> c) {
+          return tc::scaled_dot<A, B, Out>(p.params, a, b, v.k, nullptr, nullptr, c);
+        });
+      };
+      if (v.out == format_id::fp16)
+        run(binary16{});
+      else
+        run(binary32{});
+    });
+  });
+}
+
+void model_lines(const vec_set &v, const tc::preset &p, std::vector<std::uint32_t> &d, int threads) {
+  std::vector<std::uint64_t> wide;
+  model_lines(v, p, wide, threads);
+  d.assign(wide.begin(), wide.end());
 }
 
 namespace {
@@ -105,15 +164,19 @@ void print_block(std::ostream &os, const tc::block_trace &t, format_id out) {
 void trace_line(std::ostream &os, const vec_set &v, std::size_t line, const tc::preset &p) {
   os << "# model " << tc::to_string(p.arch) << ' ' << tc::to_string(p.kind) << ' ' << p.ptx << " (L "
      << p.block.L << ", F " << p.block.F << ", e_zero " << p.block.e_zero << ")\n";
-  with_formats(v.in, v.out, [&](auto fi, auto fo) {
-    using In = decltype(fi);
+  if (p.accum == tc::accum_kind::fma_chain) os << "#   fma chain: one IEEE fma per product in k order\n";
+  with_formats(v.in, v.b_format(), v.out, [&](auto fa, auto fb, auto fo) {
+    using In = decltype(fa);
+    using InB = decltype(fb);
     using Out = decltype(fo);
     const std::size_t K = std::size_t(v.k);
-    std::vector<fp<In>> a(K), b(K);
+    std::vector<fp<In>> a(K);
+    std::vector<fp<InB>> b(K);
     for (std::size_t i = 0; i < K; ++i)
-      a[i] = fp<In>::from_bits(v.a[line * K + i]), b[i] = fp<In>::from_bits(v.b[line * K + i]);
+      a[i] = fp<In>::from_bits(v.a[line * K + i]), b[i] = fp<InB>::from_bits(v.b[line * K + i]);
     auto tr = tc::make_block_tracer([&](const tc::block_trace &t) { print_block(os, t, v.out); });
-    tc::dot<In, Out>(p.block, p.k, a.data(), 1, b.data(), 1, v.k, fp<Out>::from_bits(v.c[line]), tr);
+    tc::preset_dot<In, Out, decltype(tr), InB, Out>(p, a.data(), 1, b.data(), 1, v.k,
+                                                    fp<Out>::from_bits(v.c[line]), tr);
   });
 }
 

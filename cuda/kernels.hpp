@@ -18,13 +18,14 @@ namespace bf16emu::gpu {
 // issued as K/k consecutive instructions in increasing k, each instruction's D feeding the next
 // instruction's C. Lines are placed on the diagonal of the instruction's output tile (line j of a
 // group uses row j of A, column j of B and C[j][j]); off-diagonal outputs are discarded.
-enum class instr : std::uint8_t { mma_sync, wgmma };
+enum class instr : std::uint8_t { mma_sync, wgmma, tcgen05 };
 enum class in_type : std::uint8_t { bf16, fp16, tf32, e4m3, e5m2 };
 enum class out_type : std::uint8_t { fp32, fp16 };
 
 struct probe_job {
   instr op = instr::mma_sync;
-  in_type type = in_type::bf16;
+  in_type type = in_type::bf16;   // A
+  in_type type_b = in_type::bf16; // B: == type, or the other fp8 format (wgmma e4m3 x e5m2 mixes)
   out_type out = out_type::fp32;
   int k = 16;             // values of A (and of B) per line: a multiple of the instruction's k
   std::size_t lines = 0;  // number of dot products
@@ -36,9 +37,10 @@ struct probe_job {
 
 // The instruction's own k (16 bf16/fp16, 8 tf32, 32 fp8).
 int instr_k(in_type t);
-// Lines per instruction issue (8 for mma.sync m16n8, 64 for wgmma m64n64).
+// Lines per instruction issue (8 for mma.sync m16n8, 64 for wgmma m64n64, 128 for tcgen05 M128 N128).
 int lines_per_issue(instr op);
-// Whether the current device can run the job (mma.sync fp8 and wgmma need sm_89 / sm_90a).
+// Whether the current device can run the job (mma.sync fp8 and wgmma need sm_89 / sm_90a; the
+// f16 accumulator takes fp16 inputs, or on wgmma an fp8 mix).
 bool supported(const probe_job &job, int cc_major, int cc_minor);
 int run_probe(const probe_job &job);
 
@@ -48,15 +50,21 @@ int run_probe(const probe_job &job);
 // m16n8 (or m8n8) tile, 8 lines per warp-level instruction, K/k instructions chained in
 // increasing k. Every operand is a right-aligned bit pattern in a 64-bit slot (f64 needs 64).
 enum class probe16_op : std::uint8_t {
-  e4m3_e5m2,        // mma.sync m16n8k32 .f32.e4m3.e5m2.f32 (sm_89+)
-  e5m2_e4m3,        // mma.sync m16n8k32 .f32.e5m2.e4m3.f32 (sm_89+)
-  fp16_k8_f32,      // mma.sync m16n8k8 .f32.f16.f16.f32
-  fp16_k8_f16,      // mma.sync m16n8k8 .f16.f16.f16.f16
-  f8f6f4_e4m3_e4m3, // mma.sync m16n8k32 .kind::f8f6f4 .f32.e4m3.e4m3.f32 (sm_120a)
-  f8f6f4_e4m3_e5m2, // ... .f32.e4m3.e5m2.f32 (sm_120a)
-  f8f6f4_e5m2_e4m3, // ... .f32.e5m2.e4m3.f32 (sm_120a)
-  f8f6f4_e5m2_e5m2, // ... .f32.e5m2.e5m2.f32 (sm_120a)
-  f64,              // mma.sync m8n8k4 .f64.f64.f64.f64 (sm_80+)
+  e4m3_e5m2,            // mma.sync m16n8k32 .f32.e4m3.e5m2.f32 (sm_89+)
+  e5m2_e4m3,            // mma.sync m16n8k32 .f32.e5m2.e4m3.f32 (sm_89+)
+  e4m3_e5m2_f16,        // mma.sync m16n8k32 .f16.e4m3.e5m2.f16 (sm_89+)
+  e5m2_e4m3_f16,        // mma.sync m16n8k32 .f16.e5m2.e4m3.f16 (sm_89+)
+  fp16_k8_f32,          // mma.sync m16n8k8 .f32.f16.f16.f32
+  fp16_k8_f16,          // mma.sync m16n8k8 .f16.f16.f16.f16
+  f8f6f4_e4m3_e4m3,     // mma.sync m16n8k32 .kind::f8f6f4 .f32.e4m3.e4m3.f32 (sm_120a)
+  f8f6f4_e4m3_e5m2,     // ... .f32.e4m3.e5m2.f32 (sm_120a)
+  f8f6f4_e5m2_e4m3,     // ... .f32.e5m2.e4m3.f32 (sm_120a)
+  f8f6f4_e5m2_e5m2,     // ... .f32.e5m2.e5m2.f32 (sm_120a)
+  f8f6f4_e4m3_e4m3_f16, // mma.sync m16n8k32 .kind::f8f6f4 .f16.e4m3.e4m3.f16 (sm_120a)
+  f8f6f4_e4m3_e5m2_f16, // ... .f16.e4m3.e5m2.f16 (sm_120a)
+  f8f6f4_e5m2_e4m3_f16, // ... .f16.e5m2.e4m3.f16 (sm_120a)
+  f8f6f4_e5m2_e5m2_f16, // ... .f16.e5m2.e5m2.f16 (sm_120a)
+  f64,                  // mma.sync m8n8k4 .f64.f64.f64.f64 (sm_80+)
 };
 struct probe16_job {
   probe16_op op = probe16_op::f64;

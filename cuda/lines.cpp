@@ -16,14 +16,14 @@ bool skip(const std::string &line) {
   return p == std::string::npos || line[p] == '#';
 }
 
-bool value(const std::string &tok, format_id f, std::uint32_t &bits, std::string &why) {
+bool value(const std::string &tok, format_id f, std::uint64_t &bits, std::string &why) {
   try {
     const io::operand op = io::parse_operand(tok, f);
     if (!op.exact || op.overflow) {
       why = "'" + tok + "' is not exact in its format";
       return false;
     }
-    bits = std::uint32_t(op.bits);
+    bits = std::uint64_t(op.bits);
     return true;
   } catch (const io::input_error &e) {
     why = e.what();
@@ -46,9 +46,9 @@ bool read_lines(std::istream &is, vec_set &v, std::string &err) {
             std::to_string(2 * K + 1) + " (K = " + std::to_string(K) + ")";
       return false;
     }
-    std::uint32_t bits = 0;
+    std::uint64_t bits = 0;
     for (std::size_t i = 0; i < 2 * K + 1; ++i) {
-      const format_id f = i < 2 * K ? v.in : v.out;
+      const format_id f = i < K ? v.in : i < 2 * K ? v.b_format() : v.out;
       if (!value(tok[i], f, bits, why)) {
         err = "line " + std::to_string(number) + ": " + why;
         return false;
@@ -60,14 +60,14 @@ bool read_lines(std::istream &is, vec_set &v, std::string &err) {
   return true;
 }
 
-bool read_outputs(std::istream &is, format_id f, std::vector<std::uint32_t> &d, std::string &err) {
+bool read_outputs(std::istream &is, format_id f, std::vector<std::uint64_t> &d, std::string &err) {
   std::string line, why;
   long number = 0;
   while (std::getline(is, line)) {
     ++number;
     if (skip(line)) continue;
     const auto tok = io::split_tokens(line);
-    std::uint32_t bits = 0;
+    std::uint64_t bits = 0;
     if (tok.size() != 1 || !value(tok[0], f, bits, why)) {
       err =
           "line " + std::to_string(number) + ": expected one output value" + (why.empty() ? "" : ": " + why);
@@ -76,6 +76,13 @@ bool read_outputs(std::istream &is, format_id f, std::vector<std::uint32_t> &d, 
     d.push_back(bits);
   }
   return true;
+}
+
+bool read_outputs(std::istream &is, format_id f, std::vector<std::uint32_t> &d, std::string &err) {
+  std::vector<std::uint64_t> wide;
+  const bool ok = read_outputs(is, f, wide, err);
+  d.insert(d.end(), wide.begin(), wide.end());
+  return ok;
 }
 
 } // namespace bf16emu::gpu

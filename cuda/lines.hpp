@@ -15,6 +15,8 @@ namespace bf16emu::gpu {
 bool read_lines(std::istream &is, vec_set &v, std::string &err);
 
 // Reads D values (one hex or decimal per line, '#' lines skipped) in format f.
+bool read_outputs(std::istream &is, format_id f, std::vector<std::uint64_t> &d, std::string &err);
+// The same for formats up to 32 bits.
 bool read_outputs(std::istream &is, format_id f, std::vector<std::uint32_t> &d, std::string &err);
 
 } // namespace bf16emu::gpu

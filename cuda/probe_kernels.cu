@@ -212,7 +212,8 @@ __global__ void __launch_bounds__(256)
       "+f"(x[29]), "+f"(x[30]), "+f"(x[31])
 
 // scale-d = 1 (accumulate into the registers), scale-a = scale-b = 1, no transpose (K-major).
-template <in_type T, out_type O>
+// TB: B's format (== T, or the other fp8 format for the e4m3 x e5m2 mixes).
+template <in_type T, in_type TB, out_type O>
 __device__ __forceinline__ void wgmma_issue(std::uint32_t (&acc)[32], std::uint64_t da, std::uint64_t db) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   const std::uint32_t one = 1;
@@ -220,7 +221,38 @@ __device__ __forceinline__ void wgmma_issue(std::uint32_t (&acc)[32], std::uint6
 #pragma unroll
   for (int i = 0; i < 32; ++i)
     f[i] = __uint_as_float(acc[i]);
-  if constexpr (O == out_type::fp16) {
+  if constexpr (T != TB) { // fp8 mixes (PTX ISA 9.7.15.5.2, wgmma.mma_async .e4m3/.e5m2 atype/btype)
+    static_assert((T == in_type::e4m3 && TB == in_type::e5m2) || (T == in_type::e5m2 && TB == in_type::e4m3),
+                  "mixed operands: e4m3 x e5m2 or e5m2 x e4m3");
+    if constexpr (O == out_type::fp16 && T == in_type::e4m3)
+      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+                   "wgmma.mma_async.sync.aligned.m64n64k32.f16.e4m3.e5m2 " BF16EMU_R16
+                   ", %16, %17, p, 1, 1;\n}\n"
+                   : BF16EMU_ACC16(acc)
+                   : "l"(da), "l"(db), "r"(one)
+                   : "memory");
+    else if constexpr (O == out_type::fp16)
+      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+                   "wgmma.mma_async.sync.aligned.m64n64k32.f16.e5m2.e4m3 " BF16EMU_R16
+                   ", %16, %17, p, 1, 1;\n}\n"
+                   : BF16EMU_ACC16(acc)
+                   : "l"(da), "l"(db), "r"(one)
+                   : "memory");
+    else if constexpr (T == in_type::e4m3)
+      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                   "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e5m2 " BF16EMU_R32
+                   ", %32, %33, p, 1, 1;\n}\n"
+                   : BF16EMU_ACC32(f)
+                   : "l"(da), "l"(db), "r"(one)
+                   : "memory");
+    else
+      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                   "wgmma.mma_async.sync.aligned.m64n64k32.f32.e5m2.e4m3 " BF16EMU_R32
+                   ", %32, %33, p, 1, 1;\n}\n"
+                   : BF16EMU_ACC32(f)
+                   : "l"(da), "l"(db), "r"(one)
+                   : "memory");
+  } else if constexpr (O == out_type::fp16) {
     static_assert(T == in_type::fp16, "f16 accumulator: fp16 inputs only");
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
                  "wgmma.mma_async.sync.aligned.m64n64k16.f16.f16.f16 " BF16EMU_R16
@@ -298,7 +330,7 @@ __device__ __forceinline__ void fill_row(unsigned char *s, const std::uint32_t *
 // D fragment of m64nN (f32): value i of thread (warp w, lane l): row 16w + l/4 + 8*((i/2)%2),
 // column 8*(i/4) + 2*(l%4) + i%2. The f16 accumulator uses the same map on half index i, two
 // halves per register (i%2 = 0 in the low half).
-template <in_type T, out_type O>
+template <in_type T, in_type TB, out_type O>
 __global__ void __launch_bounds__(128)
     wgmma_probe(const std::uint32_t *__restrict__ a, const std::uint32_t *__restrict__ b,
                 const std::uint32_t *__restrict__ c, std::uint32_t *__restrict__ d, int K,
@@ -331,11 +363,11 @@ __global__ void __launch_bounds__(128)
     for (int k0 = 0; k0 < K; k0 += k) {
       __syncthreads(); // the previous instruction has read shared memory
       fill_row<T>(sa, a, fline, fvalid, K, k0, frow, fhalf);
-      fill_row<T>(sb, b, fline, fvalid, K, k0, frow, fhalf);
+      fill_row<TB>(sb, b, fline, fvalid, K, k0, frow, fhalf);
       asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
       __syncthreads();
       asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-      wgmma_issue<T, O>(acc, smem_desc(sa), smem_desc(sb));
+      wgmma_issue<T, TB, O>(acc, smem_desc(sa), smem_desc(sb));
       asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
       asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
 #pragma unroll
@@ -357,20 +389,241 @@ __global__ void __launch_bounds__(128)
 #endif
 }
 
+// ------------------------------------------------------------------------------------------------
+// tcgen05 (sm_100a): tcgen05.mma.cta_group::1 kind::f16 (bf16, fp16 -> f32; fp16 -> f16),
+// kind::tf32 and kind::f8f6f4 (e4m3, e5m2 in any A x B pair -> f32, f16; 1-byte elements in the
+// same layout), M = 128, N = 128: 128 lines per issue on the diagonal of D (line t: row t of A,
+// row t of B^T (column t of B), D[t][t]). Never run on a device: see docs/gpu-validation.md.
+//
+// Sequence (PTX ISA 9.7.16, "TensorCore 5th Generation Family Instructions"):
+//   tcgen05.alloc (9.7.16.7.1; one warp, 128 columns, address written to shared memory),
+//   tcgen05.relinquish_alloc_permit; C placed on the diagonal with tcgen05.st .32x32b.x32
+//   (9.7.16.8.4; warp w reaches lanes 32w..32w+31 only, 9.7.16.2.1), tcgen05.wait::st;
+//   per k-step: A and B stored K-major without swizzle in the canonical layout of 9.7.16.3
+//   (core matrices of 8 rows x 16 bytes, LBO = 128 between the two core matrices along k,
+//   SBO = 256 between 8-row groups: the wgmma layout above), fence.proxy.async.shared::cta,
+//   tcgen05.fence::before_thread_sync + bar.sync + tcgen05.fence::after_thread_sync
+//   (9.7.16.6.4), one thread issues tcgen05.mma with enable-input-d = 1 (9.7.16.10.9) and
+//   tcgen05.commit .mbarrier::arrive::one (9.7.16.11.1); every thread waits on the mbarrier
+//   phase (mbarrier.try_wait.parity), then tcgen05.fence::after_thread_sync;
+//   D read back with tcgen05.ld .32x32b.x32 + tcgen05.wait::ld (9.7.16.8.3); tcgen05.dealloc.
+// Descriptors: shared memory 9.7.16.4.1 (start, LBO, SBO >> 4; bits 46-48 = 0b001; base offset
+// 0; relative LBO mode; no swizzle), instruction 9.7.16.4.2 Table 42 (dtype bits 4-5: F16 0,
+// F32 1; atype 7-9, btype 10-12: F16 0, BF16 1, TF32 2; K-major; N >> 3 at 17-22; M >> 4 at
+// 24-28). Data-path layout of D for M = 128, cta_group::1 (9.7.16.10.10, layout D): row i in
+// lane i, column j in column j. Unverified assumptions: an f16 D occupies one 32-bit column per
+// element in its low half (tcgen05.st/ld of C and D); the fill layout above is what the
+// no-swizzle K-major descriptor describes for tcgen05 as for wgmma.
+
+#if defined(__CUDA_ARCH__) && (defined(__CUDA_ARCH_FEAT_SM100_ALL) || defined(__CUDA_ARCH_FEAT_SM103_ALL))
+#define BF16EMU_TC5 1
+#endif
+
+constexpr int kTc5M = 128, kTc5N = 128; // the instruction's M and N; N TMEM columns allocated
+
+// The type code of Table 42: kind::f16 F16 0, BF16 1; kind::tf32 TF32 2; kind::f8f6f4 E4M3 0, E5M2 1.
+constexpr std::uint32_t tc5_type(in_type t) {
+  return t == in_type::bf16 ? 1u : t == in_type::tf32 ? 2u : t == in_type::e5m2 ? 1u : 0u;
+}
+template <in_type T, in_type TB, out_type O> constexpr std::uint32_t tc5_idesc() {
+  constexpr std::uint32_t dtype = O == out_type::fp16 ? 0u : 1u;
+  return (dtype << 4) | (tc5_type(T) << 7) | (tc5_type(TB) << 10) | (std::uint32_t(kTc5N >> 3) << 17) |
+         (std::uint32_t(kTc5M >> 4) << 24);
+}
+static_assert(tc5_idesc<in_type::bf16, in_type::bf16, out_type::fp32>() == 0x08200490u,
+              "kind::f16 bf16 -> f32, M128 N128");
+static_assert(tc5_idesc<in_type::e4m3, in_type::e5m2, out_type::fp16>() == 0x08200400u,
+              "kind::f8f6f4 e4m3 x e5m2 -> f16, M128 N128");
+
+#define BF16EMU_T32                                                                                          \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, "    \
+  "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
+#define BF16EMU_REGS32(c, x)                                                                                 \
+  c(x[0]), c(x[1]), c(x[2]), c(x[3]), c(x[4]), c(x[5]), c(x[6]), c(x[7]), c(x[8]), c(x[9]), c(x[10]),        \
+      c(x[11]), c(x[12]), c(x[13]), c(x[14]), c(x[15]), c(x[16]), c(x[17]), c(x[18]), c(x[19]), c(x[20]),    \
+      c(x[21]), c(x[22]), c(x[23]), c(x[24]), c(x[25]), c(x[26]), c(x[27]), c(x[28]), c(x[29]), c(x[30]),    \
+      c(x[31])
+#define BF16EMU_OUT(x) "=r"(x)
+#define BF16EMU_IN(x) "r"(x)
+
+template <in_type T, in_type TB, out_type O>
+__global__ void __launch_bounds__(128)
+    tcgen05_probe(const std::uint32_t *__restrict__ a, const std::uint32_t *__restrict__ b,
+                  const std::uint32_t *__restrict__ c, std::uint32_t *__restrict__ d, int K,
+                  std::size_t lines) {
+#ifdef BF16EMU_TC5
+  __shared__ alignas(1024) unsigned char sa[kTc5M * 32];
+  __shared__ alignas(1024) unsigned char sb[kTc5N * 32];
+  __shared__ alignas(8) std::uint64_t mbar;
+  __shared__ std::uint32_t tmem_slot;
+  const int tid = threadIdx.x, w = tid >> 5, lane = tid & 31;
+  constexpr int k = kin(T);
+  const auto bar = static_cast<std::uint32_t>(__cvta_generic_to_shared(&mbar));
+  if (w == 0) {
+    const auto slot = static_cast<std::uint32_t>(__cvta_generic_to_shared(&tmem_slot));
+    asm volatile("tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [%0], %1;\n" ::"r"(slot),
+                 "r"(std::uint32_t(kTc5N))
+                 : "memory");
+    asm volatile("tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned;\n" ::: "memory");
+  }
+  if (tid == 0) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(bar) : "memory");
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  asm volatile("tcgen05.fence::before_thread_sync;\n" ::: "memory");
+  __syncthreads();
+  asm volatile("tcgen05.fence::after_thread_sync;\n" ::: "memory");
+  const std::uint32_t tmem = tmem_slot;
+  // This warp's lanes 32w.. and columns 32w..32w+31: the diagonal elements of its 32 rows.
+  const std::uint32_t mine = tmem + (std::uint32_t(32 * w) << 16) + std::uint32_t(32 * w);
+  const std::uint64_t adesc = smem_desc(sa) | (std::uint64_t{1} << 46),
+                      bdesc = smem_desc(sb) | (std::uint64_t{1} << 46);
+  constexpr std::uint32_t idesc = tc5_idesc<T, TB, O>();
+  std::uint32_t phase = 0;
+  for (std::size_t base = std::size_t(blockIdx.x) * kTc5N; base < lines;
+       base += std::size_t(gridDim.x) * kTc5N) {
+    const std::size_t line = base + std::size_t(tid);
+    const bool valid = line < lines;
+    std::uint32_t r[32];
+#pragma unroll
+    for (int i = 0; i < 32; ++i)
+      r[i] = (i == lane && valid) ? (O == out_type::fp16 ? c[line] & 0xffffu : c[line]) : 0u;
+    asm volatile("tcgen05.st.sync.aligned.32x32b.x32.b32 [%32], " BF16EMU_T32
+                 ";\n" ::BF16EMU_REGS32(BF16EMU_IN, r),
+                 "r"(mine)
+                 : "memory");
+    asm volatile("tcgen05.wait::st.sync.aligned;\n" ::: "memory");
+    for (int k0 = 0; k0 < K; k0 += k) {
+      fill_row<T>(sa, a, line, valid, K, k0, tid, 0), fill_row<T>(sa, a, line, valid, K, k0, tid, 1);
+      fill_row<TB>(sb, b, line, valid, K, k0, tid, 0), fill_row<TB>(sb, b, line, valid, K, k0, tid, 1);
+      asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+      asm volatile("tcgen05.fence::before_thread_sync;\n" ::: "memory");
+      __syncthreads();
+      asm volatile("tcgen05.fence::after_thread_sync;\n" ::: "memory");
+      if (tid == 0) {
+        if constexpr (T == in_type::e4m3 || T == in_type::e5m2)
+          asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+                       "tcgen05.mma.cta_group::1.kind::f8f6f4 [%0], %1, %2, %3, p;\n}\n" ::"r"(tmem),
+                       "l"(adesc), "l"(bdesc), "r"(idesc)
+                       : "memory");
+        else if constexpr (T == in_type::tf32)
+          asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+                       "tcgen05.mma.cta_group::1.kind::tf32 [%0], %1, %2, %3, p;\n}\n" ::"r"(tmem),
+                       "l"(adesc), "l"(bdesc), "r"(idesc)
+                       : "memory");
+        else
+          asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+                       "tcgen05.mma.cta_group::1.kind::f16 [%0], %1, %2, %3, p;\n}\n" ::"r"(tmem),
+                       "l"(adesc), "l"(bdesc), "r"(idesc)
+                       : "memory");
+        asm volatile(
+            "tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [%0];\n" ::"r"(bar)
+            : "memory");
+      }
+      std::uint32_t done = 0;
+      while (!done)
+        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                     "selp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(done)
+                     : "r"(bar), "r"(phase)
+                     : "memory");
+      phase ^= 1u;
+      asm volatile("tcgen05.fence::after_thread_sync;\n" ::: "memory");
+    }
+    asm volatile("tcgen05.ld.sync.aligned.32x32b.x32.b32 " BF16EMU_T32 ", [%32];\n"
+                 : BF16EMU_REGS32(BF16EMU_OUT, r)
+                 : "r"(mine)
+                 : "memory");
+    asm volatile("tcgen05.wait::ld.sync.aligned;\n" ::: "memory");
+    std::uint32_t v = 0;
+#pragma unroll
+    for (int i = 0; i < 32; ++i)
+      if (i == lane) v = r[i];
+    if (valid) d[line] = O == out_type::fp16 ? v & 0xffffu : v;
+    asm volatile("tcgen05.fence::before_thread_sync;\n" ::: "memory");
+    __syncthreads(); // every warp has read D before the next group writes C
+    asm volatile("tcgen05.fence::after_thread_sync;\n" ::: "memory");
+  }
+  if (w == 0)
+    asm volatile("tcgen05.dealloc.cta_group::1.sync.aligned.b32 %0, %1;\n" ::"r"(tmem),
+                 "r"(std::uint32_t(kTc5N))
+                 : "memory");
+#else
+  (void)a, (void)b, (void)c, (void)d, (void)K, (void)lines;
+#endif
+}
+#undef BF16EMU_T32
+#undef BF16EMU_REGS32
+#undef BF16EMU_OUT
+#undef BF16EMU_IN
+
+constexpr unsigned probe_blocks(std::size_t lines) { // 64 lines per block
+  return unsigned(std::min<std::size_t>((lines + 63) / 64, 8192));
+}
+
 template <in_type T, out_type O>
 int launch(const probe_job &job, const std::uint32_t *a, const std::uint32_t *b, const std::uint32_t *c,
            std::uint32_t *d) {
-  const std::size_t per = 64; // lines per block: 8 warps x 8 (mma.sync), or one warpgroup x 64 (wgmma)
-  const unsigned blocks = unsigned(std::min<std::size_t>((job.lines + per - 1) / per, 8192));
+  // Lines per block: 8 warps x 8 (mma.sync), or one warpgroup x 64 (wgmma).
+  const unsigned blocks = probe_blocks(job.lines);
   if (job.op == instr::wgmma)
-    wgmma_probe<T, O><<<blocks, 128>>>(a, b, c, d, job.k, job.lines);
+    wgmma_probe<T, T, O><<<blocks, 128>>>(a, b, c, d, job.k, job.lines);
   else
     mma_sync_probe<T, O><<<blocks, 256>>>(a, b, c, d, job.k, job.lines);
   return int(cudaGetLastError());
 }
 
+// wgmma with an fp8 mix: A in T, B in TB.
+template <in_type T, in_type TB, out_type O>
+int launch_mixed(const probe_job &job, const std::uint32_t *a, const std::uint32_t *b, const std::uint32_t *c,
+                 std::uint32_t *d) {
+  wgmma_probe<T, TB, O><<<probe_blocks(job.lines), 128>>>(a, b, c, d, job.k, job.lines);
+  return int(cudaGetLastError());
+}
+
+template <in_type T, in_type TB, out_type O>
+int launch_tc5(const probe_job &job, const std::uint32_t *a, const std::uint32_t *b, const std::uint32_t *c,
+               std::uint32_t *d) {
+  const unsigned blocks = unsigned(std::min<std::size_t>((job.lines + kTc5N - 1) / kTc5N, 1024));
+  tcgen05_probe<T, TB, O><<<blocks, 128>>>(a, b, c, d, job.k, job.lines);
+  return int(cudaGetLastError());
+}
+
+// tcgen05: kind::f16 (bf16, fp16 -> f32; fp16 -> f16), kind::tf32, kind::f8f6f4 (e4m3, e5m2 in
+// the four A x B pairs -> f32, f16).
+template <in_type T, in_type TB>
+int dispatch_tc5_out(const probe_job &job, const std::uint32_t *a, const std::uint32_t *b,
+                     const std::uint32_t *c, std::uint32_t *d) {
+  return job.out == out_type::fp16 ? launch_tc5<T, TB, out_type::fp16>(job, a, b, c, d)
+                                   : launch_tc5<T, TB, out_type::fp32>(job, a, b, c, d);
+}
+int dispatch_tc5(const probe_job &job, const std::uint32_t *a, const std::uint32_t *b, const std::uint32_t *c,
+                 std::uint32_t *d) {
+  const bool b5 = job.type_b == in_type::e5m2;
+  switch (job.type) {
+  case in_type::bf16: return launch_tc5<in_type::bf16, in_type::bf16, out_type::fp32>(job, a, b, c, d);
+  case in_type::tf32: return launch_tc5<in_type::tf32, in_type::tf32, out_type::fp32>(job, a, b, c, d);
+  case in_type::fp16: return dispatch_tc5_out<in_type::fp16, in_type::fp16>(job, a, b, c, d);
+  case in_type::e4m3:
+    return b5 ? dispatch_tc5_out<in_type::e4m3, in_type::e5m2>(job, a, b, c, d)
+              : dispatch_tc5_out<in_type::e4m3, in_type::e4m3>(job, a, b, c, d);
+  default:
+    return b5 ? dispatch_tc5_out<in_type::e5m2, in_type::e5m2>(job, a, b, c, d)
+              : dispatch_tc5_out<in_type::e5m2, in_type::e4m3>(job, a, b, c, d);
+  }
+}
+
 int dispatch(const probe_job &job, const std::uint32_t *a, const std::uint32_t *b, const std::uint32_t *c,
              std::uint32_t *d) {
+  if (job.op == instr::tcgen05) return dispatch_tc5(job, a, b, c, d);
+  if (job.type != job.type_b) {
+    const bool h = job.out == out_type::fp16;
+    if (job.type == in_type::e4m3)
+      return h ? launch_mixed<in_type::e4m3, in_type::e5m2, out_type::fp16>(job, a, b, c, d)
+               : launch_mixed<in_type::e4m3, in_type::e5m2, out_type::fp32>(job, a, b, c, d);
+    return h ? launch_mixed<in_type::e5m2, in_type::e4m3, out_type::fp16>(job, a, b, c, d)
+             : launch_mixed<in_type::e5m2, in_type::e4m3, out_type::fp32>(job, a, b, c, d);
+  }
   if (job.out == out_type::fp16) return launch<in_type::fp16, out_type::fp16>(job, a, b, c, d);
   switch (job.type) {
   case in_type::bf16: return launch<in_type::bf16, out_type::fp32>(job, a, b, c, d);
@@ -410,15 +663,23 @@ int run_on_device(const T *a_host, const T *b_host, const T *c_host, T *d_host, 
 } // namespace
 
 int instr_k(in_type t) { return kin(t); }
-int lines_per_issue(instr op) { return op == instr::wgmma ? 64 : 8; }
+int lines_per_issue(instr op) { return op == instr::tcgen05 ? kTc5N : op == instr::wgmma ? 64 : 8; }
 
 bool supported(const probe_job &job, int cc_major, int cc_minor) {
   const int cc = cc_major * 10 + cc_minor;
-  if (job.out == out_type::fp16 && job.type != in_type::fp16) return false;
+  const auto fp8 = [](in_type t) { return t == in_type::e4m3 || t == in_type::e5m2; };
+  if (job.type != job.type_b) { // fp8 mixes: wgmma and tcgen05 (the mma.sync ones are probe16's)
+    if (job.op == instr::mma_sync || !fp8(job.type) || !fp8(job.type_b)) return false;
+  } else if (job.out == out_type::fp16 && job.type != in_type::fp16 &&
+             !(job.op == instr::tcgen05 && fp8(job.type))) {
+    return false;
+  }
   if (job.k <= 0 || job.k % kin(job.type) != 0) return false;
   // This build carries sm_80 and sm_90a machine code (plus their PTX). wgmma and the fp8 mma.sync
   // exist only in the sm_90a code, which runs on compute capability 9.0 alone.
   if (job.op == instr::wgmma) return cc == 90;
+  // tcgen05: the sm_100a code (cc 10.0 only), kind::f16, kind::tf32, kind::f8f6f4 (fp8 operands).
+  if (job.op == instr::tcgen05) return cc == 100;
   if (job.type == in_type::e4m3 || job.type == in_type::e5m2) return cc == 90;
   return cc >= 80;
 }
@@ -438,6 +699,14 @@ int run_probe(const probe_job &job) {
 //   m16n8 f32 C/D: c0,c1 = row g, cols 2t,2t+1; f16 C/D: reg0 = row g, cols 2t (low), 2t+1 (high).
 //   m8n8k4 f64 A: row g, col t; B: row t, col g; C/D: d0,d1 = row g, cols 2t,2t+1.
 namespace {
+
+// Ops with an f16 accumulator (C/D as two halves per register).
+constexpr bool half16(probe16_op op) {
+  return op == probe16_op::fp16_k8_f16 || op == probe16_op::e4m3_e5m2_f16 ||
+         op == probe16_op::e5m2_e4m3_f16 || op == probe16_op::f8f6f4_e4m3_e4m3_f16 ||
+         op == probe16_op::f8f6f4_e4m3_e5m2_f16 || op == probe16_op::f8f6f4_e5m2_e4m3_f16 ||
+         op == probe16_op::f8f6f4_e5m2_e5m2_f16;
+}
 
 constexpr int k16(probe16_op op) {
   return op == probe16_op::f64                                              ? 4
@@ -463,6 +732,11 @@ __device__ __forceinline__ std::uint32_t pack16(const std::uint64_t *p, std::siz
   asm volatile(ptx " {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"                                \
                : "+f"(f[0]), "+f"(f[1]), "+f"(f[2]), "+f"(f[3])                                              \
                : "r"(ra[0]), "r"(ra[1]), "r"(ra[2]), "r"(ra[3]), "r"(rb[0]), "r"(rb[1]))
+// The same with an f16 accumulator: two registers of two halves (row g, cols 2t and 2t+1 in reg0).
+#define BF16EMU_MMA_K32_H(ptx)                                                                               \
+  asm volatile(ptx " {%0,%1}, {%2,%3,%4,%5}, {%6,%7}, {%0,%1};\n"                                            \
+               : "+r"(acc[0]), "+r"(acc[1])                                                                  \
+               : "r"(ra[0]), "r"(ra[1]), "r"(ra[2]), "r"(ra[3]), "r"(rb[0]), "r"(rb[1]))
 
 // One m16n8 instruction on 32-bit accumulator registers (f32 bits, or f16 pairs for fp16_k8_f16).
 template <probe16_op Op>
@@ -480,14 +754,20 @@ __device__ __forceinline__ void issue16(std::uint32_t (&acc)[4], const std::uint
                  "{%0,%1,%2,%3};\n"
                  : "+f"(f[0]), "+f"(f[1]), "+f"(f[2]), "+f"(f[3])
                  : "r"(ra[0]), "r"(ra[1]), "r"(rb[0]));
-  } else if constexpr (Op == probe16_op::e4m3_e5m2 || Op == probe16_op::e5m2_e4m3) {
+  } else if constexpr (Op == probe16_op::e4m3_e5m2 || Op == probe16_op::e5m2_e4m3 ||
+                       Op == probe16_op::e4m3_e5m2_f16 || Op == probe16_op::e5m2_e4m3_f16) {
 #if __CUDA_ARCH__ >= 890
     if constexpr (Op == probe16_op::e4m3_e5m2)
       BF16EMU_MMA_K32("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e5m2.f32");
-    else
+    else if constexpr (Op == probe16_op::e5m2_e4m3)
       BF16EMU_MMA_K32("mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e4m3.f32");
+    else if constexpr (Op == probe16_op::e4m3_e5m2_f16)
+      BF16EMU_MMA_K32_H("mma.sync.aligned.m16n8k32.row.col.f16.e4m3.e5m2.f16");
+    else
+      BF16EMU_MMA_K32_H("mma.sync.aligned.m16n8k32.row.col.f16.e5m2.e4m3.f16");
 #else
     f[0] = f[1] = f[2] = f[3] = __uint_as_float(0xffffffffu); // not launched below sm_89
+    if constexpr (half16(Op)) acc[0] = acc[1] = 0xffffffffu;
 #endif
   } else {
 #if defined(__CUDA_ARCH_FEAT_SM120_ALL)
@@ -497,13 +777,22 @@ __device__ __forceinline__ void issue16(std::uint32_t (&acc)[4], const std::uint
       BF16EMU_MMA_K32("mma.sync.aligned.m16n8k32.row.col.kind::f8f6f4.f32.e4m3.e5m2.f32");
     else if constexpr (Op == probe16_op::f8f6f4_e5m2_e4m3)
       BF16EMU_MMA_K32("mma.sync.aligned.m16n8k32.row.col.kind::f8f6f4.f32.e5m2.e4m3.f32");
-    else
+    else if constexpr (Op == probe16_op::f8f6f4_e5m2_e5m2)
       BF16EMU_MMA_K32("mma.sync.aligned.m16n8k32.row.col.kind::f8f6f4.f32.e5m2.e5m2.f32");
+    else if constexpr (Op == probe16_op::f8f6f4_e4m3_e4m3_f16)
+      BF16EMU_MMA_K32_H("mma.sync.aligned.m16n8k32.row.col.kind::f8f6f4.f16.e4m3.e4m3.f16");
+    else if constexpr (Op == probe16_op::f8f6f4_e4m3_e5m2_f16)
+      BF16EMU_MMA_K32_H("mma.sync.aligned.m16n8k32.row.col.kind::f8f6f4.f16.e4m3.e5m2.f16");
+    else if constexpr (Op == probe16_op::f8f6f4_e5m2_e4m3_f16)
+      BF16EMU_MMA_K32_H("mma.sync.aligned.m16n8k32.row.col.kind::f8f6f4.f16.e5m2.e4m3.f16");
+    else
+      BF16EMU_MMA_K32_H("mma.sync.aligned.m16n8k32.row.col.kind::f8f6f4.f16.e5m2.e5m2.f16");
 #else
     f[0] = f[1] = f[2] = f[3] = __uint_as_float(0xffffffffu); // sm_120a code only
+    if constexpr (half16(Op)) acc[0] = acc[1] = 0xffffffffu;
 #endif
   }
-  if constexpr (Op != probe16_op::fp16_k8_f16) { // the f16 accumulator was written in place
+  if constexpr (!half16(Op)) { // the f16 accumulator was written in place
 #pragma unroll
     for (int i = 0; i < 4; ++i)
       acc[i] = __float_as_uint(f[i]);
@@ -511,6 +800,7 @@ __device__ __forceinline__ void issue16(std::uint32_t (&acc)[4], const std::uint
 #endif
 }
 #undef BF16EMU_MMA_K32
+#undef BF16EMU_MMA_K32_H
 
 template <probe16_op Op>
 __global__ void __launch_bounds__(256)
@@ -537,7 +827,7 @@ __global__ void __launch_bounds__(256)
       if (valid && g == 2 * t) d[line] = std::uint64_t(__double_as_longlong(acc[0]));
       if (valid && g == 2 * t + 1) d[line] = std::uint64_t(__double_as_longlong(acc[1]));
     } else {
-      constexpr bool half_out = Op == probe16_op::fp16_k8_f16;
+      constexpr bool half_out = half16(Op);
       std::uint32_t acc[4] = {0, 0, 0, 0};
       if constexpr (half_out) {
         if (valid && g == 2 * t) acc[0] = std::uint32_t(c[line] & 0xffffu);
@@ -591,6 +881,12 @@ int dispatch16(const probe16_job &job, const std::uint64_t *a, const std::uint64
   case probe16_op::f8f6f4_e4m3_e5m2: return launch16<probe16_op::f8f6f4_e4m3_e5m2>(job, a, b, c, d);
   case probe16_op::f8f6f4_e5m2_e4m3: return launch16<probe16_op::f8f6f4_e5m2_e4m3>(job, a, b, c, d);
   case probe16_op::f8f6f4_e5m2_e5m2: return launch16<probe16_op::f8f6f4_e5m2_e5m2>(job, a, b, c, d);
+  case probe16_op::e4m3_e5m2_f16: return launch16<probe16_op::e4m3_e5m2_f16>(job, a, b, c, d);
+  case probe16_op::e5m2_e4m3_f16: return launch16<probe16_op::e5m2_e4m3_f16>(job, a, b, c, d);
+  case probe16_op::f8f6f4_e4m3_e4m3_f16: return launch16<probe16_op::f8f6f4_e4m3_e4m3_f16>(job, a, b, c, d);
+  case probe16_op::f8f6f4_e4m3_e5m2_f16: return launch16<probe16_op::f8f6f4_e4m3_e5m2_f16>(job, a, b, c, d);
+  case probe16_op::f8f6f4_e5m2_e4m3_f16: return launch16<probe16_op::f8f6f4_e5m2_e4m3_f16>(job, a, b, c, d);
+  case probe16_op::f8f6f4_e5m2_e5m2_f16: return launch16<probe16_op::f8f6f4_e5m2_e5m2_f16>(job, a, b, c, d);
   default: return launch16<probe16_op::f64>(job, a, b, c, d);
   }
 }
@@ -604,11 +900,17 @@ bool probe16_supported(const probe16_job &job, int cc_major, int cc_minor) {
   if (job.k <= 0 || job.k % k16(job.op) != 0) return false;
   switch (job.op) {
   case probe16_op::e4m3_e5m2:
-  case probe16_op::e5m2_e4m3: return cc == 90; // the sm_90a code carries them (as the fp8 probes above)
+  case probe16_op::e5m2_e4m3:
+  case probe16_op::e4m3_e5m2_f16:
+  case probe16_op::e5m2_e4m3_f16: return cc == 90; // the sm_90a code carries them (as the fp8 probes above)
   case probe16_op::f8f6f4_e4m3_e4m3:
   case probe16_op::f8f6f4_e4m3_e5m2:
   case probe16_op::f8f6f4_e5m2_e4m3:
-  case probe16_op::f8f6f4_e5m2_e5m2: return cc == 120; // sm_120a code, when the build has it
+  case probe16_op::f8f6f4_e5m2_e5m2:
+  case probe16_op::f8f6f4_e4m3_e4m3_f16:
+  case probe16_op::f8f6f4_e4m3_e5m2_f16:
+  case probe16_op::f8f6f4_e5m2_e4m3_f16:
+  case probe16_op::f8f6f4_e5m2_e5m2_f16: return cc == 120; // the sm_120a code (cuda/CMakeLists.txt)
   default: return cc >= 80;
   }
 }

@@ -1,8 +1,11 @@
 // bf16emu-gpu: runs the CUDA twin's kernels and compares them bit for bit with the CPU model.
 //
-//   bf16emu-gpu probe     [--instr mma|wgmma] [--format F] [--out fp32|fp16] [--k K] [--arch A]
+//   bf16emu-gpu probe     [--instr mma|wgmma] [--format F] [--b-format F] [--out fp32|fp16|fp64]
+//                         [--shape-k 8|16] [--kind f8f6f4] [--k K] [--arch A]
 //                         [--input FILE | --random probes|normal|bits|cancel --count N --seed S]
 //                         [--print] [--no-compare] [--save DIR --name NAME --save-lines N] [--self-test]
+//                         [--kernel NAME (instead of the formats)] [--names (the kernels this device runs)]
+//   bf16emu-gpu probe --list [kernel options]   (no GPU: the kernel table and its checks)
 //   bf16emu-gpu gemm      [--m M --n N --k K] [--seed S] [--repeats R] [--save DIR] [--save-lines N]
 //   bf16emu-gpu attention [--n N --d 64|128 --heads H] [--causal] [--stabilized --beta B]
 //                         [--scenario random|sink | --q Q.npy --k K.npy --v V.npy] [--seed S]
@@ -39,6 +42,7 @@
 #include "io/npy.hpp"
 #include "kernels.hpp"
 #include "lines.hpp"
+#include "probe_table.hpp"
 #include "vectors.hpp"
 
 namespace {
@@ -66,8 +70,8 @@ struct options {
   bool has(const std::string &f) const { return flags.count(f) != 0; }
 };
 
-const std::set<std::string> kFlags = {"--causal",     "--stabilized", "--fast-exp", "--print",
-                                      "--no-compare", "--self-test",  "--no-notes"};
+const std::set<std::string> kFlags = {"--causal",    "--stabilized", "--fast-exp", "--print", "--no-compare",
+                                      "--self-test", "--no-notes",   "--list",     "--names"};
 
 [[noreturn]] void usage_error(const std::string &msg) {
   std::fprintf(stderr, "bf16emu-gpu: %s (see the header of cuda/runner.cpp or cuda/README.md)\n",
@@ -105,16 +109,6 @@ void ensure_dir(const std::string &dir) {
 // The model's arch as printed in RESULT lines and .vec headers; empty when there is none.
 const char *arch_name(const std::optional<tc::arch> &arch) { return arch ? tc::to_string(*arch) : ""; }
 
-in_type to_in(format_id f) {
-  switch (f) {
-  case format_id::bf16: return in_type::bf16;
-  case format_id::fp16: return in_type::fp16;
-  case format_id::tf32: return in_type::tf32;
-  case format_id::e4m3: return in_type::e4m3;
-  default: return in_type::e5m2;
-  }
-}
-
 std::vector<std::uint16_t> bf16_bits(const std::vector<double> &x) {
   std::vector<std::uint16_t> out(x.size());
   for (std::size_t i = 0; i < x.size(); ++i)
@@ -128,9 +122,9 @@ std::vector<std::uint16_t> bf16_bits(const std::vector<double> &x) {
 struct probe_state {
   device_info dev;
   std::optional<tc::arch> arch;
-  instr op = instr::mma_sync;
+  const probe_kernel *kernel = nullptr;
   bool compare = true, print = false;
-  const tc::preset *preset = nullptr;
+  kernel_model model;
   std::size_t compared = 0, mismatches = 0, total = 0;
   bool traced = false;
   std::ostream *report = &std::cout;
@@ -138,10 +132,10 @@ struct probe_state {
   bool save = false;
   std::size_t save_lines = 0;
   vec_set saved;
-  std::vector<std::uint32_t> saved_gpu;
+  std::vector<std::uint64_t> saved_gpu;
 };
 
-void keep_line(probe_state &st, const vec_set &v, std::size_t n, std::uint32_t gpu) {
+void keep_line(probe_state &st, const vec_set &v, std::size_t n, std::uint64_t gpu) {
   const std::size_t K = std::size_t(v.k);
   st.saved.a.insert(st.saved.a.end(), v.a.begin() + std::ptrdiff_t(n * K),
                     v.a.begin() + std::ptrdiff_t((n + 1) * K));
@@ -152,24 +146,34 @@ void keep_line(probe_state &st, const vec_set &v, std::size_t n, std::uint32_t g
   st.saved_gpu.push_back(gpu);
 }
 
+std::string cc_name(const device_info &dev) {
+  return "sm_" + std::to_string(dev.cc_major * 10 + dev.cc_minor);
+}
+
+// "cc 8.0+" / "cc 9.0" / "cc 12.0": the devices whose code the build carries for a kernel.
+std::string runs_on(const probe_kernel &p) {
+  char buf[48];
+  if (p.cc_min == p.cc_max)
+    std::snprintf(buf, sizeof buf, "cc %d.%d", p.cc_min / 10, p.cc_min % 10);
+  else
+    std::snprintf(buf, sizeof buf, "cc %d.%d+", p.cc_min / 10, p.cc_min % 10);
+  return buf;
+}
+
 void run_probe_chunk(probe_state &st, const vec_set &v) {
   if (v.lines() == 0) return;
-  probe_job job;
-  job.op = st.op, job.type = to_in(v.in),
-  job.out = v.out == format_id::fp16 ? out_type::fp16 : out_type::fp32;
-  job.k = v.k, job.lines = v.lines();
-  std::vector<std::uint32_t> d(v.lines());
-  job.a = v.a.data(), job.b = v.b.data(), job.c = v.c.data(), job.d = d.data();
-  if (!supported(job, st.dev.cc_major, st.dev.cc_minor))
-    usage_error(std::string("this device (sm_") + std::to_string(st.dev.cc_major * 10 + st.dev.cc_minor) +
-                ") or this build cannot run " + (st.op == instr::wgmma ? "wgmma" : "mma.sync") + " with " +
-                io::name(v.in) + " -> " + io::name(v.out) + ", k " + std::to_string(v.k));
-  if (const int err = run_probe(job)) cuda_fail("probe kernel", err);
+  const probe_kernel &p = *st.kernel;
+  if (!kernel_supported(p, v.k, st.dev.cc_major, st.dev.cc_minor))
+    usage_error("this device (" + cc_name(st.dev) + ") or this build cannot run " + p.ptx + " (" +
+                runs_on(p) + ") with k " + std::to_string(v.k) + " (a multiple of " + std::to_string(p.k) +
+                ")");
+  std::vector<std::uint64_t> d;
+  if (const int err = run_kernel(p, v, d)) cuda_fail("probe kernel", err);
   if (st.print)
-    for (std::uint32_t x : d)
+    for (std::uint64_t x : d)
       std::cout << hex(v.out, x) << '\n';
-  std::vector<std::uint32_t> ref;
-  if (st.compare) model_lines(v, *st.preset, ref);
+  std::vector<std::uint64_t> ref;
+  if (st.compare) model_kernel_lines(st.model, v, ref);
   for (std::size_t n = 0; n < v.lines(); ++n) {
     const bool bad = st.compare && ref[n] != d[n];
     if (st.compare) ++st.compared;
@@ -184,12 +188,30 @@ void run_probe_chunk(probe_state &st, const vec_set &v) {
       one.c.assign(1, v.c[n]), one.notes.assign(1, "");
       write_lines(os, one, false);
       os << "#   GPU " << hex(v.out, d[n]) << "  CPU model " << hex(v.out, ref[n]) << '\n';
-      trace_line(os, one, 0, *st.preset);
+      trace_kernel_line(os, st.model, one, 0);
     }
     if (st.save && ((st.total + n < st.save_lines) || (bad && st.saved.lines() < st.save_lines + 65536)))
       keep_line(st, v, n, d[n]);
   }
   st.total += v.lines();
+}
+
+// The `#!` header of a saved .vec: arch, instr, in (A), out, k; b= (B's format) and kind= only
+// where they differ from the first probes' (A x A, no kind).
+std::string vec_header(const probe_state &st, const vec_set &proto) {
+  const probe_kernel &p = *st.kernel;
+  std::string h = std::string("#! arch=") + arch_name(st.arch) + " instr=" + tc::to_string(p.kind) +
+                  " in=" + io::name(proto.in) + " out=" + io::name(proto.out) +
+                  " k=" + std::to_string(proto.k);
+  if (proto.in_b) h += std::string(" b=") + io::name(*proto.in_b);
+  if (*p.opt_kind) h += std::string(" kind=") + p.opt_kind;
+  for (const probe_kernel &q : probe_kernels()) // the first kernel of these formats is the default shape
+    if (q.kind == p.kind && std::string(q.opt_kind) == p.opt_kind && q.a == p.a && q.b == p.b &&
+        q.out == p.out) {
+      if (&q != &p) h += " shape_k=" + std::to_string(p.k);
+      break;
+    }
+  return h;
 }
 
 void save_probe(const probe_state &st, const std::string &dir, const std::string &name,
@@ -198,16 +220,123 @@ void save_probe(const probe_state &st, const std::string &dir, const std::string
   const std::string base = dir + "/" + name;
   std::ofstream vec(base + ".vec"), out(base + ".out");
   vec << "# bf16emu-gpu probe on " << st.dev.name << " (sm_" << st.dev.cc_major << st.dev.cc_minor
-      << ", driver " << st.dev.driver_version << ", runtime " << st.dev.runtime_version << ")\n";
-  vec << "#! arch=" << arch_name(st.arch) << " instr=" << (st.op == instr::wgmma ? "wgmma" : "mma")
-      << " in=" << io::name(proto.in) << " out=" << io::name(proto.out) << " k=" << proto.k << '\n';
+      << ", driver " << st.dev.driver_version << ", runtime " << st.dev.runtime_version
+      << "): " << st.kernel->ptx << '\n';
+  vec << vec_header(st, proto) << '\n';
   vec_set s = st.saved;
-  s.in = proto.in, s.out = proto.out, s.k = proto.k;
+  s.in = proto.in, s.in_b = proto.in_b, s.out = proto.out, s.k = proto.k;
   write_lines(vec, s, true);
   out << "# GPU D, one per line of " << name << ".vec\n";
-  for (std::uint32_t x : st.saved_gpu)
+  for (std::uint64_t x : st.saved_gpu)
     out << hex(proto.out, x) << '\n';
   if (!vec || !out) usage_error("cannot write " + base + ".vec/.out");
+}
+
+// The probe options of `bf16emu mma` (--format is --a-format there).
+probe_request probe_options(const options &o) {
+  probe_request r;
+  r.name = o.get("--kernel");
+  r.instr = o.get("--instr"), r.kind = o.get("--kind"), r.a = o.get("--format"), r.b = o.get("--b-format");
+  r.c = o.get("--c-format"), r.out = o.get("--out"), r.scale_format = o.get("--scale-format");
+  r.scale_vec = unsigned(o.num("--scale-vec", 0));
+  r.shape_k = int(o.num("--shape-k", 0));
+  if (r.shape_k < 0) usage_error("bad --shape-k");
+  return r;
+}
+
+bool selects_kernel(const options &o) {
+  for (const char *k : {"--kernel", "--instr", "--kind", "--format", "--b-format", "--c-format", "--out",
+                        "--scale-format", "--scale-vec", "--shape-k"})
+    if (o.kv.count(k)) return true;
+  return false;
+}
+
+const std::set<std::string> kProbeOptions = {
+    "--kernel",       "--instr",     "--kind",    "--format", "--b-format",  "--c-format", "--out",
+    "--scale-format", "--scale-vec", "--shape-k", "--k",      "--arch",      "--input",    "--random",
+    "--count",        "--seed",      "--save",    "--name",   "--save-lines"};
+
+void check_probe_options(const options &o) {
+  for (const auto &kv : o.kv)
+    if (!kProbeOptions.count(kv.first)) usage_error("probe: unknown option " + io::shorten(kv.first));
+  for (const std::string &f : o.flags)
+    if (f != "--print" && f != "--no-compare" && f != "--self-test" && f != "--list" && f != "--names")
+      usage_error("probe: unknown flag " + f);
+  if (o.kv.count("--k") && o.num("--k", 0) <= 0) usage_error("bad --k '" + io::shorten(o.get("--k")) + "'");
+}
+
+// The compute capabilities --list checks each kernel's device rule against.
+constexpr int kListCcs[] = {75, 80, 86, 89, 90, 100, 103, 110, 120, 121};
+
+// --list: the kernel table (or the kernel the options select) and, for each kernel, checks that
+// need no GPU: the options that name it select it; the kernel code's k and device rule agree
+// with the table; the library has a preset for it on each device it runs on whose instruction
+// (and k) is the kernel's; the probe and random vectors of its formats run through that model.
+int cmd_probe_list(const options &o) {
+  std::vector<const probe_kernel *> sel;
+  std::string why;
+  if (selects_kernel(o)) {
+    const probe_kernel *p = find_probe_kernel(probe_options(o), why);
+    if (!p) usage_error(why);
+    sel.push_back(p);
+  } else {
+    for (const probe_kernel &p : probe_kernels())
+      sel.push_back(&p);
+  }
+  std::size_t errors = 0, checked = 0, model_lines_run = 0;
+  auto fail = [&](const probe_kernel &p, const std::string &msg) {
+    ++errors;
+    std::printf("ERROR %s: %s\n", p.name, msg.c_str());
+  };
+  std::printf("%-28s %-6s %-7s %-10s %-5s %3s %-8s %-28s %s\n", "kernel", "instr", "kind", "in", "out", "k",
+              "runs on", "model presets", "instruction");
+  for (const probe_kernel *pp : sel) {
+    const probe_kernel &p = *pp;
+    // 1. The options naming the kernel select it.
+    probe_request r;
+    r.instr = tc::to_string(p.kind), r.kind = p.opt_kind, r.a = io::name(p.a), r.b = io::name(p.b);
+    r.out = io::name(p.out), r.shape_k = p.k;
+    const probe_kernel *back = find_probe_kernel(r, why);
+    if (back != &p) fail(p, "its options select " + std::string(back ? back->name : why));
+    // 2. The kernel's instruction k.
+    const int kk = p.p16 ? probe16_instr_k(p.op16) : instr_k(p.ta);
+    if (kk != p.k) fail(p, "kernel k " + std::to_string(kk) + ", table k " + std::to_string(p.k));
+    if (kernel_supported(p, p.k + 1, 9, 0) || kernel_supported(p, 0, 9, 0))
+      fail(p, "accepts a K that is not a positive multiple of its k");
+    // 3. Device rule; 4. model presets on the devices it runs on.
+    std::string archs;
+    for (int cc : kListCcs) {
+      const bool want = cc >= p.cc_min && cc <= p.cc_max, have = kernel_supported(p, p.k, cc / 10, cc % 10);
+      ++checked;
+      if (want != have) fail(p, "device rule: cc " + std::to_string(cc) + (have ? " accepted" : " refused"));
+      if (!have) continue;
+      const std::optional<tc::arch> arch = arch_of(cc / 10, cc % 10);
+      if (!arch) continue;
+      const kernel_model pre = kernel_preset(p, *arch, why);
+      if (!pre) continue; // the model leaves it open there: --list-arch says why
+      archs += std::string(archs.empty() ? "" : ",") + tc::to_string(*arch);
+      std::string want_ptx = p.ptx;
+      if (p.kind == tc::instr_kind::wgmma) want_ptx.replace(want_ptx.find("m64n64"), 6, "m64n8");
+      if (want_ptx != pre.ptx()) fail(p, std::string("preset instruction ") + pre.ptx());
+      // 5. The vectors of its formats through the model (no GPU): probes and 64 lines of each kind.
+      for (gen_kind g : {gen_kind::probes, gen_kind::normal, gen_kind::bits, gen_kind::cancel}) {
+        vec_set v = kernel_vectors(p, 2 * p.k);
+        generate(v, g, 64, 1);
+        if (v.lines() == 0) fail(p, "no vectors generated");
+        std::vector<std::uint64_t> d;
+        model_kernel_lines(pre, v, d, 1);
+        if (d.size() != v.lines()) fail(p, "model returned " + std::to_string(d.size()) + " lines");
+        model_lines_run += d.size();
+      }
+    }
+    if (archs.empty() && p.cc_max >= 80) fail(p, "no model preset on any device that runs it");
+    std::printf("%-28s %-6s %-7s %-10s %-5s %3d %-8s %-28s %s\n", p.name, tc::to_string(p.kind),
+                *p.opt_kind ? p.opt_kind : "-", in_column(p).c_str(), io::name(p.out), p.k,
+                runs_on(p).c_str(), archs.c_str(), p.ptx);
+  }
+  std::printf("RESULT probe-list kernels=%zu device_rules_checked=%zu model_lines=%zu errors=%zu\n",
+              sel.size(), checked, model_lines_run, errors);
+  return errors ? kExitMismatch : 0;
 }
 
 int cmd_probe(const options &o, const device_info &dev, const std::optional<tc::arch> &arch) {
@@ -219,42 +348,35 @@ int cmd_probe(const options &o, const device_info &dev, const std::optional<tc::
   st.save = o.kv.count("--save") != 0;
   st.save_lines = std::size_t(o.num("--save-lines", 4096));
 
-  struct combo {
-    instr op;
-    format_id in, out;
-  };
-  std::vector<combo> combos;
-  if (o.has("--self-test")) {
-    for (instr op : {instr::mma_sync, instr::wgmma})
-      for (format_id f :
-           {format_id::bf16, format_id::fp16, format_id::tf32, format_id::e4m3, format_id::e5m2})
-        for (format_id out : {format_id::fp32, format_id::fp16}) {
-          probe_job j;
-          j.op = op, j.type = to_in(f), j.out = out == format_id::fp16 ? out_type::fp16 : out_type::fp32;
-          j.k = instr_k(j.type);
-          if (supported(j, dev.cc_major, dev.cc_minor)) combos.push_back({op, f, out});
-        }
+  std::vector<const probe_kernel *> kernels;
+  if (o.has("--self-test") || o.has("--names")) {
+    // Every kernel the device runs and the model has a preset for on its arch.
+    for (const probe_kernel &p : probe_kernels()) {
+      std::string why;
+      if (kernel_supported(p, p.k, dev.cc_major, dev.cc_minor) && (!arch || kernel_preset(p, *arch, why)))
+        kernels.push_back(&p);
+    }
   } else {
-    format_id in = format_id::bf16, out = format_id::fp32;
-    if (!parse_in_format(o.get("--format", "bf16"), in)) usage_error("bad --format");
-    if (!parse_out_format(o.get("--out", "fp32"), out)) usage_error("bad --out");
-    tc::instr_kind kind = tc::instr_kind::mma;
-    if (!tc::parse_instr(o.get("--instr", "mma"), kind) || kind == tc::instr_kind::tcgen05)
-      usage_error("--instr is mma or wgmma");
-    combos.push_back({kind == tc::instr_kind::wgmma ? instr::wgmma : instr::mma_sync, in, out});
+    std::string why;
+    const probe_kernel *p = find_probe_kernel(probe_options(o), why);
+    if (!p) usage_error(why);
+    kernels.push_back(p);
+  }
+  if (o.has("--names")) { // the kernels --self-test runs here, one name a line (cuda/validate.sh)
+    for (const probe_kernel *p : kernels)
+      std::printf("%s\n", p->name);
+    return 0;
   }
   int status = 0;
-  for (const combo &cb : combos) {
-    st.op = cb.op, st.compared = st.mismatches = st.total = 0, st.traced = false;
+  for (const probe_kernel *kp : kernels) {
+    const probe_kernel &p = *kp;
+    st.kernel = kp, st.compared = st.mismatches = st.total = 0, st.traced = false;
     st.saved.clear(), st.saved_gpu.clear();
-    vec_set v;
-    v.in = cb.in, v.out = cb.out;
-    v.k = int(o.num("--k", instr_k(to_in(cb.in))));
+    vec_set v = kernel_vectors(p, int(o.num("--k", p.k)));
     std::string why;
-    st.preset = arch ? model_preset(*arch, cb.op == instr::wgmma, cb.in, cb.out, why) : nullptr;
-    if (st.compare && !st.preset) usage_error(why + " (use --arch or --no-compare)");
-    const std::string name = o.get("--name", std::string(cb.op == instr::wgmma ? "wgmma" : "mma") + "_" +
-                                                 io::name(cb.in) + "_" + io::name(cb.out));
+    st.model = arch ? kernel_preset(p, *arch, why) : kernel_model{};
+    if (st.compare && !st.model) usage_error(why + " (use --arch or --no-compare)");
+    const std::string name = o.get("--name", p.name);
     if (o.has("--self-test")) {
       const gen_kind kinds[] = {gen_kind::probes, gen_kind::normal, gen_kind::bits, gen_kind::cancel};
       for (gen_kind g : kinds) {
@@ -278,7 +400,7 @@ int cmd_probe(const options &o, const device_info &dev, const std::optional<tc::
       std::istream *in = &std::cin;
       if (o.kv.count("--input")) {
         file.open(o.get("--input"));
-        if (!file) usage_error("cannot read " + o.get("--input"));
+        if (!file) usage_error("cannot read " + io::shorten(o.get("--input")));
         in = &file;
       }
       std::string err;
@@ -290,8 +412,8 @@ int cmd_probe(const options &o, const device_info &dev, const std::optional<tc::
     std::snprintf(
         buf, sizeof buf,
         "RESULT probe %s instr=%s in=%s out=%s k=%d arch=%s lines=%zu compared=%zu mismatches=%zu\n",
-        name.c_str(), cb.op == instr::wgmma ? "wgmma" : "mma", io::name(cb.in), io::name(cb.out), v.k,
-        arch_name(arch), st.total, st.compared, st.mismatches);
+        name.c_str(), tc::to_string(p.kind), in_column(p).c_str(), io::name(p.out), v.k, arch_name(arch),
+        st.total, st.compared, st.mismatches);
     *st.report << buf;
     if (st.mismatches) status = kExitMismatch;
   }
@@ -547,6 +669,13 @@ int main(int argc, char **argv) {
   }
   const std::string cmd = argv[1];
   const options o = parse(argc, argv);
+  if (cmd == "probe") {
+    check_probe_options(o);
+    if (o.has("--list")) return cmd_probe_list(o); // no GPU needed
+    std::string why; // a combination no kernel issues is bad usage with or without a device
+    if (!o.has("--self-test") && !o.has("--names") && !find_probe_kernel(probe_options(o), why))
+      usage_error(why);
+  }
   if (cmd != "probe" && cmd != "gemm" && cmd != "attention" && cmd != "delta" && cmd != "dense" &&
       cmd != "info")
     usage_error("unknown subcommand '" + cmd + "'");

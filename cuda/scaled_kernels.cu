@@ -75,8 +75,10 @@ template __global__ void mma_block_scale<1>(const std::uint32_t *, const std::ui
 
 // sm_100a: issue one tcgen05.mma of each kind on operands the caller has placed: A and B through
 // shared-memory matrix descriptors, D (and the scale factors) in tensor memory at the given
-// addresses, idesc the instruction descriptor (PTX ISA, tcgen05 instruction descriptor). The
-// allocation, the descriptors and tcgen05.ld of D are the runner's part (not written yet).
+// addresses, idesc the instruction descriptor (PTX ISA, tcgen05 instruction descriptor). A
+// compile check of these kinds' syntax only: the complete sequence (allocation, descriptors,
+// commit and mbarrier wait, tcgen05.ld of D) is the kind::f16 / tf32 / f8f6f4 (fp8) probe in
+// probe_kernels.cu; scale factors in tensor memory (tcgen05.cp) are not written.
 __global__ void tcgen05_issue(std::uint32_t d_tmem, std::uint64_t adesc, std::uint64_t bdesc,
                               std::uint32_t idesc, std::uint32_t sa_tmem, std::uint32_t sb_tmem, int which,
                               int accumulate) {

@@ -3,11 +3,15 @@
 #
 #   cuda/validate.sh [OUTDIR]            (default OUTDIR: $OUT if set, else ./gpu-validation-out)
 #
-# Builds bf16emu-gpu for sm_90a, records the device, driver and toolkit, and runs:
-#   1. the probe self-test and the discriminating probes through mma.sync and wgmma, every
-#      input/output pair the device has (bf16, fp16, fp16->fp16, tf32, e4m3, e5m2);
+# Builds bf16emu-gpu (sm_90a on an H100/H200, else sm_80 + sm_90a; the probes add sm_120a),
+# records the device, driver and toolkit, and runs:
+#   1. the probe self-test and the discriminating probes through every probe kernel the device
+#      runs and the model has a preset for (`bf16emu-gpu probe --names`; on an H100: mma.sync
+#      bf16, fp16, fp16->fp16, tf32, e4m3, e5m2, m16n8k8 fp16 -> fp32/fp16, the e4m3 x e5m2 and
+#      e5m2 x e4m3 mixes -> fp32/fp16, f64 m8n8k4; wgmma bf16, fp16, fp16->fp16, tf32, e4m3, e5m2
+#      and the four fp8 mixes; on an RTX 50 also mma.sync kind::f8f6f4);
 #   2. COUNT (default 10^6) random bit patterns plus COUNT/2 normal and COUNT/2 near-cancelling
-#      vectors for each of those, against the sm90 presets;
+#      vectors for each of those kernels, against the device's presets;
 #   3. the GEMM (mma.sync bf16 -> fp32) against tc::gemm;
 #   4. the FA2-style forward for N in {128, 1024, 4096}, d in {64, 128}, causal and not, standard
 #      and stabilized (plus the paper's "sink" scenario at N = 1024), and delta, against the CPU
@@ -18,7 +22,8 @@
 # Exit status 0 only if every comparison had 0 mismatches.
 #
 # Environment: COUNT (random vectors per kind, default 1000000), JOBS (parallel CPU-twin runs,
-# default nproc), BUILD (build dir, default build-gpu), ARCHS (default 90a), STAGES (default
+# default nproc), BUILD (build dir, default build-gpu), ARCHS (default 90a on compute capability
+# 9.0, else "80;90a"), STAGES (default
 # "build env probes random kernels timing"; a subset reruns parts with an existing build).
 set -u -o pipefail
 
@@ -27,7 +32,12 @@ OUTDIR=${1:-${OUT:-$PWD/gpu-validation-out}}
 BUILD=${BUILD:-$ROOT/build-gpu}
 COUNT=${COUNT:-1000000}
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 4)}
-ARCHS=${ARCHS:-90a}
+if [[ -z ${ARCHS:-} ]]; then
+  case $(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1) in
+  9.0) ARCHS=90a ;;
+  *) ARCHS="80;90a" ;; # sm_80 code and its PTX (which later devices JIT) for mma.sync
+  esac
+fi
 STAGES=${STAGES:-build env probes random kernels timing}
 mkdir -p "$OUTDIR"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/bf16emu-validate.XXXXXX")
@@ -64,8 +74,8 @@ if has_stage build; then
   cmake --build "$BUILD" -j "$JOBS" --target bf16emu_gpu bf16emu_vecgen || { echo "build failed"; exit 2; }
   cuobjdump --list-elf "$GPU" 2>/dev/null | head -n 20
   if command -v cuobjdump >/dev/null; then
-    echo "SASS instruction counts (HMMA = mma.sync, HGMMA/QGMMA = wgmma):"
-    cuobjdump --dump-sass "$GPU" 2>/dev/null | grep -oE '\b(HMMA|HGMMA|QGMMA|MUFU\.EX2)[.A-Z0-9_]*' | sort | uniq -c |
+    echo "SASS instruction counts (HMMA = mma.sync, HGMMA/QGMMA = wgmma, DMMA = f64, OMMA/QMMA = sm_120 fp8):"
+    cuobjdump --dump-sass "$GPU" 2>/dev/null | grep -oE '\b(HMMA|HGMMA|QGMMA|DMMA|OMMA|QMMA|MUFU\.EX2)[.A-Z0-9_]*' | sort | uniq -c |
       sort -rn | head -n 20
   fi
 fi
@@ -93,27 +103,31 @@ if [[ $? -eq 77 ]]; then
   exit 77
 fi
 
-COMBOS="bf16:fp32 fp16:fp32 fp16:fp16 tf32:fp32 e4m3:fp32 e5m2:fp32"
+# The probe kernels this device runs (cuda/probe_table.cpp; `bf16emu-gpu probe --list` prints
+# them all). The first twelve keep their gpu_data names; the issue-16 kernels (B format, shape k,
+# f64) go to gpu_data/issue16/, which tests/gpu_data/check_gpu_data.cpp does not read yet.
+KERNELS=$("$GPU" probe --names 2>/dev/null)
+FIRST="mma_bf16_fp32 mma_fp16_fp32 mma_fp16_fp16 mma_tf32_fp32 mma_e4m3_fp32 mma_e5m2_fp32
+  wgmma_bf16_fp32 wgmma_fp16_fp32 wgmma_fp16_fp16 wgmma_tf32_fp32 wgmma_e4m3_fp32 wgmma_e5m2_fp32"
+data_dir() { if [[ " $(echo $FIRST) " == *" $1 "* ]]; then echo "$WORK/gpu_data"; else echo "$WORK/gpu_data/issue16"; fi; }
+echo "probe kernels on this device: $(echo $KERNELS | wc -w): $(echo $KERNELS)"
 
 # ------------------------------------------------------------------------------------------------
 if has_stage probes; then
-  stamp "probe self-test (every supported instruction/format pair: probes + 3 x 4096 random)"
+  stamp "probe self-test (every probe kernel of the device: probes + 3 x 4096 random)"
   run probe --self-test
   stamp "discriminating probes, saved with 64 vectors of each random kind for tests/gpu_data"
-  mkdir -p "$WORK/gpu_data"
-  for instr in mma wgmma; do
-    for combo in $COMBOS; do
-      f=${combo%:*} o=${combo#*:}
-      run probe --instr $instr --format $f --out $o --random probes --save "$WORK/gpu_data" \
-        --name "${instr}_${f}_${o}_probes" --save-lines 100000
-      for kind in normal bits cancel; do
-        run probe --instr $instr --format $f --out $o --random $kind --count 64 --seed 11 \
-          --save "$WORK/gpu_data" --name "${instr}_${f}_${o}_${kind}" --save-lines 64
-      done
+  mkdir -p "$WORK/gpu_data/issue16"
+  for kern in $KERNELS; do
+    dir=$(data_dir "$kern")
+    run probe --kernel "$kern" --random probes --save "$dir" --name "${kern}_probes" --save-lines 100000
+    for kind in normal bits cancel; do
+      run probe --kernel "$kern" --random $kind --count 64 --seed 11 --save "$dir" --name "${kern}_${kind}" \
+        --save-lines 64
     done
   done
   # The probe lines with the GPU's answers next to the model's, for the record.
-  for f in "$WORK"/gpu_data/*_probes.vec; do
+  for f in "$WORK"/gpu_data/*_probes.vec "$WORK"/gpu_data/issue16/*_probes.vec; do
     echo "--- $(basename "$f")"
     paste -d' ' <(grep -v '^#' "${f%.vec}.out") <(grep '^# ' "$f" | grep -v '^# bf16emu-gpu' | sed 's/^# //') |
       head -n 80
@@ -122,15 +136,12 @@ fi
 
 # ------------------------------------------------------------------------------------------------
 if has_stage random; then
-  stamp "random vectors: $COUNT bits + $((COUNT / 2)) normal + $((COUNT / 2)) cancel per pair"
-  for instr in mma wgmma; do
-    for combo in $COMBOS; do
-      f=${combo%:*} o=${combo#*:}
-      run probe --instr $instr --format $f --out $o --random bits --count "$COUNT" --seed 1 \
-        --save "$WORK/mismatch" --name "${instr}_${f}_${o}_bits" --save-lines 0
-      run probe --instr $instr --format $f --out $o --random normal --count $((COUNT / 2)) --seed 2
-      run probe --instr $instr --format $f --out $o --random cancel --count $((COUNT / 2)) --seed 3
-    done
+  stamp "random vectors: $COUNT bits + $((COUNT / 2)) normal + $((COUNT / 2)) cancel per kernel"
+  for kern in $KERNELS; do
+    run probe --kernel "$kern" --random bits --count "$COUNT" --seed 1 \
+      --save "$WORK/mismatch" --name "${kern}_bits" --save-lines 0
+    run probe --kernel "$kern" --random normal --count $((COUNT / 2)) --seed 2
+    run probe --kernel "$kern" --random cancel --count $((COUNT / 2)) --seed 3
   done
 fi
 

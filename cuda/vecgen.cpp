@@ -15,12 +15,14 @@
 namespace {
 
 void usage() {
-  std::fputs("usage: bf16emu-vecgen [--format bf16|fp16|tf32|e4m3|e5m2] [--out fp32|fp16]\n"
+  std::fputs("usage: bf16emu-vecgen [--format bf16|fp16|tf32|e4m3|e5m2|fp64] [--b-format F]\n"
+             "                      [--out fp32|fp16|fp64]\n"
              "                      [--kind probes|normal|bits|cancel] [--count N] [--seed S] [--k K]\n"
              "                      [--no-notes]\n"
              "Writes one line per dot product: K values of A, K values of B, then C (hex bit\n"
              "patterns; tf32 as its 19-bit pattern). K defaults to the instruction's k (16 for\n"
-             "bf16/fp16, 8 for tf32, 32 for fp8). probes: the discriminating probes of the\n"
+             "bf16/fp16, 8 for tf32, 32 for fp8, 4 for fp64). --b-format: B's format (e4m3 x e5m2\n"
+             "mixes). probes: the discriminating probes of the\n"
              "tensor-core notes (commented); --count is ignored for them.\n",
              stderr);
 }
@@ -47,7 +49,11 @@ int main(int argc, char **argv) {
     bool ok = true;
     if (arg == "--format")
       ok = gpu::parse_in_format(value(), v.in);
-    else if (arg == "--out")
+    else if (arg == "--b-format") {
+      format_id b{};
+      ok = gpu::parse_in_format(value(), b);
+      v.in_b = b;
+    } else if (arg == "--out")
       ok = gpu::parse_out_format(value(), v.out);
     else if (arg == "--kind")
       ok = gpu::parse_gen_kind(value(), kind);
@@ -71,7 +77,10 @@ int main(int argc, char **argv) {
     }
   }
   // The probe kernels' instruction (mma.sync on sm90) has the k of its preset (tc/presets.hpp).
-  const tc::preset *p = tc::find_preset(tc::arch::sm90, tc::instr_kind::mma, v.in, format_id::fp32);
+  // (f64: the DMMA preset; A x B mixes: theirs.)
+  const tc::preset *p = tc::find_preset(tc::arch::sm90, tc::instr_kind::mma, v.in, v.b_format(),
+                                        format_id::fp32, format_id::fp32);
+  if (!p) p = tc::find_preset(tc::arch::sm90, tc::instr_kind::mma, v.in, v.b_format(), v.out, v.out);
   v.k = k > 0 ? k : p ? p->k : 16;
   gpu::generate(v, kind, count, seed);
   std::ios::sync_with_stdio(false);

@@ -36,19 +36,19 @@ struct rng {
 };
 
 // Exact encoding of a double into format f; false when not representable exactly.
-bool encode(format_id f, double x, std::uint32_t &bits) {
+bool encode(format_id f, double x, std::uint64_t &bits) {
   return visit_format(f, [&](auto fmt) {
     using F = decltype(fmt);
     const auto r = convert<F>(from_double(x));
     if (r.flags & (flag::inexact | flag::overflow)) return false;
     if (std::isnan(x) != r.value.is_nan()) return false;
-    bits = std::uint32_t(r.value.bits);
+    bits = std::uint64_t(r.value.bits);
     return true;
   });
 }
 
 // Value of a finite bit pattern of format f as a double (exact: at most 24 significant bits).
-double decode(format_id f, std::uint32_t bits) {
+double decode(format_id f, std::uint64_t bits) {
   return visit_format(f, [&](auto fmt) -> double {
     using F = decltype(fmt);
     const auto v = fp<F>::from_bits(bits);
@@ -66,28 +66,28 @@ int width(format_id f) {
 }
 
 // A pair (a, b) of format f with a*b == p exactly, both representable; false if none found.
-bool split(format_id f, double p, std::uint32_t &a, std::uint32_t &b) {
-  if (p == 0) return encode(f, 0.0, a) && encode(f, 0.0, b);
+bool split(format_id fa, format_id fb, double p, std::uint64_t &a, std::uint64_t &b) {
+  if (p == 0) return encode(fa, 0.0, a) && encode(fb, 0.0, b);
   for (int j = 0; j <= 160; ++j)
     for (int s : {1, -1}) {
       const double pb = std::ldexp(1.0, s * j);
-      if (encode(f, p / pb, a) && encode(f, pb, b)) return true;
+      if (encode(fa, p / pb, a) && encode(fb, pb, b)) return true;
     }
   return false;
 }
 
 struct line_builder {
   vec_set &v;
-  std::vector<std::uint32_t> a, b;
-  std::uint32_t c = 0;
+  std::vector<std::uint64_t> a, b;
+  std::uint64_t c = 0;
   bool ok = true;
   explicit line_builder(vec_set &vs) : v(vs), a(std::size_t(vs.k), 0), b(std::size_t(vs.k), 0) {}
   // Product p at index i (skipped when i is past K or p has no exact split).
   line_builder &prod(int i, double p) {
-    if (i < 0 || i >= v.k || !split(v.in, p, a[std::size_t(i)], b[std::size_t(i)])) ok = false;
+    if (i < 0 || i >= v.k || !split(v.in, v.b_format(), p, a[std::size_t(i)], b[std::size_t(i)])) ok = false;
     return *this;
   }
-  line_builder &raw(int i, std::uint32_t ab, std::uint32_t bb) {
+  line_builder &raw(int i, std::uint64_t ab, std::uint64_t bb) {
     if (i < 0 || i >= v.k)
       ok = false;
     else
@@ -98,7 +98,7 @@ struct line_builder {
     if (!encode(v.out, x, c)) ok = false;
     return *this;
   }
-  line_builder &acc_bits(std::uint32_t bits) {
+  line_builder &acc_bits(std::uint64_t bits) {
     c = bits;
     return *this;
   }
@@ -111,11 +111,11 @@ struct line_builder {
   }
 };
 
-std::uint32_t format_nan(format_id f) {
-  std::uint32_t bits = 0;
+std::uint64_t format_nan(format_id f) {
+  std::uint64_t bits = 0;
   visit_format(f, [&](auto fmt) {
     using F = decltype(fmt);
-    bits = F::has_inf ? std::uint32_t(F::exp_mask | F::quiet_bit) : std::uint32_t(F::exp_mask | F::frac_mask);
+    bits = F::has_inf ? std::uint64_t(F::exp_mask | F::quiet_bit) : std::uint64_t(F::exp_mask | F::frac_mask);
   });
   return bits;
 }
@@ -160,14 +160,17 @@ void gen_probes(vec_set &v) {
   // 8. Overflow to Inf.
   L().prod(0, std::ldexp(1.0, 127)).acc(std::ldexp(1.0, 127)).emit("2^127*1 + 2^127: 0x7f800000");
   // 9. Specials.
-  std::uint32_t one_a = 0, one_b = 0, inf = 0, zero = 0;
-  split(v.in, 1, one_a, one_b);
-  encode(v.in, 0, zero);
-  const std::uint32_t nan = format_nan(v.in);
+  std::uint64_t one_a = 0, one_b = 0, inf = 0, zero = 0;
+  split(v.in, v.b_format(), 1, one_a, one_b);
+  encode(v.b_format(), 0, zero);
+  const std::uint64_t nan = format_nan(v.in);
   L().raw(0, nan, one_b).acc(0).emit("NaN*1: NaN");
   if (encode(v.in, INFINITY, inf)) {
     L().raw(0, inf, zero).acc(0).emit("Inf*0: NaN");
-    L().raw(0, inf, one_b).raw(1, inf | (1u << (width(v.in) - 1)), one_b).acc(0).emit("+Inf + -Inf: NaN");
+    L().raw(0, inf, one_b)
+        .raw(1, inf | (std::uint64_t{1} << (width(v.in) - 1)), one_b)
+        .acc(0)
+        .emit("+Inf + -Inf: NaN");
     L().raw(0, inf, one_b).acc(1).emit("+Inf*1 + 1: +Inf");
     L().raw(0, inf, one_b).acc(-INFINITY).emit("+Inf*1 + c=-Inf: NaN");
   }
@@ -195,20 +198,20 @@ void gen_probes(vec_set &v) {
 }
 
 // Random finite normal value of format f with unbiased exponent in [elo, ehi] (clamped).
-std::uint32_t random_normal(rng &r, format_id f, int elo, int ehi) {
-  return visit_format(f, [&](auto fmt) -> std::uint32_t {
+std::uint64_t random_normal(rng &r, format_id f, int elo, int ehi) {
+  return visit_format(f, [&](auto fmt) -> std::uint64_t {
     using F = decltype(fmt);
     const int e = std::clamp(r.uniform(elo, ehi), F::emin, F::emax);
     std::uint64_t frac = r.next() & F::frac_mask;
     const std::uint64_t be = std::uint64_t(e + F::bias);
     if (!F::has_inf && be == std::uint64_t(F::exp_field_max) && frac == F::frac_mask) frac -= 1; // e4m3 NaN
     const std::uint64_t sign = (r.next() & 1) ? F::sign_mask : 0;
-    return std::uint32_t(sign | (be << F::frac_bits) | frac);
+    return std::uint64_t(sign | (be << F::frac_bits) | frac);
   });
 }
 
-std::uint32_t random_bits(rng &r, format_id f) {
-  return visit_format(f, [&](auto fmt) -> std::uint32_t {
+std::uint64_t random_bits(rng &r, format_id f) {
+  return visit_format(f, [&](auto fmt) -> std::uint64_t {
     using F = decltype(fmt);
     const std::uint64_t sign = (r.next() & 1) ? F::sign_mask : 0;
     if (r.coin(8)) {
@@ -221,12 +224,12 @@ std::uint32_t random_bits(rng &r, format_id f) {
                                         F::has_inf ? (F::exp_mask | F::quiet_bit)
                                                    : (F::exp_mask | F::frac_mask),
                                         std::uint64_t(F::bias) << F::frac_bits};
-      return std::uint32_t(sign | specials[r.next() % 8]);
+      return std::uint64_t(sign | specials[r.next() % 8]);
     }
-    if constexpr (F::width >= 32)
-      return std::uint32_t(r.next());
+    if constexpr (F::width >= 64)
+      return r.next();
     else
-      return std::uint32_t(r.next() & ((std::uint64_t{1} << F::width) - 1));
+      return r.next() & ((std::uint64_t{1} << F::width) - 1);
   });
 }
 
@@ -237,7 +240,7 @@ void gen_normal(vec_set &v, std::size_t count, rng &r) {
     for (int i = 0; i < v.k; ++i)
       v.a.push_back(random_normal(r, v.in, -spread, spread));
     for (int i = 0; i < v.k; ++i)
-      v.b.push_back(random_normal(r, v.in, -spread, spread));
+      v.b.push_back(random_normal(r, v.b_format(), -spread, spread));
     v.c.push_back(random_normal(r, v.out, -2 * spread, 2 * spread));
     v.notes.emplace_back();
   }
@@ -248,14 +251,14 @@ void gen_bits(vec_set &v, std::size_t count, rng &r) {
     for (int i = 0; i < v.k; ++i)
       v.a.push_back(random_bits(r, v.in));
     for (int i = 0; i < v.k; ++i)
-      v.b.push_back(random_bits(r, v.in));
+      v.b.push_back(random_bits(r, v.b_format()));
     v.c.push_back(random_bits(r, v.out));
     v.notes.emplace_back();
   }
 }
 
 // Flips the last fraction bit of a finite normal pattern (stays finite and nonzero).
-std::uint32_t nudge(std::uint32_t bits) { return bits ^ 1u; }
+std::uint64_t nudge(std::uint64_t bits) { return bits ^ 1u; }
 
 void gen_cancel(vec_set &v, std::size_t count, rng &r) {
   const bool small = v.in == format_id::e4m3 || v.in == format_id::e5m2;
@@ -266,28 +269,29 @@ void gen_cancel(vec_set &v, std::size_t count, rng &r) {
       perm[std::size_t(i)] = i;
     for (int i = v.k - 1; i > 0; --i)
       std::swap(perm[std::size_t(i)], perm[std::size_t(r.uniform(0, i))]);
-    std::vector<std::uint32_t> a(std::size_t(v.k)), b(std::size_t(v.k));
+    std::vector<std::uint64_t> a(std::size_t(v.k)), b(std::size_t(v.k));
     double sum = 0;
     for (int p = 0; p + 1 < v.k; p += 2) {
-      const std::uint32_t x = random_normal(r, v.in, -spread, spread),
-                          y = random_normal(r, v.in, -spread, spread);
-      const std::uint32_t sign = 1u << (width(v.in) - 1);
+      const std::uint64_t x = random_normal(r, v.in, -spread, spread),
+                          y = random_normal(r, v.b_format(), -spread, spread);
+      const std::uint64_t sign = std::uint64_t{1} << (width(v.in) - 1);
       const std::size_t i = std::size_t(perm[std::size_t(p)]), j = std::size_t(perm[std::size_t(p + 1)]);
       a[i] = x, b[i] = y;
       a[j] = x ^ sign, b[j] = r.coin(4) ? y : nudge(y);
-      sum += decode(v.in, a[i]) * decode(v.in, b[i]) + decode(v.in, a[j]) * decode(v.in, b[j]);
+      sum +=
+          decode(v.in, a[i]) * decode(v.b_format(), b[i]) + decode(v.in, a[j]) * decode(v.b_format(), b[j]);
     }
     if (v.k % 2) {
       const std::size_t i = std::size_t(perm[std::size_t(v.k - 1)]);
-      a[i] = random_normal(r, v.in, -spread, spread), b[i] = random_normal(r, v.in, -spread, spread);
-      sum += decode(v.in, a[i]) * decode(v.in, b[i]);
+      a[i] = random_normal(r, v.in, -spread, spread), b[i] = random_normal(r, v.b_format(), -spread, spread);
+      sum += decode(v.in, a[i]) * decode(v.b_format(), b[i]);
     }
     // C: minus the sum, rounded to the output format, sometimes nudged; or a small random value.
-    std::uint32_t c = 0;
+    std::uint64_t c = 0;
     const double target = r.coin(3) ? -sum : -sum * (1 + std::ldexp(double(r.uniform(-8, 8)), -20));
     visit_format(v.out, [&](auto fmt) {
       using F = decltype(fmt);
-      c = std::uint32_t(convert<F>(from_double(target)).value.bits);
+      c = std::uint64_t(convert<F>(from_double(target)).value.bits);
     });
     if (r.coin(5)) c = random_normal(r, v.out, -spread, spread);
     v.a.insert(v.a.end(), a.begin(), a.end());
@@ -328,11 +332,12 @@ template <class Ok> bool parse_format_if(const std::string &s, format_id &f, Ok 
 } // namespace
 
 bool parse_in_format(const std::string &s, format_id &f) {
-  return parse_format_if(s, f, [](format_id g) { return g != format_id::fp32 && g != format_id::fp64; });
+  return parse_format_if(s, f, [](format_id g) { return g != format_id::fp32; });
 }
 
 bool parse_out_format(const std::string &s, format_id &f) {
-  return parse_format_if(s, f, [](format_id g) { return g == format_id::fp32 || g == format_id::fp16; });
+  return parse_format_if(
+      s, f, [](format_id g) { return g == format_id::fp32 || g == format_id::fp16 || g == format_id::fp64; });
 }
 
 void generate(vec_set &v, gen_kind kind, std::size_t count, std::uint64_t seed) {
@@ -362,7 +367,7 @@ void write_lines(std::ostream &os, const vec_set &v, bool notes, std::size_t fir
       line += hex(v.in, v.a[n * K + i]) + ' ';
     line += ' ';
     for (std::size_t i = 0; i < K; ++i)
-      line += hex(v.in, v.b[n * K + i]) + ' ';
+      line += hex(v.b_format(), v.b[n * K + i]) + ' ';
     line += ' ';
     line += hex(v.out, v.c[n]);
     os << line << '\n';

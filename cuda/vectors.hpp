@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,14 +23,16 @@
 namespace bf16emu::gpu {
 
 struct vec_set {
-  format_id in = format_id::bf16;  // A and B
+  format_id in = format_id::bf16;  // A (and B unless in_b is set)
   format_id out = format_id::fp32; // C and D
+  std::optional<format_id> in_b;   // B's format where it differs from A's (e4m3 x e5m2 mixes)
   int k = 16;                      // values of A (and of B) per line
-  std::vector<std::uint32_t> a, b; // lines*k bit patterns (tf32: the 19-bit pattern)
-  std::vector<std::uint32_t> c;    // lines
+  std::vector<std::uint64_t> a, b; // lines*k bit patterns (tf32: the 19-bit pattern)
+  std::vector<std::uint64_t> c;    // lines
   std::vector<std::string> notes;  // per line, may be empty: written as a "# ..." line before it
 
   std::size_t lines() const noexcept { return c.size(); }
+  format_id b_format() const noexcept { return in_b.value_or(in); }
   void clear() { a.clear(), b.clear(), c.clear(), notes.clear(); }
 };
 
@@ -38,7 +41,8 @@ enum class gen_kind { probes, normal, bits, cancel };
 // Parses "probes", "normal", "bits", "cancel"; false when unknown.
 bool parse_gen_kind(const std::string &s, gen_kind &g);
 // A format name of io::parse_format (aliases included) that tensor cores take as A and B
-// (bf16 fp16 tf32 e4m3 e5m2) / as C and D (fp32 fp16); false otherwise (f unchanged).
+// (bf16 fp16 tf32 e4m3 e5m2 ..., fp64 for DMMA) / as C and D (fp32 fp16 fp64); false otherwise
+// (f unchanged).
 bool parse_in_format(const std::string &s, format_id &f);
 bool parse_out_format(const std::string &s, format_id &f);
 

@@ -1,0 +1,300 @@
+// bf16emu CUDA twin: the probe kernel table (see probe_table.hpp).
+#include "probe_table.hpp"
+
+#include "host_model.hpp"
+#include "io/files.hpp"
+#include "io/names.hpp"
+
+#include <ostream>
+
+namespace bf16emu::gpu {
+namespace {
+
+using F = format_id;
+using K = tc::instr_kind;
+constexpr int kAny = 1000; // no upper compute-capability bound (PTX of compute_80 JITs forward)
+
+probe_kernel plain(const char *name, K kind, F a, F b, F out, int k, const char *ptx, int cc_min, int cc_max,
+                   instr op, in_type ta, in_type tb, out_type to) {
+  return {name, kind, "", a, b, out, k, ptx, cc_min, cc_max, false, false, op, ta, tb, to, probe16_op::f64};
+}
+// tcgen05 kind::f8f6f4 with fp8 operands (sm_100a), modelled by tc::scaled_presets.
+probe_kernel tc5_f8(const char *name, F a, F b, F out, const char *ptx, in_type ta, in_type tb, out_type to) {
+  return {name, K::tcgen05, "f8f6f4",       a, b, out, 32, ptx, 100, 100, false, true, instr::tcgen05, ta,
+          tb,   to,         probe16_op::f64};
+}
+probe_kernel p16(const char *name, const char *opt_kind, F a, F b, F out, int k, const char *ptx, int cc_min,
+                 int cc_max, probe16_op op) {
+  return {name,
+          K::mma,
+          opt_kind,
+          a,
+          b,
+          out,
+          k,
+          ptx,
+          cc_min,
+          cc_max,
+          true,
+          false,
+          instr::mma_sync,
+          in_type::bf16,
+          in_type::bf16,
+          out_type::fp32,
+          op};
+}
+
+std::vector<probe_kernel> make_table() {
+  const instr M = instr::mma_sync, W = instr::wgmma, T5 = instr::tcgen05;
+  const in_type bf = in_type::bf16, h = in_type::fp16, tf = in_type::tf32, e4 = in_type::e4m3,
+                e5 = in_type::e5m2;
+  const out_type o32 = out_type::fp32, o16 = out_type::fp16;
+  // tc::scaled_presets' instruction text for tcgen05 kind::f8f6f4.
+  const char *kF8 = "tcgen05.mma.cta_group::1.kind::f8f6f4 (f32 acc), k32",
+             *kF8h = "tcgen05.mma.cta_group::1.kind::f8f6f4 (f16 acc), k32";
+  // The build carries sm_80 code (with compute_80 PTX, which later devices JIT), sm_90a code (runs
+  // on 9.0 only) and sm_120a code (12.0 only): cuda/CMakeLists.txt.
+  return {
+      // mma.sync, one input format (the first probes).
+      plain("mma_bf16_fp32", K::mma, F::bf16, F::bf16, F::fp32, 16,
+            "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", 80, kAny, M, bf, bf, o32),
+      plain("mma_fp16_fp32", K::mma, F::fp16, F::fp16, F::fp32, 16,
+            "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", 80, kAny, M, h, h, o32),
+      plain("mma_fp16_fp16", K::mma, F::fp16, F::fp16, F::fp16, 16,
+            "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16", 80, kAny, M, h, h, o16),
+      plain("mma_tf32_fp32", K::mma, F::tf32, F::tf32, F::fp32, 8,
+            "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", 80, kAny, M, tf, tf, o32),
+      plain("mma_e4m3_fp32", K::mma, F::e4m3, F::e4m3, F::fp32, 32,
+            "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32", 90, 90, M, e4, e4, o32),
+      plain("mma_e5m2_fp32", K::mma, F::e5m2, F::e5m2, F::fp32, 32,
+            "mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e5m2.f32", 90, 90, M, e5, e5, o32),
+      // Issue 16: m16n8k8 fp16, the fp8 mixes, kind::f8f6f4, f64.
+      p16("mma_fp16_fp32_k8", "", F::fp16, F::fp16, F::fp32, 8,
+          "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32", 80, kAny, probe16_op::fp16_k8_f32),
+      p16("mma_fp16_fp16_k8", "", F::fp16, F::fp16, F::fp16, 8,
+          "mma.sync.aligned.m16n8k8.row.col.f16.f16.f16.f16", 80, kAny, probe16_op::fp16_k8_f16),
+      p16("mma_e4m3xe5m2_fp32", "", F::e4m3, F::e5m2, F::fp32, 32,
+          "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e5m2.f32", 90, 90, probe16_op::e4m3_e5m2),
+      p16("mma_e5m2xe4m3_fp32", "", F::e5m2, F::e4m3, F::fp32, 32,
+          "mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e4m3.f32", 90, 90, probe16_op::e5m2_e4m3),
+      p16("mma_e4m3xe5m2_fp16", "", F::e4m3, F::e5m2, F::fp16, 32,
+          "mma.sync.aligned.m16n8k32.row.col.f16.e4m3.e5m2.f16", 90, 90, probe16_op::e4m3_e5m2_f16),
+      p16("mma_e5m2xe4m3_fp16", "", F::e5m2, F::e4m3, F::fp16, 32,
+          "mma.sync.aligned.m16n8k32.row.col.f16.e5m2.e4m3.f16", 90, 90, probe16_op::e5m2_e4m3_f16),
+      p16("mma_f8f6f4_e4m3_fp32", "f8f6f4", F::e4m3, F::e4m3, F::fp32, 32,
+          "mma.sync.aligned.m16n8k32.row.col.kind::f8f6f4.f32.e4m3.e4m3.f32", 120, 120,
+          probe16_op::f8f6f4_e4m3_e4m3),
+      p16("mma_f8f6f4_e4m3xe5m2_fp32", "f8f6f4", F::e4m3, F::e5m2, F::fp32, 32,
+          "mma.sync.aligned.m16n8k32.row.col.kind::f8f6f4.f32.e4m3.e5m2.f32", 120, 120,
+          probe16_op::f8f6f4_e4m3_e5m2),
+      p16("mma_f8f6f4_e5m2xe4m3_fp32", "f8f6f4", F::e5m2, F::e4m3, F::fp32, 32,
+          "mma.sync.aligned.m16n8k32.row.col.kind::f8f6f4.f32.e5m2.e4m3.f32", 120, 120,
+          probe16_op::f8f6f4_e5m2_e4m3),
+      p16("mma_f8f6f4_e5m2_fp32", "f8f6f4", F::e5m2, F::e5m2, F::fp32, 32,
+          "mma.sync.aligned.m16n8k32.row.col.kind::f8f6f4.f32.e5m2.e5m2.f32", 120, 120,
+          probe16_op::f8f6f4_e5m2_e5m2),
+      p16("mma_f8f6f4_e4m3_fp16", "f8f6f4", F::e4m3, F::e4m3, F::fp16, 32,
+          "mma.sync.aligned.m16n8k32.row.col.kind::f8f6f4.f16.e4m3.e4m3.f16", 120, 120,
+          probe16_op::f8f6f4_e4m3_e4m3_f16),
+      p16("mma_f8f6f4_e4m3xe5m2_fp16", "f8f6f4", F::e4m3, F::e5m2, F::fp16, 32,
+          "mma.sync.aligned.m16n8k32.row.col.kind::f8f6f4.f16.e4m3.e5m2.f16", 120, 120,
+          probe16_op::f8f6f4_e4m3_e5m2_f16),
+      p16("mma_f8f6f4_e5m2xe4m3_fp16", "f8f6f4", F::e5m2, F::e4m3, F::fp16, 32,
+          "mma.sync.aligned.m16n8k32.row.col.kind::f8f6f4.f16.e5m2.e4m3.f16", 120, 120,
+          probe16_op::f8f6f4_e5m2_e4m3_f16),
+      p16("mma_f8f6f4_e5m2_fp16", "f8f6f4", F::e5m2, F::e5m2, F::fp16, 32,
+          "mma.sync.aligned.m16n8k32.row.col.kind::f8f6f4.f16.e5m2.e5m2.f16", 120, 120,
+          probe16_op::f8f6f4_e5m2_e5m2_f16),
+      p16("mma_fp64_fp64", "", F::fp64, F::fp64, F::fp64, 4,
+          "mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64", 80, kAny, probe16_op::f64),
+      // wgmma (sm_90a): the first probes, then the issue-16 fp8 mixes.
+      plain("wgmma_bf16_fp32", K::wgmma, F::bf16, F::bf16, F::fp32, 16,
+            "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16", 90, 90, W, bf, bf, o32),
+      plain("wgmma_fp16_fp32", K::wgmma, F::fp16, F::fp16, F::fp32, 16,
+            "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16", 90, 90, W, h, h, o32),
+      plain("wgmma_fp16_fp16", K::wgmma, F::fp16, F::fp16, F::fp16, 16,
+            "wgmma.mma_async.sync.aligned.m64n64k16.f16.f16.f16", 90, 90, W, h, h, o16),
+      plain("wgmma_tf32_fp32", K::wgmma, F::tf32, F::tf32, F::fp32, 8,
+            "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32", 90, 90, W, tf, tf, o32),
+      plain("wgmma_e4m3_fp32", K::wgmma, F::e4m3, F::e4m3, F::fp32, 32,
+            "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3", 90, 90, W, e4, e4, o32),
+      plain("wgmma_e5m2_fp32", K::wgmma, F::e5m2, F::e5m2, F::fp32, 32,
+            "wgmma.mma_async.sync.aligned.m64n64k32.f32.e5m2.e5m2", 90, 90, W, e5, e5, o32),
+      plain("wgmma_e4m3xe5m2_fp32", K::wgmma, F::e4m3, F::e5m2, F::fp32, 32,
+            "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e5m2", 90, 90, W, e4, e5, o32),
+      plain("wgmma_e5m2xe4m3_fp32", K::wgmma, F::e5m2, F::e4m3, F::fp32, 32,
+            "wgmma.mma_async.sync.aligned.m64n64k32.f32.e5m2.e4m3", 90, 90, W, e5, e4, o32),
+      plain("wgmma_e4m3xe5m2_fp16", K::wgmma, F::e4m3, F::e5m2, F::fp16, 32,
+            "wgmma.mma_async.sync.aligned.m64n64k32.f16.e4m3.e5m2", 90, 90, W, e4, e5, o16),
+      plain("wgmma_e5m2xe4m3_fp16", K::wgmma, F::e5m2, F::e4m3, F::fp16, 32,
+            "wgmma.mma_async.sync.aligned.m64n64k32.f16.e5m2.e4m3", 90, 90, W, e5, e4, o16),
+      // tcgen05 (sm_100a), M128 N128; the instruction text is the preset's (tc/presets.hpp).
+      plain("tcgen05_bf16_fp32", K::tcgen05, F::bf16, F::bf16, F::fp32, 16,
+            "tcgen05.mma.cta_group::1.kind::f16 (bf16 in, f32 acc), k16", 100, 100, T5, bf, bf, o32),
+      plain("tcgen05_fp16_fp32", K::tcgen05, F::fp16, F::fp16, F::fp32, 16,
+            "tcgen05.mma.cta_group::1.kind::f16 (f16 in, f32 acc), k16", 100, 100, T5, h, h, o32),
+      plain("tcgen05_fp16_fp16", K::tcgen05, F::fp16, F::fp16, F::fp16, 16,
+            "tcgen05.mma.cta_group::1.kind::f16 (f16 in, f16 acc), k16", 100, 100, T5, h, h, o16),
+      plain("tcgen05_tf32_fp32", K::tcgen05, F::tf32, F::tf32, F::fp32, 8,
+            "tcgen05.mma.cta_group::1.kind::tf32, k8", 100, 100, T5, tf, tf, o32),
+      tc5_f8("tcgen05_f8f6f4_e4m3_fp32", F::e4m3, F::e4m3, F::fp32, kF8, e4, e4, o32),
+      tc5_f8("tcgen05_f8f6f4_e4m3xe5m2_fp32", F::e4m3, F::e5m2, F::fp32, kF8, e4, e5, o32),
+      tc5_f8("tcgen05_f8f6f4_e5m2xe4m3_fp32", F::e5m2, F::e4m3, F::fp32, kF8, e5, e4, o32),
+      tc5_f8("tcgen05_f8f6f4_e5m2_fp32", F::e5m2, F::e5m2, F::fp32, kF8, e5, e5, o32),
+      tc5_f8("tcgen05_f8f6f4_e4m3_fp16", F::e4m3, F::e4m3, F::fp16, kF8h, e4, e4, o16),
+      tc5_f8("tcgen05_f8f6f4_e4m3xe5m2_fp16", F::e4m3, F::e5m2, F::fp16, kF8h, e4, e5, o16),
+      tc5_f8("tcgen05_f8f6f4_e5m2xe4m3_fp16", F::e5m2, F::e4m3, F::fp16, kF8h, e5, e4, o16),
+      tc5_f8("tcgen05_f8f6f4_e5m2_fp16", F::e5m2, F::e5m2, F::fp16, kF8h, e5, e5, o16),
+  };
+}
+
+bool parse_named(const std::string &s, bool (*parse)(const std::string &, format_id &), format_id &f,
+                 const char *opt, std::string &why) {
+  if (parse(s, f)) return true;
+  why = std::string("bad ") + opt + " '" + io::shorten(s) + "'";
+  return false;
+}
+
+probe_job job_of(const probe_kernel &p, int K) {
+  probe_job j;
+  j.op = p.op, j.type = p.ta, j.type_b = p.tb, j.out = p.to, j.k = K;
+  return j;
+}
+
+} // namespace
+
+const std::vector<probe_kernel> &probe_kernels() {
+  static const std::vector<probe_kernel> table = make_table();
+  return table;
+}
+
+std::string in_column(const probe_kernel &p) {
+  return std::string(io::name(p.a)) + (p.b != p.a ? std::string("x") + io::name(p.b) : std::string());
+}
+
+const probe_kernel *find_probe_kernel(const probe_request &r, std::string &why) {
+  if (!r.name.empty()) {
+    if (!r.instr.empty() || !r.kind.empty() || !r.a.empty() || !r.b.empty() || !r.c.empty() ||
+        !r.out.empty() || !r.scale_format.empty() || r.scale_vec || r.shape_k) {
+      why = "--kernel names the kernel: give no other kernel option with it";
+      return nullptr;
+    }
+    for (const probe_kernel &p : probe_kernels())
+      if (r.name == p.name) return &p;
+    why = "unknown --kernel '" + io::shorten(r.name) + "' (probe --list prints the kernels)";
+    return nullptr;
+  }
+  tc::instr_kind kind = tc::instr_kind::mma;
+  if (!r.instr.empty() && !tc::parse_instr(r.instr, kind)) {
+    why = "bad --instr '" + io::shorten(r.instr) + "' (mma, wgmma, tcgen05)";
+    return nullptr;
+  }
+  if (!r.kind.empty() && r.kind != "f8f6f4") {
+    why = r.kind == "mxf8f6f4" || r.kind == "mxf4" || r.kind == "mxf4nvf4"
+              ? "--kind " + r.kind +
+                    ": the block-scaled kernels (cuda/scaled_kernels.cu) are compile-checked only; the probe "
+                    "runner does not issue them"
+              : "bad --kind '" + io::shorten(r.kind) + "' (f8f6f4; mxf8f6f4, mxf4, mxf4nvf4 are not issued)";
+    return nullptr;
+  }
+  if (!r.scale_format.empty() || r.scale_vec) {
+    why = "--scale-format / --scale-vec: no block-scaled probe kernel is issued by the runner";
+    return nullptr;
+  }
+  format_id a = format_id::bf16, b, out, c;
+  if (!r.a.empty() && !parse_named(r.a, parse_in_format, a, "--format", why)) return nullptr;
+  b = a;
+  if (!r.b.empty() && !parse_named(r.b, parse_in_format, b, "--b-format", why)) return nullptr;
+  out = a == format_id::fp64 ? format_id::fp64 : format_id::fp32;
+  if (!r.out.empty() && !parse_named(r.out, parse_out_format, out, "--out", why)) return nullptr;
+  c = out;
+  if (!r.c.empty() && !parse_named(r.c, parse_out_format, c, "--c-format", why)) return nullptr;
+  if (c != out) {
+    why = "--c-format " + std::string(io::name(c)) +
+          ": no probe kernel issues C/D format mixes (m8n8k4 f16/f32 mixes are sm_70/sm_75 instructions; "
+          "the host model has them, `bf16emu mma --c-format`)";
+    return nullptr;
+  }
+  for (const probe_kernel &p : probe_kernels())
+    if (p.kind == kind && r.kind == p.opt_kind && p.a == a && p.b == b && p.out == out &&
+        (r.shape_k == 0 || r.shape_k == p.k))
+      return &p;
+  std::string have;
+  for (const probe_kernel &p : probe_kernels())
+    if (p.kind == kind) have += std::string(" ") + p.name;
+  why = std::string("no probe kernel for ") + tc::to_string(kind) +
+        (r.kind.empty() ? "" : " kind::" + r.kind) + " " + io::name(a) +
+        (b != a ? std::string(" x ") + io::name(b) : std::string()) + " -> " + io::name(out) +
+        (r.shape_k ? " k" + std::to_string(r.shape_k) : std::string()) + "; " + tc::to_string(kind) +
+        " kernels:" + have +
+        (kind == tc::instr_kind::tcgen05 ? " (fp8 operands: --kind f8f6f4; the block-scaled kinds: "
+                                           "cuda/scaled_kernels.cu, compile-checked only)"
+                                         : "");
+  return nullptr;
+}
+
+bool kernel_supported(const probe_kernel &p, int K, int cc_major, int cc_minor) {
+  if (p.p16) {
+    probe16_job j;
+    j.op = p.op16, j.k = K;
+    return probe16_supported(j, cc_major, cc_minor);
+  }
+  return supported(job_of(p, K), cc_major, cc_minor);
+}
+
+kernel_model kernel_preset(const probe_kernel &p, tc::arch arch, std::string &why) {
+  kernel_model m;
+  if (!p.scaled) {
+    m.block = model_preset(arch, p.kind, p.a, p.b, p.out, p.k, why);
+    return m;
+  }
+  m.scaled = tc::find_scaled_preset(arch, p.kind, p.opt_kind, tc::scale_kind::none, 0, p.out);
+  if (m.scaled && !tc::takes_formats(*m.scaled, p.a, p.b)) m.scaled = nullptr;
+  if (!m.scaled)
+    why = std::string("the model has no kind::") + p.opt_kind + " preset for arch " + tc::to_string(arch) +
+          ", " + in_column(p) + " -> " + io::name(p.out);
+  return m;
+}
+
+void model_kernel_lines(const kernel_model &m, const vec_set &v, std::vector<std::uint64_t> &d, int threads) {
+  if (m.block)
+    model_lines(v, *m.block, d, threads);
+  else if (m.scaled)
+    model_lines(v, *m.scaled, d, threads);
+}
+
+void trace_kernel_line(std::ostream &os, const kernel_model &m, const vec_set &v, std::size_t line) {
+  if (m.block)
+    trace_line(os, v, line, *m.block);
+  else if (m.scaled)
+    os << "# model " << m.scaled->ptx << " (tc::scaled_dot, F " << m.scaled->params.F
+       << "): no block trace; `bf16emu mma --kind f8f6f4` gives its result\n";
+}
+
+vec_set kernel_vectors(const probe_kernel &p, int K) {
+  vec_set v;
+  v.in = p.a, v.out = p.out, v.k = K;
+  if (p.b != p.a) v.in_b = p.b;
+  return v;
+}
+
+int run_kernel(const probe_kernel &p, const vec_set &v, std::vector<std::uint64_t> &d) {
+  d.assign(v.lines(), 0);
+  if (p.p16) {
+    probe16_job j;
+    j.op = p.op16, j.k = v.k, j.lines = v.lines();
+    j.a = v.a.data(), j.b = v.b.data(), j.c = v.c.data(), j.d = d.data();
+    return run_probe16(j);
+  }
+  // run_probe takes 32-bit patterns (every format it issues fits).
+  const std::vector<std::uint32_t> a(v.a.begin(), v.a.end()), b(v.b.begin(), v.b.end()),
+      c(v.c.begin(), v.c.end());
+  std::vector<std::uint32_t> d32(v.lines());
+  probe_job j = job_of(p, v.k);
+  j.lines = v.lines(), j.a = a.data(), j.b = b.data(), j.c = c.data(), j.d = d32.data();
+  const int err = run_probe(j);
+  d.assign(d32.begin(), d32.end());
+  return err;
+}
+
+} // namespace bf16emu::gpu
