@@ -339,7 +339,7 @@ std::string no_preset_message(tc::arch arch, tc::instr_kind kind, format_id in, 
          " (the sources leave it open or the GPU lacks it); " + tc::to_string(arch) + " has:" + have;
 }
 
-// The line runner for P's formats: same-format presets as before; the fp8 e4m3 x e5m2 mixes;
+// The line runner for P's formats: same-format presets as before; the fp8 and f8f6f4 mixes;
 // the fp16 m8n8k4 C/D mixes; the f64 fma chain.
 void run_preset(const mma_cli &o, const tc::preset &P, std::istream &is) {
   if (P.accum == tc::accum_kind::fma_chain) {
@@ -354,15 +354,9 @@ void run_preset(const mma_cli &o, const tc::preset &P, std::istream &is) {
     else
       fn(binary32{});
   };
-  if (P.b != P.in) {
-    auto fp8 = [](format_id f, auto fn) {
-      if (f == format_id::e4m3)
-        fn(float8_e4m3{});
-      else
-        fn(float8_e5m2{});
-    };
-    fp8(P.in, [&](auto fa) {
-      fp8(P.b, [&](auto fb) {
+  if (P.b != P.in) { // fp8 mixes, sm120 kind::f8f6f4 mixes with fp6/fp4
+    tc::visit_f8f6f4(P.in, [&](auto fa) {
+      tc::visit_f8f6f4(P.b, [&](auto fb) {
         half_single(P.out, [&](auto fo) {
           using Out = decltype(fo);
           run_lines<decltype(fa), Out, decltype(fb), Out>(o, P, is);
