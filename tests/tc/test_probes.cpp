@@ -627,6 +627,48 @@ TEST(ProbeRtxBlackwell, Fp6Fp4Operands) {
   EXPECT_EQ(probe(get6("sm120", instr_kind::mma, E4, E2M1, S, S), {{0, 0x38}}, {{0, 0x2}}, 0), 0x3f800000u);
 }
 
+// m16n8k4 tf32 and m16n8k8 bf16 (sm80 and every later arch) and m16n8k16 fp8 (sm89, sm120):
+// MMA-Sim (simulator/nv_ptx.py) splits only k8 tf32, k16 bf16/fp16 and k32 fp8 on Ampere/Ada, so
+// these shapes are one block of k. Line: 1*1 at k0, c = -1, and a tiny product p at the last k. One
+// block cuts p (it lies below 2^(0-F)) and gives +0; two half blocks would give p exactly. p = 2^-26
+// for bf16 (0x3900 = 2^-13, squared) and tf32 (0x1c800 = 2^-13), below 2^-24 and 2^-25. sm89 fp8
+// (F 13): 2^-6 x 2^-8 = 2^-14 (e4m3 0x08 = 2^-6, 0x02 = 2^-8; e5m2 0x24 = 2^-6, 0x1c = 2^-8): +0;
+// fp16 D (c -1 = 0xbc00): +0. sm120 fp8 (F 25): e5m2 0x01 = 2^-16, squared 2^-32: +0. Without c
+// the product alone is exact: 2^-26 = 0x32800000, 2^-14 = 0x38800000 (fp16 0x0400), 2^-32 =
+// 0x2f800000.
+TEST(ProbeSmallK, OneBlockOfK) {
+  constexpr format_id TF = format_id::tf32;
+  for (const char *a : {"sm80", "sm86", "sm89", "sm90", "sm100", "sm120"}) {
+    const preset &T = get6(a, instr_kind::mma, TF, TF, S, S, 4),
+                 &B = get6(a, instr_kind::mma, BF, BF, S, S, 8);
+    EXPECT_EQ(T.k, 4) << a;
+    EXPECT_EQ(B.k, 8) << a;
+    EXPECT_EQ(probe(T, {{0, 0x1fc00}, {3, 0x1c800}}, {{0, 0x1fc00}, {3, 0x1c800}}, 0xbf800000), 0u) << a;
+    EXPECT_EQ(probe(T, {{3, 0x1c800}}, {{3, 0x1c800}}, 0), 0x32800000u) << a;
+    EXPECT_EQ(probe(B, {{0, 0x3f80}, {7, 0x3900}}, {{0, 0x3f80}, {7, 0x3900}}, 0xbf800000), 0u) << a;
+    EXPECT_EQ(probe(B, {{7, 0x3900}}, {{7, 0x3900}}, 0), 0x32800000u) << a;
+  }
+  struct fp8_case {
+    format_id a, b;
+    std::uint64_t one_a, one_b, pa, pb;
+  };
+  for (const fp8_case &m :
+       {fp8_case{E4, E4, 0x38, 0x38, 0x08, 0x02}, fp8_case{E4, E5, 0x38, 0x3c, 0x08, 0x1c},
+        fp8_case{E5, E4, 0x3c, 0x38, 0x24, 0x02}, fp8_case{E5, E5, 0x3c, 0x3c, 0x24, 0x1c}}) {
+    const preset &P = get6("sm89", instr_kind::mma, m.a, m.b, S, S, 16),
+                 &Ph = get6("sm89", instr_kind::mma, m.a, m.b, H, H, 16);
+    const std::string n = describe(P);
+    EXPECT_EQ(probe(P, {{0, m.one_a}, {15, m.pa}}, {{0, m.one_b}, {15, m.pb}}, 0xbf800000), 0u) << n;
+    EXPECT_EQ(probe(P, {{15, m.pa}}, {{15, m.pb}}, 0), 0x38800000u) << n;
+    EXPECT_EQ(probe(Ph, {{0, m.one_a}, {15, m.pa}}, {{0, m.one_b}, {15, m.pb}}, 0xbc00), 0u) << n;
+    EXPECT_EQ(probe(Ph, {{15, m.pa}}, {{15, m.pb}}, 0), 0x0400u) << n;
+    EXPECT_NE(&get6("sm120", instr_kind::mma, m.a, m.b, S, S, 16), nullptr);
+  }
+  const preset &R = get6("sm120", instr_kind::mma, E5, E5, S, S, 16);
+  EXPECT_EQ(probe(R, {{0, 0x3c}, {15, 0x01}}, {{0, 0x3c}, {15, 0x01}}, 0xbf800000), 0u);
+  EXPECT_EQ(probe(R, {{15, 0x01}}, {{15, 0x01}}, 0), 0x2f800000u);
+}
+
 // f64 DMMA, an IEEE fma chain in k order (MMA-Sim simulator/nv_ptx.py), where a fused dot would
 // differ:
 //  - 1*1, then + 2^-53 twice: each fma ties and rounds to even, D = 1.0 (a fused exact sum

@@ -33,7 +33,8 @@ bool issue16(const preset &P) {
         tc::detail::src_turing_k4_open, tc::detail::src_k8, tc::detail::src_mix_fp8_ada,
         tc::detail::src_mix_fp8_hopper, tc::detail::src_sm100_mma, tc::detail::src_sm100_mma_h,
         tc::detail::src_sm120, tc::detail::src_sm120_fp8, tc::detail::src_dmma, tc::detail::src_sm120_fp4,
-        tc::detail::src_sm120_fp6, tc::detail::src_dmma_sm90})
+        tc::detail::src_sm120_fp6, tc::detail::src_dmma_sm90, tc::detail::src_small_k,
+        tc::detail::src_small_k_open, tc::detail::src_fp8_k16})
     if (P.source == src) return true;
   return false;
 }
