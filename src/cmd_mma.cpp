@@ -60,6 +60,17 @@ std::string arch_names(const char *sep) {
   return canonical + sep + generations;
 }
 
+// "cdna1|cdna2|cdna3 (mi100 mi200 mi300, gfx908 gfx90a gfx942)": the AMD names --arch takes.
+std::string amd_arch_names() {
+  std::string names, parts, targets;
+  for (const tc::amd_arch a : tc::all_amd_archs) {
+    names += std::string(names.empty() ? "" : "|") + tc::to_string(a);
+    parts += std::string(parts.empty() ? "" : " ") + tc::amd_part(a);
+    targets += std::string(targets.empty() ? "" : " ") + tc::amd_target(a);
+  }
+  return names + " (" + parts + ", " + targets + ")";
+}
+
 // "volta sm70, turing sm75, ..., rtx-blackwell sm120", a line break after the fourth.
 std::string alias_list() {
   std::string r;
@@ -328,7 +339,7 @@ std::string no_preset_message(tc::arch arch, tc::instr_kind kind, format_id in, 
          " (the sources leave it open or the GPU lacks it); " + tc::to_string(arch) + " has:" + have;
 }
 
-// The line runner for P's formats: same-format presets as before; the fp8 e4m3 x e5m2 mixes;
+// The line runner for P's formats: same-format presets as before; the fp8 and f8f6f4 mixes;
 // the fp16 m8n8k4 C/D mixes; the f64 fma chain.
 void run_preset(const mma_cli &o, const tc::preset &P, std::istream &is) {
   if (P.accum == tc::accum_kind::fma_chain) {
@@ -343,15 +354,9 @@ void run_preset(const mma_cli &o, const tc::preset &P, std::istream &is) {
     else
       fn(binary32{});
   };
-  if (P.b != P.in) {
-    auto fp8 = [](format_id f, auto fn) {
-      if (f == format_id::e4m3)
-        fn(float8_e4m3{});
-      else
-        fn(float8_e5m2{});
-    };
-    fp8(P.in, [&](auto fa) {
-      fp8(P.b, [&](auto fb) {
+  if (P.b != P.in) { // fp8 mixes, sm120 kind::f8f6f4 mixes with fp6/fp4
+    tc::visit_f8f6f4(P.in, [&](auto fa) {
+      tc::visit_f8f6f4(P.b, [&](auto fb) {
         half_single(P.out, [&](auto fo) {
           using Out = decltype(fo);
           run_lines<decltype(fa), Out, decltype(fb), Out>(o, P, is);
@@ -413,8 +418,8 @@ void run(const mma_cli &o) {
   if (o.a_format.empty()) throw bad_input("mma needs --a-format");
   tc::arch arch{};
   if (!tc::parse_arch(o.arch, arch))
-    throw bad_input("unknown --arch '" + io::shorten(o.arch) + "' (" + arch_names(", ") +
-                    "; CPU models: see --list-arch)");
+    throw bad_input("unknown --arch '" + io::shorten(o.arch) + "' (" + arch_names(", ") + "; AMD " +
+                    amd_arch_names() + "; CPU models: see --list-arch)");
   const format_id in = io::rethrow_as<bad_input>([&] { return io::parse_format(o.a_format); });
   const format_id out = io::rethrow_as<bad_input>([&] { return io::parse_format(o.out); });
   const format_id b =
@@ -434,12 +439,14 @@ void register_mma(CLI::App &app) {
   CLI::App *sub =
       app.add_subcommand("mma", "NVIDIA tensor-core MMA model: D = A*B + C per output element, bit-exact");
   sub->add_option("--arch", o->arch,
-                  arch_names(" or ") +
+                  arch_names(" or ") + ", AMD " + amd_arch_names() +
                       ", or a CPU BF16 model (avx512bf16, amx-bf16, arm-bfdot, ...; --list-arch)");
   sub->add_option("--instr", o->instr, "mma (mma.sync, default), wgmma (sm90), tcgen05 (sm100, its default)");
   sub->add_option("--a-format", o->a_format,
-                  "format of A (and of B unless --b-format): bf16 fp16 tf32 e4m3 e5m2 fp64");
-  sub->add_option("--b-format", o->b_format, "format of B when it differs from A's (e4m3 x e5m2 mixes)");
+                  "format of A (and of B unless --b-format): bf16 fp16 tf32 e4m3 e5m2 e3m2 e2m3 e2m1 fp64 "
+                  "(AMD: fp32 xf32 fp16 bf16 fp8 bf8 fp64)");
+  sub->add_option("--b-format", o->b_format,
+                  "format of B when it differs from A's (fp8 mixes; sm120 kind::f8f6f4)");
   sub->add_option(
       "--c-format", o->c_format,
       "format of C when it differs from D's (m8n8k4 f16/f32 mixes; C is converted to D's format)");

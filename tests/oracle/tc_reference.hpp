@@ -23,16 +23,19 @@ using wide = boost::multiprecision::number<boost::multiprecision::cpp_int_backen
     4096, 4096, boost::multiprecision::signed_magnitude, boost::multiprecision::checked, void>>;
 
 struct fmt {
-  int ebits; // exponent field width
-  int mbits; // fraction field width
-  bool fn;   // OCP "fn" encoding: no Inf, only S.1..1.1..1 is NaN
+  int ebits;           // exponent field width
+  int mbits;           // fraction field width
+  bool fn;             // OCP "fn" encoding: no Inf, only S.1..1.1..1 is NaN
+  bool finite = false; // OCP MX fp6/fp4: no Inf, no NaN (every pattern is a number)
   int bias() const { return (1 << (ebits - 1)) - 1; }
   int emin() const { return 1 - bias(); }
+  int emax() const { return (1 << ebits) - 1 - bias() - (fn || finite ? 0 : 1); } // largest finite exponent
   int width() const { return 1 + ebits + mbits; }
 };
 
 inline constexpr fmt fp32{8, 23, false}, fp16{5, 10, false}, bf16{8, 7, false}, tf32{8, 10, false},
-    e4m3{4, 3, true}, e5m2{5, 2, false}, fp64{11, 52, false};
+    e4m3{4, 3, true}, e5m2{5, 2, false}, fp64{11, 52, false}, e3m2{3, 2, false, true},
+    e2m3{2, 3, false, true}, e2m1{2, 1, false, true};
 
 struct params {
   int L, F, e_zero, out_frac;
@@ -53,7 +56,9 @@ inline value decode(const fmt &f, std::uint64_t bits) {
   const int e = int((bits >> f.mbits) & ((1u << f.ebits) - 1));
   const bool neg = (bits >> (f.ebits + f.mbits)) & 1;
   const int emaxfield = (1 << f.ebits) - 1;
-  if (f.fn) {
+  if (f.finite) {
+    // every pattern is finite
+  } else if (f.fn) {
     if (e == emaxfield && frac == ((std::uint64_t{1} << f.mbits) - 1)) return {kind::nan, neg, 0, 0};
   } else if (e == emaxfield) {
     return {frac ? kind::nan : kind::inf, neg, 0, 0};

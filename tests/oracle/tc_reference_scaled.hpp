@@ -17,21 +17,13 @@ enum class enc { ieee, fn, finite }; // finite: no Inf, no NaN (OCP MX fp6/fp4)
 struct sfmt {
   int ebits, mbits;
   enc e;
-  fmt plain() const { return fmt{ebits, mbits, e == enc::fn}; }
+  fmt plain() const { return fmt{ebits, mbits, e == enc::fn, e == enc::finite}; }
 };
 
 inline constexpr sfmt s_fp32{8, 23, enc::ieee}, s_fp16{5, 10, enc::ieee}, s_e4m3{4, 3, enc::fn},
     s_e5m2{5, 2, enc::ieee}, s_e3m2{3, 2, enc::finite}, s_e2m3{2, 3, enc::finite}, s_e2m1{2, 1, enc::finite};
 
-inline value sdecode(const sfmt &f, std::uint64_t bits) {
-  if (f.e != enc::finite) return decode(f.plain(), bits);
-  const int bias = (1 << (f.ebits - 1)) - 1;
-  const std::uint64_t frac = bits & ((std::uint64_t{1} << f.mbits) - 1);
-  const int e = int((bits >> f.mbits) & ((1u << f.ebits) - 1));
-  const bool neg = (bits >> (f.ebits + f.mbits)) & 1;
-  if (e == 0) return {frac ? kind::finite : kind::zero, neg, big(frac), 1 - bias};
-  return {kind::finite, neg, big(frac + (std::uint64_t{1} << f.mbits)), e - bias};
-}
+inline value sdecode(const sfmt &f, std::uint64_t bits) { return decode(f.plain(), bits); }
 
 enum class scale_fmt { none, ue8m0, ue4m3 };
 

@@ -26,6 +26,9 @@ inline tcref::fmt ref_fmt(format_id id) {
   case format_id::tf32: return tcref::tf32;
   case format_id::e4m3: return tcref::e4m3;
   case format_id::fp64: return tcref::fp64;
+  case format_id::e3m2: return tcref::e3m2;
+  case format_id::e2m3: return tcref::e2m3;
+  case format_id::e2m1: return tcref::e2m1;
   default: return tcref::e5m2;
   }
 }
@@ -63,11 +66,6 @@ template <class Fn> std::uint64_t visit_half_single(format_id f, Fn fn) {
   if (f == format_id::fp16) return fn(binary16{});
   return fn(binary32{});
 }
-// e4m3 or e5m2 (the mixed fp8 presets).
-template <class Fn> std::uint64_t visit_fp8(format_id f, Fn fn) {
-  if (f == format_id::e4m3) return fn(float8_e4m3{});
-  return fn(float8_e5m2{});
-}
 
 inline std::uint64_t model_dot(format_id in, format_id out, const block_params &p, int instr_k,
                                const std::uint64_t *a, const std::uint64_t *b, int K, std::uint64_t c) {
@@ -89,9 +87,9 @@ inline std::uint64_t model_dot(const preset &P, const block_params &p, const std
     return model_dot(P.in, P.out, p, P.k, a, b, K, c); // the plain dot, as before
   if (P.accum == accum_kind::fma_chain)                // f64 DMMA
     return preset_dot_t<binary64, binary64, binary64, binary64>(P, p, a, b, K, c);
-  if (P.b != P.in) // fp8 e4m3 x e5m2 mixes, C in the D format
-    return visit_fp8(P.in, [&](auto fa) {
-      return visit_fp8(P.b, [&](auto fb) {
+  if (P.b != P.in) // fp8 mixes and sm120 kind::f8f6f4 mixes (fp6, fp4), C in the D format
+    return tc::visit_f8f6f4(P.in, [&](auto fa) {
+      return tc::visit_f8f6f4(P.b, [&](auto fb) {
         return visit_half_single(P.out, [&](auto fo) {
           using Out = decltype(fo);
           return preset_dot_t<decltype(fa), decltype(fb), Out, Out>(P, p, a, b, K, c);
@@ -129,7 +127,7 @@ inline const char *format_name_of(format_id id) {
 
 // "sm90 wgmma bf16->fp32" (sep " ", "->") or "sm90_wgmma_bf16_fp32" (sep "_", "_"); a B format
 // other than A's adds "xe5m2", a C format other than D's "_cfp16", and an instruction k other
-// than the first preset's of the same formats "_k8".
+// than the first preset's of the same formats "_k8" (the same k in another shape "_m16n8k4").
 inline std::string describe(const preset &P, const char *sep = " ", const char *arrow = "->") {
   char buf[160];
   std::string extra;
@@ -138,6 +136,8 @@ inline std::string describe(const preset &P, const char *sep = " ", const char *
   if (P.c != P.out) tail += std::string("_c") + format_name_of(P.c);
   const preset *first = find_preset(P.arch, P.kind, P.in, P.b, P.c, P.out);
   if (first != nullptr && first->k != P.k) tail += "_k" + std::to_string(P.k);
+  if (first != nullptr && first != &P && first->k == P.k) // same k, another shape (f64 m16n8k4)
+    tail += "_m" + std::to_string(P.m) + "n" + std::to_string(P.n) + "k" + std::to_string(P.k);
   std::snprintf(buf, sizeof buf, "%s%s%s%s%s%s%s%s%s", to_string(P.arch), sep, to_string(P.kind), sep,
                 format_name_of(P.in), extra.c_str(), arrow, format_name_of(P.out), tail.c_str());
   return buf;
@@ -153,8 +153,7 @@ struct gen {
 
   // A finite nonzero normal value with unbiased exponent in [lo, hi] (clipped to the format).
   std::uint64_t normal(const tcref::fmt &f, int lo, int hi) {
-    const int emax = (1 << f.ebits) - 1 - f.bias() - (f.fn ? 0 : 1);
-    lo = std::max(lo, f.emin()), hi = std::min(hi, emax);
+    lo = std::max(lo, f.emin()), hi = std::min(hi, f.emax());
     if (lo > hi) lo = hi;
     for (;;) {
       const int e = uniform(lo, hi);

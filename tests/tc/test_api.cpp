@@ -174,8 +174,9 @@ TEST(IeeeReduction, SingleProductExact) {
       a[0] = g.coin(8) ? g.tiny(in) : g.normal(in, -70, 70);
       b[0] = g.coin(8) ? g.tiny(inb) : g.normal(inb, -70, 70);
       if (P.out == format_id::fp16) { // short significands, so that the product can fit FP16
-        a[0] = g.normal(in, -7, 7) & ~std::uint64_t(0x3f);
-        b[0] = g.normal(inb, -7, 7) & ~std::uint64_t(0x3f);
+        // (fp6/fp4 significands are short already: at most 4 bits)
+        a[0] = g.normal(in, -7, 7) & ~std::uint64_t(in.width() >= 8 ? 0x3f : 0);
+        b[0] = g.normal(inb, -7, 7) & ~std::uint64_t(inb.width() >= 8 ? 0x3f : 0);
       }
       const double x = value_of(in, a[0]) * value_of(inb, b[0]); // exact: <= 22-bit significands
       std::uint64_t expect;

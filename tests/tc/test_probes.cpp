@@ -16,9 +16,12 @@
 //            NaN results 0x7fffffff / 0x7fff).
 //   [DSV3]   DeepSeek-V3 technical report, arXiv 2412.19437 s3.3.2 (H800 FP8 accumulation
 //            keeps about 14 bits).
+#include <cstring>
 #include <initializer_list>
+#include <string>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -370,9 +373,14 @@ std::uint64_t one_of(format_id f) {
   case format_id::fp16: return 0x3c00;
   case format_id::tf32: return 0x1fc00;
   case format_id::e4m3: return 0x38;
-  default: return 0x3c; // e5m2
+  case format_id::e3m2: return 0x0c; // OCP MX: bias 3, 1.0 = exponent field 3
+  case format_id::e2m3: return 0x08; // bias 1
+  case format_id::e2m1: return 0x2;  // bias 1
+  default: return 0x3c;              // e5m2
   }
 }
+// fp6 and fp4 (OCP MX) have no NaN and no Inf: every pattern is a number.
+bool has_nan(format_id f) { return f != format_id::e3m2 && f != format_id::e2m3 && f != format_id::e2m1; }
 std::uint64_t nan_of(format_id f) {
   switch (f) {
   case format_id::bf16: return 0x7fc0;
@@ -404,9 +412,16 @@ TEST(ProbeAllPresets, GenericProbes) {
     // Exact cancellation: +0.
     EXPECT_EQ(probe(P, {{P.k - 1, one_in}}, {{P.k - 1, one_b}}, f32 ? 0xbf800000 : 0xbc00), 0u)
         << describe(P);
-    // NaN input at the last k: the all-ones NaN [MMASIM].
-    EXPECT_EQ(probe(P, {{P.k - 1, nan_of(P.in)}}, {{P.k - 1, one_b}}, 0), f32 ? 0x7fffffffu : 0x7fffu)
-        << describe(P);
+    // NaN input at the last k (in A, or in B when only B's format has one; a NaN C when neither
+    // has: fp6/fp4): the all-ones NaN [MMASIM].
+    const std::uint64_t nan_d = f32 ? 0x7fffffffu : 0x7fffu;
+    if (has_nan(P.in))
+      EXPECT_EQ(probe(P, {{P.k - 1, nan_of(P.in)}}, {{P.k - 1, one_b}}, 0), nan_d) << describe(P);
+    else if (has_nan(P.b))
+      EXPECT_EQ(probe(P, {{P.k - 1, one_in}}, {{P.k - 1, nan_of(P.b)}}, 0), nan_d) << describe(P);
+    else
+      EXPECT_EQ(probe(P, {{P.k - 1, one_in}}, {{P.k - 1, one_b}}, f32 ? 0x7fc00000 : 0x7e00), nan_d)
+          << describe(P);
     // An Inf accumulator passes through finite products.
     EXPECT_EQ(probe(P, {{0, one_in}}, {{0, one_b}}, f32 ? 0x7f800000 : 0x7c00), f32 ? 0x7f800000u : 0x7c00u)
         << describe(P);
@@ -539,6 +554,121 @@ TEST(ProbeRtxBlackwell, Fp8TwentyFiveBits) {
             0x3f800000u);
 }
 
+// sm120 mma.sync kind::f8f6f4 with fp6 and fp4 operands (PTX ISA 9.7.14.5: .atype and .btype each
+// e4m3, e5m2, e3m2, e2m3 or e2m1; MMA-Sim nv_mma.py lists the e2m1 mixes, fp6 is its TODO: open).
+// Values by the OCP MX spec (the sign is the top bit of the 4/6/8-bit pattern):
+//   e2m1 (bias 1): 0x2 = 1, 0x7 = 1.5*2^2 = 6, 0x1 = 0.5 (subnormal)
+//   e2m3 (bias 1): 0x08 = 1, 0x1f = 1.875*2^2 = 7.5, 0x01 = 2^-3
+//   e3m2 (bias 3): 0x0c = 1, 0x1f = 1.75*2^4 = 28, 0x01 = 2^-4
+//   e4m3: 0x38 = 1, 0x7e = 448, 0x01 = 2^-9;  e5m2: 0x3c = 1, 0x7b = 57344, 0x01 = 2^-16
+// Every mix with an fp6/fp4 operand, f32 D: F probe 1*1 - (1 - 2^-24) = 2^-24 (0x33800000: 25 bits,
+// as the fp8 rows); 1*1 at k31 + 2^-20 = 0x3f800008 (no 13-bit cut); max*max at k0 and at k31, 32
+// of them (all products share one exponent, at most 8 significant bits: exact), the smallest
+// subnormals' product, and -max*max + max*max + 0 = +0. The expected values of the products are
+// the exact host double products (at most 8 + 8 significant bits) as floats. f16 D: 1*1 - (1 -
+// 2^-11) = 2^-11 (0x1000). Hand values: e2m1 6*6 = 36 (0x42100000), 32*36 = 1152 (0x44900000),
+// 0.5*0.5 = 0x3e800000; e3m2 x e2m3 28*7.5 = 210 (0x43520000, the docs' fp6 line); e2m3 7.5^2 =
+// 56.25 (0x42610000); e3m2 28^2 = 784 (0x44440000), 2^-4*2^-4 = 2^-8 (0x3b800000).
+struct mx_fmt {
+  format_id id;
+  std::uint64_t one, max, sub;
+  double max_v, sub_v;
+};
+constexpr mx_fmt mx_formats[] = {{format_id::e4m3, 0x38, 0x7e, 0x01, 448.0, 0x1p-9},
+                                 {format_id::e5m2, 0x3c, 0x7b, 0x01, 57344.0, 0x1p-16},
+                                 {format_id::e3m2, 0x0c, 0x1f, 0x01, 28.0, 0x1p-4},
+                                 {format_id::e2m3, 0x08, 0x1f, 0x01, 7.5, 0x1p-3},
+                                 {format_id::e2m1, 0x2, 0x7, 0x1, 6.0, 0.5}};
+
+std::uint64_t f32_bits_of(double x) { // x exact in binary32
+  const float f = float(x);
+  EXPECT_EQ(double(f), x);
+  std::uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+TEST(ProbeRtxBlackwell, Fp6Fp4Operands) {
+  int mixes = 0;
+  for (const mx_fmt &fa : mx_formats)
+    for (const mx_fmt &fb : mx_formats) {
+      if (has_nan(fa.id) && has_nan(fb.id)) continue; // fp8 x fp8: Fp8TwentyFiveBits
+      const preset &P = get6("sm120", instr_kind::mma, fa.id, fb.id, S, S);
+      const std::string name = describe(P);
+      ++mixes;
+      EXPECT_EQ(probe(P, {{0, fa.one}}, {{0, fb.one}}, 0xbf7fffff), 0x33800000u) << name;
+      EXPECT_EQ(probe(P, {{31, fa.one}}, {{31, fb.one}}, 0x35800000), 0x3f800008u) << name;
+      const std::uint64_t mm = f32_bits_of(fa.max_v * fb.max_v);
+      EXPECT_EQ(probe(P, {{0, fa.max}}, {{0, fb.max}}, 0), mm) << name;
+      EXPECT_EQ(probe(P, {{31, fa.max}}, {{31, fb.max}}, 0), mm) << name;
+      std::vector<std::uint64_t> va(32, fa.max), vb(32, fb.max);
+      EXPECT_EQ(model_dot(P, va.data(), vb.data(), 32, 0), f32_bits_of(32 * fa.max_v * fb.max_v)) << name;
+      EXPECT_EQ(probe(P, {{5, fa.sub}}, {{5, fb.sub}}, 0), f32_bits_of(fa.sub_v * fb.sub_v)) << name;
+      const std::uint64_t neg_a = fa.max | (std::uint64_t{1} << (ref_fmt(fa.id).width() - 1));
+      EXPECT_EQ(probe(P, {{0, neg_a}, {1, fa.max}}, {{0, fb.max}, {1, fb.max}}, 0), 0u) << name;
+      const preset &Ph = get6("sm120", instr_kind::mma, fa.id, fb.id, H, H);
+      EXPECT_EQ(probe(Ph, {{0, fa.one}}, {{0, fb.one}}, 0xbbff), 0x1000u) << describe(Ph);
+    }
+  EXPECT_EQ(mixes, 21);
+  constexpr format_id E2M1 = format_id::e2m1, E3M2 = format_id::e3m2, E2M3 = format_id::e2m3;
+  const preset &F4 = get6("sm120", instr_kind::mma, E2M1, E2M1, S, S);
+  EXPECT_EQ(probe(F4, {{0, 0x7}}, {{0, 0x7}}, 0), 0x42100000u);
+  std::vector<std::uint64_t> six(32, 0x7);
+  EXPECT_EQ(model_dot(F4, six.data(), six.data(), 32, 0), 0x44900000u);
+  EXPECT_EQ(probe(F4, {{0, 0x1}}, {{0, 0x1}}, 0), 0x3e800000u);
+  EXPECT_EQ(probe(get6("sm120", instr_kind::mma, E3M2, E2M3, S, S), {{0, 0x1f}}, {{0, 0x1f}}, 0),
+            0x43520000u);
+  EXPECT_EQ(probe(get6("sm120", instr_kind::mma, E2M3, E2M3, S, S), {{0, 0x1f}}, {{0, 0x1f}}, 0),
+            0x42610000u);
+  const preset &F6 = get6("sm120", instr_kind::mma, E3M2, E3M2, S, S);
+  EXPECT_EQ(probe(F6, {{0, 0x1f}}, {{0, 0x1f}}, 0), 0x44440000u);
+  EXPECT_EQ(probe(F6, {{0, 0x01}}, {{0, 0x01}}, 0), 0x3b800000u);
+  // B is read in B's format: e4m3 1.0 x e2m1 0x2 (1.0; as e4m3 0x02 would be 2^-8).
+  EXPECT_EQ(probe(get6("sm120", instr_kind::mma, E4, E2M1, S, S), {{0, 0x38}}, {{0, 0x2}}, 0), 0x3f800000u);
+}
+
+// m16n8k4 tf32 and m16n8k8 bf16 (sm80 and every later arch) and m16n8k16 fp8 (sm89, sm120):
+// MMA-Sim (simulator/nv_ptx.py) splits only k8 tf32, k16 bf16/fp16 and k32 fp8 on Ampere/Ada, so
+// these shapes are one block of k. Line: 1*1 at k0, c = -1, and a tiny product p at the last k. One
+// block cuts p (it lies below 2^(0-F)) and gives +0; two half blocks would give p exactly. p = 2^-26
+// for bf16 (0x3900 = 2^-13, squared) and tf32 (0x1c800 = 2^-13), below 2^-24 and 2^-25. sm89 fp8
+// (F 13): 2^-6 x 2^-8 = 2^-14 (e4m3 0x08 = 2^-6, 0x02 = 2^-8; e5m2 0x24 = 2^-6, 0x1c = 2^-8): +0;
+// fp16 D (c -1 = 0xbc00): +0. sm120 fp8 (F 25): e5m2 0x01 = 2^-16, squared 2^-32: +0. Without c
+// the product alone is exact: 2^-26 = 0x32800000, 2^-14 = 0x38800000 (fp16 0x0400), 2^-32 =
+// 0x2f800000.
+TEST(ProbeSmallK, OneBlockOfK) {
+  constexpr format_id TF = format_id::tf32;
+  for (const char *a : {"sm80", "sm86", "sm89", "sm90", "sm100", "sm120"}) {
+    const preset &T = get6(a, instr_kind::mma, TF, TF, S, S, 4),
+                 &B = get6(a, instr_kind::mma, BF, BF, S, S, 8);
+    EXPECT_EQ(T.k, 4) << a;
+    EXPECT_EQ(B.k, 8) << a;
+    EXPECT_EQ(probe(T, {{0, 0x1fc00}, {3, 0x1c800}}, {{0, 0x1fc00}, {3, 0x1c800}}, 0xbf800000), 0u) << a;
+    EXPECT_EQ(probe(T, {{3, 0x1c800}}, {{3, 0x1c800}}, 0), 0x32800000u) << a;
+    EXPECT_EQ(probe(B, {{0, 0x3f80}, {7, 0x3900}}, {{0, 0x3f80}, {7, 0x3900}}, 0xbf800000), 0u) << a;
+    EXPECT_EQ(probe(B, {{7, 0x3900}}, {{7, 0x3900}}, 0), 0x32800000u) << a;
+  }
+  struct fp8_case {
+    format_id a, b;
+    std::uint64_t one_a, one_b, pa, pb;
+  };
+  for (const fp8_case &m :
+       {fp8_case{E4, E4, 0x38, 0x38, 0x08, 0x02}, fp8_case{E4, E5, 0x38, 0x3c, 0x08, 0x1c},
+        fp8_case{E5, E4, 0x3c, 0x38, 0x24, 0x02}, fp8_case{E5, E5, 0x3c, 0x3c, 0x24, 0x1c}}) {
+    const preset &P = get6("sm89", instr_kind::mma, m.a, m.b, S, S, 16),
+                 &Ph = get6("sm89", instr_kind::mma, m.a, m.b, H, H, 16);
+    const std::string n = describe(P);
+    EXPECT_EQ(probe(P, {{0, m.one_a}, {15, m.pa}}, {{0, m.one_b}, {15, m.pb}}, 0xbf800000), 0u) << n;
+    EXPECT_EQ(probe(P, {{15, m.pa}}, {{15, m.pb}}, 0), 0x38800000u) << n;
+    EXPECT_EQ(probe(Ph, {{0, m.one_a}, {15, m.pa}}, {{0, m.one_b}, {15, m.pb}}, 0xbc00), 0u) << n;
+    EXPECT_EQ(probe(Ph, {{15, m.pa}}, {{15, m.pb}}, 0), 0x0400u) << n;
+    EXPECT_NE(&get6("sm120", instr_kind::mma, m.a, m.b, S, S, 16), nullptr);
+  }
+  const preset &R = get6("sm120", instr_kind::mma, E5, E5, S, S, 16);
+  EXPECT_EQ(probe(R, {{0, 0x3c}, {15, 0x01}}, {{0, 0x3c}, {15, 0x01}}, 0xbf800000), 0u);
+  EXPECT_EQ(probe(R, {{15, 0x01}}, {{15, 0x01}}, 0), 0x2f800000u);
+}
+
 // f64 DMMA, an IEEE fma chain in k order (MMA-Sim simulator/nv_ptx.py), where a fused dot would
 // differ:
 //  - 1*1, then + 2^-53 twice: each fma ties and rounds to even, D = 1.0 (a fused exact sum
@@ -546,12 +676,27 @@ TEST(ProbeRtxBlackwell, Fp8TwentyFiveBits) {
 //  - the same terms in the other k order: 2^-53 + 2^-53 = 2^-52, then + 1 = 0x3ff0000000000001;
 //  - (1 + 2^-52)(1 - 2^-53) - 1 = 2^-53 - 2^-105 exactly (0x3c9ffffffffffffe): one rounding per
 //    fma (a rounded product would give 1 - 1 = 0);
-//  - (-0)*(+0) + ... + (-0) = -0 (IEEE signs of zero; a fused block gives +0);
+//  - (-0)*(+0) + ... + (-0) = -0 over the whole k (IEEE signs of zero; a fused block gives +0);
 //  - 2^-537 * 2^-537 = 2^-1074, the smallest subnormal (0x1).
+//  The sm90 shapes m16n8k4, m16n8k8 and m16n8k16 (PTX ISA: .f64 on sm_90; MMA-Sim nv_mma.py lists
+//  them for Hopper) run the same chain over their k: the probes above, and on k8/k16 the pair of
+//  2^-53 at the last two k after 1 at k0 (D = 1), the reverse order (0x3ff0000000000001).
+std::vector<const preset *> dmma_presets() {
+  std::vector<const preset *> r;
+  for (const preset &P : presets)
+    if (P.in == D64) r.push_back(&P);
+  return r;
+}
+
 TEST(ProbeDmma, FmaChainInKOrder) {
   constexpr std::uint64_t d1 = 0x3ff0000000000000, d53 = 0x3ca0000000000000, neg0 = 0x8000000000000000;
-  for (const char *a : {"sm80", "sm90"}) {
-    const preset &P = get6(a, instr_kind::mma, D64, D64, D64, D64);
+  const std::vector<const preset *> all = dmma_presets();
+  ASSERT_EQ(all.size(), 5u); // sm80 m8n8k4; sm90 m8n8k4, m16n8k4, m16n8k8, m16n8k16
+  int sm90_shapes = 0;
+  for (const preset *Pp : all) {
+    const preset &P = *Pp;
+    const std::string a = describe(P) + " " + P.ptx;
+    sm90_shapes += P.arch == arch::sm90;
     EXPECT_EQ(P.accum, accum_kind::fma_chain);
     EXPECT_EQ(probe(P, {{0, d1}, {1, d53}, {2, d53}}, {{0, d1}, {1, d1}, {2, d1}}, 0), d1) << a;
     EXPECT_EQ(probe(P, {{0, d53}, {1, d53}, {3, d1}}, {{0, d1}, {1, d1}, {3, d1}}, 0), 0x3ff0000000000001u)
@@ -559,10 +704,21 @@ TEST(ProbeDmma, FmaChainInKOrder) {
     EXPECT_EQ(probe(P, {{2, 0x3ff0000000000001}}, {{2, 0x3fefffffffffffff}}, 0xbff0000000000000),
               0x3c9ffffffffffffeu)
         << a;
-    EXPECT_EQ(probe(P, {{0, neg0}, {1, neg0}, {2, neg0}, {3, neg0}}, {}, neg0), neg0) << a;
+    std::vector<std::uint64_t> nz(P.k, neg0), pz(P.k, 0);
+    EXPECT_EQ(model_dot(P, nz.data(), pz.data(), P.k, neg0), neg0) << a;
+    // Four (-0)*(+0) then (+0)*(+0) at k4 (k8, k16): -0 + +0 = +0.
+    EXPECT_EQ(probe(P, {{0, neg0}, {1, neg0}, {2, neg0}, {3, neg0}}, {}, neg0), P.k > 4 ? 0u : neg0) << a;
     EXPECT_EQ(probe(P, {{0, 0x1e60000000000000}}, {{0, 0x1e60000000000000}}, 0), 1u) << a;
     EXPECT_EQ(probe(P, {{0, 0x7ff0000000000000}}, {}, 0), 0x7fffffffffffffffu) << a; // Inf * 0
+    if (P.k < 8) continue;
+    const int l = P.k - 1;
+    EXPECT_EQ(probe(P, {{0, d1}, {l - 1, d53}, {l, d53}}, {{0, d1}, {l - 1, d1}, {l, d1}}, 0), d1) << a;
+    EXPECT_EQ(probe(P, {{0, d53}, {1, d53}, {l, d1}}, {{0, d1}, {1, d1}, {l, d1}}, 0), 0x3ff0000000000001u)
+        << a;
   }
+  EXPECT_EQ(sm90_shapes, 4);
+  EXPECT_EQ(find_preset(arch::sm90, instr_kind::mma, D64, D64, D64, D64, 16)->m, 16);
+  EXPECT_EQ(find_preset(arch::sm90, instr_kind::mma, D64, D64, D64, D64, 8)->k, 8);
 }
 
 } // namespace

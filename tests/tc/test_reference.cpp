@@ -25,14 +25,16 @@ namespace {
 using namespace tctest;
 
 // The presets of issue 16 (mixed formats, m8n8k4 C/D mixes, m16n8k8 fp16, mma.sync on sm100 and
-// sm120, f64): 10^5 vectors each in the default tier, 10^6 under label long
-// (tc_reference_issue16_long sets BF16EMU_TC_VECTORS_ISSUE16=1000000).
+// sm120 with fp8, fp6 and fp4 operands, f64 on sm80 and sm90): 10^5 vectors each in the default tier, 10^6
+// under label long (tc_reference_issue16_long sets BF16EMU_TC_VECTORS_ISSUE16=1000000).
 bool issue16(const preset &P) {
   for (const char *src :
        {tc::detail::src_volta_mix, tc::detail::src_volta_open, tc::detail::src_turing_k4,
         tc::detail::src_turing_k4_open, tc::detail::src_k8, tc::detail::src_mix_fp8_ada,
         tc::detail::src_mix_fp8_hopper, tc::detail::src_sm100_mma, tc::detail::src_sm100_mma_h,
-        tc::detail::src_sm120, tc::detail::src_sm120_fp8, tc::detail::src_dmma})
+        tc::detail::src_sm120, tc::detail::src_sm120_fp8, tc::detail::src_dmma, tc::detail::src_sm120_fp4,
+        tc::detail::src_sm120_fp6, tc::detail::src_dmma_sm90, tc::detail::src_small_k,
+        tc::detail::src_small_k_open, tc::detail::src_fp8_k16})
     if (P.source == src) return true;
   return false;
 }
@@ -60,7 +62,7 @@ void make_vector(gen &g, const preset &P, long index, std::vector<std::uint64_t>
   K = g.coin(4) ? g.uniform(1, 2 * P.k) : P.k;
   a.assign(K, 0), b.assign(K, 0);
   const int cls = int(index % 6);
-  const int in_emax = (1 << in.ebits) - 1 - in.bias() - (in.fn ? 0 : 1);
+  const int in_emax = in.emax();
   switch (cls) {
   case 0:
     for (int i = 0; i < K; ++i)

@@ -82,11 +82,14 @@ inline constexpr block_params hopper_fp8_h{32, 13, -133, 10, out_round::nearest_
 inline constexpr block_params turing_k4{4, 24, -132, 23, out_round::truncate};
 inline constexpr block_params turing_k4_h{4, 24, -132, 10, out_round::nearest_even};
 inline constexpr block_params hopper_k8_h{8, 25, -133, 10, out_round::nearest_even};
+inline constexpr block_params hopper_k4{4, 25, -133, 23, out_round::truncate};
 inline constexpr block_params blackwell_fp8{32, 25, -133, 23, out_round::truncate};
 inline constexpr block_params blackwell_fp8_h{32, 25, -133, 10, out_round::nearest_even};
 // f64 (accum_kind::fma_chain): the block parameters are unused but for L (one instruction's
 // k) and the output rounding; F and e_zero are placeholders.
 inline constexpr block_params dmma{4, 48, -1074, 52, out_round::nearest_even};
+inline constexpr block_params dmma_k8{8, 48, -1074, 52, out_round::nearest_even};
+inline constexpr block_params dmma_k16{16, 48, -1074, 52, out_round::nearest_even};
 
 inline constexpr const char *src_volta =
     "Fasi, Higham, Mikaitis, Pranesh, PeerJ CS 7:e330 (2021); Khattak & Mikaitis arXiv 2512.07004 "
@@ -152,6 +155,30 @@ inline constexpr const char *src_sm120_fp8 =
     "PTX ISA 9.7.14.5 (m16n8k32 .kind::f8f6f4, sm_120a); MMA-Sim arXiv 2511.10909, "
     "mmasim/isa/nv_ptx/nv_mma.py (RTX Blackwell fp8 mixes) and simulator/nv_ptx.py (25 bits, one block "
     "of 32, f32 output to 23 bits: no e8m13 cut off Ada)";
+inline constexpr const char *src_sm120_fp4 =
+    "PTX ISA 9.7.14.5 (m16n8k32 .kind::f8f6f4: .atype/.btype each e4m3, e5m2, e3m2, e2m3, e2m1, sm_120a); "
+    "MMA-Sim arXiv 2511.10909, mmasim/isa/nv_ptx/nv_mma.py (RTX Blackwell e2m1 mixes) and "
+    "simulator/nv_ptx.py (25 bits, one block of 32, f32 output to 23 bits)";
+inline constexpr const char *src_sm120_fp6 =
+    "PTX ISA 9.7.14.5 (m16n8k32 .kind::f8f6f4 with e3m2/e2m3 operands, sm_120a); arithmetic of the "
+    "MMA-Sim RTX Blackwell f8f6f4 rows (simulator/nv_ptx.py: 25 bits, one block of 32). open: MMA-Sim "
+    "leaves e3m2 and e2m3 as a TODO (nv_mma.py); the same fused block is assumed";
+inline constexpr const char *src_small_k =
+    "MMA-Sim arXiv 2511.10909, mmasim/isa/nv_ptx/nv_mma.py (m16n8k4 tf32 and m16n8k8 bf16 on Ampere and "
+    "every later arch) and simulator/nv_ptx.py (only k8 tf32 / k16 bf16 are split on Ampere/Ada: these "
+    "shapes are one block of k; Ampere/Ada 24 bits, Hopper/Blackwell 25)";
+inline constexpr const char *src_small_k_open =
+    "MMA-Sim arXiv 2511.10909, mmasim/isa/nv_ptx/nv_mma.py (m16n8k4 tf32, m16n8k8 bf16 on Blackwell "
+    "and RTX Blackwell) and simulator/nv_ptx.py (25 bits, one block of k). open: e_zero -133 taken "
+    "from tcgen05 (models/B200TC.m); it matters for bf16/tf32 only";
+inline constexpr const char *src_fp8_k16 =
+    "MMA-Sim arXiv 2511.10909, mmasim/isa/nv_ptx/nv_mma.py (m16n8k16 fp8, the four mixes, on Ada and RTX "
+    "Blackwell) and simulator/nv_ptx.py (k16 fp8 not split: one block of 16; Ada 13 bits and e8m13 "
+    "output, RTX Blackwell 25 bits and f32 output)";
+inline constexpr const char *src_dmma_sm90 =
+    "PTX ISA 9.7.14.5 (mma.sync m16n8k4, m16n8k8, m16n8k16 .f64, sm_90); MMA-Sim arXiv 2511.10909, "
+    "mmasim/isa/nv_ptx/nv_mma.py (Hopper f64 shapes) and simulator/nv_ptx.py (f64: one IEEE fma per k "
+    "in increasing k). open: the NaN payload (all ones here)";
 inline constexpr const char *src_dmma =
     "PTX ISA 9.7.14.5 (mma.sync m8n8k4 .f64, sm_80); MMA-Sim arXiv 2511.10909, simulator/nv_ptx.py "
     "(f64: one IEEE fma per k in increasing k). open: the NaN payload (all ones here)";
@@ -161,6 +188,28 @@ inline constexpr const char *src_dmma =
     arch::sm, gpu, instr_kind::kind, format_id::in, format_id::out, ptx, m, n, k, blk, ezm, src,             \
         format_id::in, format_id::out, accum_kind::fused                                                     \
   }
+// The two sm120 kind::f8f6f4 rows (f32 and f16 D) of an A x B mix with an fp6 or fp4 operand.
+#define BF16EMU_TC_F8F6F4(in, inb, src)                                                                      \
+  BF16EMU_TC_PX(sm120, "RTX 50 / RTX PRO", mma, in, inb, fp32, fp32,                                         \
+                "mma.sync.aligned.m16n8k32.row.col.kind::f8f6f4.f32." #in "." #inb ".f32", 16, 8, 32,        \
+                detail::blackwell_fp8, false, src, fused),                                                   \
+      BF16EMU_TC_PX(sm120, "RTX 50 / RTX PRO", mma, in, inb, fp16, fp16,                                     \
+                    "mma.sync.aligned.m16n8k32.row.col.kind::f8f6f4.f16." #in "." #inb ".f16", 16, 8, 32,    \
+                    detail::blackwell_fp8_h, false, src, fused)
+// m16n8k4 tf32 and m16n8k8 bf16 on an arch (blocks b4 and b8: one block of k).
+#define BF16EMU_TC_SMALL_K(sm, gpu, b4, b8, src)                                                             \
+  BF16EMU_TC_P(sm, gpu, mma, tf32, fp32, "mma.sync.aligned.m16n8k4.row.col.f32.tf32.tf32.f32", 16, 8, 4, b4, \
+               true, src),                                                                                   \
+      BF16EMU_TC_P(sm, gpu, mma, bf16, fp32, "mma.sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32", 16, 8, 8, \
+                   b8, true, src)
+// m16n8k16 fp8 A x B with f32 (block blk) and f16 (blk_h) D.
+#define BF16EMU_TC_FP8_K16(sm, gpu, in, inb, blk, blk_h)                                                     \
+  BF16EMU_TC_PX(sm, gpu, mma, in, inb, fp32, fp32,                                                           \
+                "mma.sync.aligned.m16n8k16.row.col.f32." #in "." #inb ".f32", 16, 8, 16, blk, false,         \
+                detail::src_fp8_k16, fused),                                                                 \
+      BF16EMU_TC_PX(sm, gpu, mma, in, inb, fp16, fp16,                                                       \
+                    "mma.sync.aligned.m16n8k16.row.col.f16." #in "." #inb ".f16", 16, 8, 16, blk_h, false,   \
+                    detail::src_fp8_k16, fused)
 // A preset whose B format (inb) or C format (cf) differs, or that accumulates otherwise (acc).
 #define BF16EMU_TC_PX(sm, gpu, kind, in, inb, cf, out, ptx, m, n, k, blk, ezm, src, acc)                     \
   preset {                                                                                                   \
@@ -255,6 +304,44 @@ inline constexpr preset presets[] = {
   BF16EMU_TC_PX(sm120, "RTX 50 / RTX PRO", mma, e5m2, e4m3, fp16, fp16, "mma.sync.aligned.m16n8k32.row.col.kind::f8f6f4.f16.e5m2.e4m3.f16", 16, 8, 32, detail::blackwell_fp8_h, false, detail::src_sm120_fp8, fused),
   BF16EMU_TC_PX(sm120, "RTX 50 / RTX PRO", mma, e5m2, e5m2, fp32, fp32, "mma.sync.aligned.m16n8k32.row.col.kind::f8f6f4.f32.e5m2.e5m2.f32", 16, 8, 32, detail::blackwell_fp8, false, detail::src_sm120_fp8, fused),
   BF16EMU_TC_PX(sm120, "RTX 50 / RTX PRO", mma, e5m2, e5m2, fp16, fp16, "mma.sync.aligned.m16n8k32.row.col.kind::f8f6f4.f16.e5m2.e5m2.f16", 16, 8, 32, detail::blackwell_fp8_h, false, detail::src_sm120_fp8, fused),
+  BF16EMU_TC_F8F6F4(e4m3, e2m1, detail::src_sm120_fp4),
+  BF16EMU_TC_F8F6F4(e5m2, e2m1, detail::src_sm120_fp4),
+  BF16EMU_TC_F8F6F4(e2m1, e4m3, detail::src_sm120_fp4),
+  BF16EMU_TC_F8F6F4(e2m1, e5m2, detail::src_sm120_fp4),
+  BF16EMU_TC_F8F6F4(e2m1, e2m1, detail::src_sm120_fp4),
+  BF16EMU_TC_F8F6F4(e4m3, e3m2, detail::src_sm120_fp6),
+  BF16EMU_TC_F8F6F4(e4m3, e2m3, detail::src_sm120_fp6),
+  BF16EMU_TC_F8F6F4(e5m2, e3m2, detail::src_sm120_fp6),
+  BF16EMU_TC_F8F6F4(e5m2, e2m3, detail::src_sm120_fp6),
+  BF16EMU_TC_F8F6F4(e3m2, e4m3, detail::src_sm120_fp6),
+  BF16EMU_TC_F8F6F4(e3m2, e5m2, detail::src_sm120_fp6),
+  BF16EMU_TC_F8F6F4(e3m2, e3m2, detail::src_sm120_fp6),
+  BF16EMU_TC_F8F6F4(e3m2, e2m3, detail::src_sm120_fp6),
+  BF16EMU_TC_F8F6F4(e3m2, e2m1, detail::src_sm120_fp6),
+  BF16EMU_TC_F8F6F4(e2m3, e4m3, detail::src_sm120_fp6),
+  BF16EMU_TC_F8F6F4(e2m3, e5m2, detail::src_sm120_fp6),
+  BF16EMU_TC_F8F6F4(e2m3, e3m2, detail::src_sm120_fp6),
+  BF16EMU_TC_F8F6F4(e2m3, e2m3, detail::src_sm120_fp6),
+  BF16EMU_TC_F8F6F4(e2m3, e2m1, detail::src_sm120_fp6),
+  BF16EMU_TC_F8F6F4(e2m1, e3m2, detail::src_sm120_fp6),
+  BF16EMU_TC_F8F6F4(e2m1, e2m3, detail::src_sm120_fp6),
+  BF16EMU_TC_PX(sm90, "H100 / H200", mma, fp64, fp64, fp64, fp64, "mma.sync.aligned.m16n8k4.row.col.f64.f64.f64.f64", 16, 8, 4, detail::dmma, false, detail::src_dmma_sm90, fma_chain),
+  BF16EMU_TC_PX(sm90, "H100 / H200", mma, fp64, fp64, fp64, fp64, "mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64", 16, 8, 8, detail::dmma_k8, false, detail::src_dmma_sm90, fma_chain),
+  BF16EMU_TC_PX(sm90, "H100 / H200", mma, fp64, fp64, fp64, fp64, "mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64", 16, 8, 16, detail::dmma_k16, false, detail::src_dmma_sm90, fma_chain),
+  BF16EMU_TC_SMALL_K(sm80, "A100", detail::ampere_tf32, detail::ampere, detail::src_small_k),
+  BF16EMU_TC_SMALL_K(sm86, "A2 / RTX 30", detail::ampere_tf32, detail::ampere, detail::src_small_k),
+  BF16EMU_TC_SMALL_K(sm89, "L40S / RTX 40", detail::ampere_tf32, detail::ampere, detail::src_small_k),
+  BF16EMU_TC_SMALL_K(sm90, "H100 / H200", detail::hopper_k4, detail::hopper_tf32, detail::src_small_k),
+  BF16EMU_TC_SMALL_K(sm100, "B200", detail::hopper_k4, detail::hopper_tf32, detail::src_small_k_open),
+  BF16EMU_TC_SMALL_K(sm120, "RTX 50 / RTX PRO", detail::hopper_k4, detail::hopper_tf32, detail::src_small_k_open),
+  BF16EMU_TC_FP8_K16(sm89, "L40S / RTX 40", e4m3, e4m3, detail::ada_fp8, detail::ada_fp8_h),
+  BF16EMU_TC_FP8_K16(sm89, "L40S / RTX 40", e4m3, e5m2, detail::ada_fp8, detail::ada_fp8_h),
+  BF16EMU_TC_FP8_K16(sm89, "L40S / RTX 40", e5m2, e4m3, detail::ada_fp8, detail::ada_fp8_h),
+  BF16EMU_TC_FP8_K16(sm89, "L40S / RTX 40", e5m2, e5m2, detail::ada_fp8, detail::ada_fp8_h),
+  BF16EMU_TC_FP8_K16(sm120, "RTX 50 / RTX PRO", e4m3, e4m3, detail::hopper, detail::hopper_h),
+  BF16EMU_TC_FP8_K16(sm120, "RTX 50 / RTX PRO", e4m3, e5m2, detail::hopper, detail::hopper_h),
+  BF16EMU_TC_FP8_K16(sm120, "RTX 50 / RTX PRO", e5m2, e4m3, detail::hopper, detail::hopper_h),
+  BF16EMU_TC_FP8_K16(sm120, "RTX 50 / RTX PRO", e5m2, e5m2, detail::hopper, detail::hopper_h),
   BF16EMU_TC_P(sm100, "B200", tcgen05, bf16, fp32, "tcgen05.mma.cta_group::1.kind::f16 (bf16 in, f32 acc), k16", 128, 16, 16, detail::hopper, true, detail::src_blackwell),
   BF16EMU_TC_P(sm100, "B200", tcgen05, fp16, fp32, "tcgen05.mma.cta_group::1.kind::f16 (f16 in, f32 acc), k16", 128, 16, 16, detail::hopper, false, detail::src_blackwell),
   BF16EMU_TC_P(sm100, "B200", tcgen05, tf32, fp32, "tcgen05.mma.cta_group::1.kind::tf32, k8", 128, 16, 8, detail::hopper_tf32, true, detail::src_blackwell),
@@ -263,6 +350,9 @@ inline constexpr preset presets[] = {
 // clang-format on
 #undef BF16EMU_TC_P
 #undef BF16EMU_TC_PX
+#undef BF16EMU_TC_F8F6F4
+#undef BF16EMU_TC_SMALL_K
+#undef BF16EMU_TC_FP8_K16
 
 inline constexpr int preset_count = int(sizeof(presets) / sizeof(presets[0]));
 
