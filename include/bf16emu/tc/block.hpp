@@ -462,9 +462,8 @@ BF16EMU_TARGET_AVX2 BF16EMU_INLINE double avx2_lost(const block_params &p, int b
 }
 
 template <class In, class Out, bool Lost, int NL>
-BF16EMU_TARGET_AVX2 BF16EMU_INLINE bool fast_block_avx2(const block_params &p, const fp<In> *a,
-                                                        const fp<In> *b, fp<Out> c,
-                                                        block_summary &s) noexcept {
+BF16EMU_TARGET_AVX2 inline bool fast_block_avx2(const block_params &p, const fp<In> *a, const fp<In> *b,
+                                                fp<Out> c, block_summary &s) noexcept {
   static_assert(NL % 8 == 0 && NL <= max_block);
   constexpr int NV = NL / 8;
   if (is_special<Out>(c.bits)) return false;
@@ -972,12 +971,13 @@ fast_cols_run(const block_params &p, int padded, const fp<In> *a, std::ptrdiff_t
 
 #if defined(BF16EMU_HOST_AVX2_DISPATCH)
 template <class In, class Out, class Tracer>
-BF16EMU_TARGET_AVX2 __attribute__((flatten)) inline void
-fast_cols_avx2(const block_params &p, int padded, const fp<In> *a, std::ptrdiff_t sa, const fp<In> *b,
-               std::ptrdiff_t sb, std::ptrdiff_t bcol, int ncols, int K, fp<Out> *c,
-               Tracer &tracer) noexcept {
+BF16EMU_TARGET_AVX2 inline void fast_cols_avx2(const block_params &p, int padded, const fp<In> *a,
+                                               std::ptrdiff_t sa, const fp<In> *b, std::ptrdiff_t sb,
+                                               std::ptrdiff_t bcol, int ncols, int K, fp<Out> *c,
+                                               Tracer &tracer) noexcept {
   fast_cols_run<In, Out, Tracer, true>(p, padded, a, sa, b, sb, bcol, ncols, K, c, tracer);
 }
+
 #endif
 
 // The chains of ncols columns on the fast path (AVX2 where the host has it), the host status
