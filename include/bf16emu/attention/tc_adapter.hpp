@@ -51,6 +51,7 @@ template <class Fn> struct block_step {
 template <class Obs, class Step>
 auto ledger_tracer(Obs &obs, const bf16 *a, std::ptrdiff_t sa, site s, bool track_p1, Step &step) {
   return tc::make_block_summary_tracer([&obs, a, sa, s, track_p1, &step](const tc::block_summary &t) {
+    (void)obs, (void)a, (void)sa, (void)s, (void)track_p1, (void)step; // used or not per Obs and Step
     if constexpr (Obs::enabled) {
       if (!t.special) {
         bool p1 = false;
