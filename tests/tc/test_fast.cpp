@@ -148,19 +148,6 @@ template <class In, class Out> void run(const preset &P, long nblocks, std::uint
   }
 }
 
-void run_preset(const preset &P, long nblocks, counts &k) {
-  visit_format(P.in, [&](auto fin) {
-    using In = decltype(fin);
-    if constexpr (In::width <= 24) {
-      const std::uint64_t seed = 0x5eed0000u + std::uint64_t(&P - presets);
-      if (P.out == format_id::fp16)
-        run<In, binary16>(P, nblocks, seed, k);
-      else
-        run<In, binary32>(P, nblocks, seed, k);
-    }
-  });
-}
-
 // Multi-column chains (chain_fdpa_cols, tc::dot_cols: the columns advance together, with the
 // AVX2 instance's shared-a kernel fast_block_avx2_cols where the blocks are full with unit
 // strides) against ncols single chains on the general path (chain_fdpa with the full tracer):
@@ -241,6 +228,24 @@ template <class In, class Out> void run_cols(const preset &P, long nchains, std:
   }
 }
 
+// Runs run (blocks) or run_cols (chains) for P's formats, count times.
+void run_preset(const preset &P, long count, counts &k, bool chains = false) {
+  visit_format(P.in, [&](auto fin) {
+    using In = decltype(fin);
+    if constexpr (In::width <= 24) {
+      const std::uint64_t seed = (chains ? 0xc0150000u : 0x5eed0000u) + std::uint64_t(&P - presets);
+      if (chains && P.out == format_id::fp16)
+        run_cols<In, binary16>(P, count, seed, k);
+      else if (chains)
+        run_cols<In, binary32>(P, count, seed, k);
+      else if (P.out == format_id::fp16)
+        run<In, binary16>(P, count, seed, k);
+      else
+        run<In, binary32>(P, count, seed, k);
+    }
+  });
+}
+
 // Whether the block model takes its fast path for P: one input format for A and B, C in D's
 // format, fused blocks, and formats and parameters the fast path covers (fast_formats,
 // fast_params). The others (mixed formats, f64 fma chains, wide blocks such as sm120's fp8
@@ -264,21 +269,29 @@ bool fast_eligible(const preset &P) {
 #ifndef BF16EMU_TC_FAST_BLOCKS
 #define BF16EMU_TC_FAST_BLOCKS 100000
 #endif
-TEST(FastPaths, AgreeWithGeneralPathOnEveryPresetFormat) {
-  constexpr long per_combination = BF16EMU_TC_FAST_BLOCKS;
-  counts k;
+// Calls fn(P) for the first preset of every distinct fast-eligible (input, output, block
+// parameters) combination (with_k: and instruction k); returns how many.
+template <class Fn> int for_each_combination(bool with_k, Fn fn) {
   std::vector<const preset *> seen;
   int combos = 0;
   for (const preset &P : presets) {
     if (!fast_eligible(P)) continue;
     bool dup = false;
     for (const preset *q : seen)
-      dup |= q->in == P.in && q->out == P.out && std::memcmp(&q->block, &P.block, sizeof P.block) == 0;
+      dup |= q->in == P.in && q->out == P.out && (!with_k || q->k == P.k) &&
+             std::memcmp(&q->block, &P.block, sizeof P.block) == 0;
     seen.push_back(&P);
     if (dup) continue;
     ++combos;
-    run_preset(P, per_combination, k);
+    fn(P);
   }
+  return combos;
+}
+
+TEST(FastPaths, AgreeWithGeneralPathOnEveryPresetFormat) {
+  constexpr long per_combination = BF16EMU_TC_FAST_BLOCKS;
+  counts k;
+  const int combos = for_each_combination(false, [&](const preset &P) { run_preset(P, per_combination, k); });
   EXPECT_EQ(k.failures, 0) << k.first;
   EXPECT_EQ(k.blocks, combos * per_combination);
   std::printf("fast paths: %d combinations, %ld blocks, %ld on the AVX2 instance, %ld mismatches\n", combos,
@@ -296,28 +309,8 @@ TEST(FastPaths, AgreeWithGeneralPathOnEveryPresetFormat) {
 #endif
 TEST(FastPaths, MultiColumnChainsAgreeWithSingleGeneralChains) {
   counts k;
-  std::vector<const preset *> seen;
-  int combos = 0;
-  for (const preset &P : presets) {
-    if (!fast_eligible(P)) continue;
-    bool dup = false;
-    for (const preset *q : seen)
-      dup |= q->in == P.in && q->out == P.out && q->k == P.k &&
-             std::memcmp(&q->block, &P.block, sizeof P.block) == 0;
-    seen.push_back(&P);
-    if (dup) continue;
-    ++combos;
-    visit_format(P.in, [&](auto fin) {
-      using In = decltype(fin);
-      if constexpr (In::width <= 24) {
-        const std::uint64_t seed = 0xc0150000u + std::uint64_t(&P - presets);
-        if (P.out == format_id::fp16)
-          run_cols<In, binary16>(P, BF16EMU_TC_FAST_CHAINS, seed, k);
-        else
-          run_cols<In, binary32>(P, BF16EMU_TC_FAST_CHAINS, seed, k);
-      }
-    });
-  }
+  const int combos =
+      for_each_combination(true, [&](const preset &P) { run_preset(P, BF16EMU_TC_FAST_CHAINS, k, true); });
   EXPECT_EQ(k.failures, 0) << k.first;
   EXPECT_GT(k.blocks, combos * BF16EMU_TC_FAST_CHAINS);
   std::printf("multi-column chains: %d combinations, %d chains each, %ld blocks, %ld mismatching chains\n",
