@@ -71,6 +71,30 @@ std::uint64_t normal_in(gen &g, const tcref::fmt &f, int lo, int hi) {
   return g.normal(f, lo, hi);
 }
 
+// Operand classes: a narrow exponent window around a random centre (alignment losses of every
+// size), wide windows (far-apart products, tiny ones under a large c), random bit patterns
+// (subnormals, specials), zeros.
+struct operand_class {
+  int cls, centre, width;
+  explicit operand_class(gen &g)
+      : cls(g.uniform(0, 9)), centre(g.uniform(-40, 40)),
+        width(cls < 5 ? g.uniform(0, 6) : g.uniform(10, 300)) {}
+  std::uint64_t pick(gen &g, const tcref::fmt &fi) const {
+    if (cls == 9 || g.coin(64)) return g.any(fi);
+    if (g.coin(16)) return g.coin(2) ? std::uint64_t(0) : g.tiny(fi);
+    return normal_in(g, fi, centre - width, centre + width);
+  }
+  // An accumulator: zero, any pattern, far above the products, or near them.
+  std::uint64_t pick_c(gen &g, const tcref::fmt &fo) const {
+    switch (g.uniform(0, 5)) {
+    case 0: return 0;
+    case 1: return g.any(fo);
+    case 2: return normal_in(g, fo, 2 * centre + 40, 2 * centre + 200);
+    default: return normal_in(g, fo, 2 * centre - 10, 2 * centre + 12);
+    }
+  }
+};
+
 template <class In, class Out> void run(const preset &P, long nblocks, std::uint64_t seed, counts &k) {
   const block_params &p = P.block;
   ASSERT_TRUE((tc::detail::fast_formats<In, Out>)&&tc::detail::fast_params<In>(p)) << describe(P);
@@ -88,26 +112,12 @@ template <class In, class Out> void run(const preset &P, long nblocks, std::uint
     const int shape = int(i % 8);
     const int n = shape == 6 ? g.uniform(1, p.L) : p.L;
     const std::ptrdiff_t sa = shape == 7 ? 2 : 1, sb = shape == 7 ? g.uniform(1, 2) : 1;
-    // Operand classes: a narrow exponent window around a random centre (alignment losses of
-    // every size), wide windows (far-apart products, tiny ones under a large c), random bit
-    // patterns (subnormals, specials), zeros.
-    const int cls = g.uniform(0, 9);
-    const int centre = g.uniform(-40, 40), width = cls < 5 ? g.uniform(0, 6) : g.uniform(10, 300);
+    const operand_class oc(g);
     for (int j = 0; j < n; ++j) {
-      auto pick = [&] {
-        if (cls == 9 || g.coin(64)) return g.any(fi);
-        if (g.coin(16)) return g.coin(2) ? std::uint64_t(0) : g.tiny(fi);
-        return normal_in(g, fi, centre - width, centre + width);
-      };
-      a[j * sa] = fp<In>::from_bits(pick()), b[j * sb] = fp<In>::from_bits(pick());
+      const std::uint64_t x = oc.pick(g, fi);
+      a[j * sa] = fp<In>::from_bits(x), b[j * sb] = fp<In>::from_bits(oc.pick(g, fi));
     }
-    std::uint64_t cb;
-    switch (g.uniform(0, 5)) {
-    case 0: cb = 0; break;
-    case 1: cb = g.any(fo); break;
-    case 2: cb = normal_in(g, fo, 2 * centre + 40, 2 * centre + 200); break; // c far above the products
-    default: cb = normal_in(g, fo, 2 * centre - 10, 2 * centre + 12); break;
-    }
+    const std::uint64_t cb = oc.pick_c(g, fo);
     const fp<Out> c = fp<Out>::from_bits(cb);
     const expected e = general<In, Out>(p, a, sa, b, sb, n, c);
     std::string why;
@@ -138,15 +148,100 @@ template <class In, class Out> void run(const preset &P, long nblocks, std::uint
   }
 }
 
-void run_preset(const preset &P, long nblocks, counts &k) {
+// Multi-column chains (chain_fdpa_cols, tc::dot_cols: the columns advance together, with the
+// AVX2 instance's shared-a kernel fast_block_avx2_cols where the blocks are full with unit
+// strides) against ncols single chains on the general path (chain_fdpa with the full tracer):
+// every column's d and every block record the tracer sees, in order.
+struct seen_block {
+  int block, k0, n_products, n_real;
+  bool special;
+  std::uint64_t d, trunc_err, lost;
+  bool operator==(const seen_block &) const = default;
+};
+
+std::string show(const seen_block &b) {
+  char buf[200];
+  std::snprintf(buf, sizeof buf, "{block %d k0 %d L %d n %d special %d d %s trunc_err %s lost %s}", b.block,
+                b.k0, b.n_products, b.n_real, int(b.special), hex(b.d).c_str(), hex(b.trunc_err).c_str(),
+                hex(b.lost).c_str());
+  return buf;
+}
+
+template <class In, class Out> void run_cols(const preset &P, long nchains, std::uint64_t seed, counts &k) {
+  const block_params &p = P.block;
+  const tcref::fmt fi = ref_fmt(P.in), fo = ref_fmt(P.out);
+  gen g(seed);
+  constexpr int max_cols = 9;
+  std::vector<fp<In>> a, b;
+  for (long i = 0; i < nchains; ++i) {
+    const int ncols = g.uniform(1, max_cols);
+    // Mostly a few instructions; some chains longer than the held-back summaries (64 blocks).
+    const int K = g.coin(32) ? g.uniform(1, 70 * p.L) : g.uniform(1, 4 * P.k);
+    const std::ptrdiff_t sa = i % 8 == 7 ? 2 : 1, sb = i % 8 == 7 ? g.uniform(1, 2) : 1;
+    const std::ptrdiff_t bcol = K * sb + g.uniform(0, 3);
+    a.assign(std::size_t(K * sa), fp<In>{}), b.assign(std::size_t(ncols * bcol), fp<In>{});
+    const operand_class oc(g);
+    for (int t = 0; t < K; ++t)
+      a[t * sa] = fp<In>::from_bits(oc.pick(g, fi));
+    fp<Out> c0[max_cols], got[max_cols], plain[max_cols];
+    for (int j = 0; j < ncols; ++j) {
+      for (int t = 0; t < K; ++t)
+        b[j * bcol + t * sb] = fp<In>::from_bits(oc.pick(g, fi));
+      c0[j] = fp<Out>::from_bits(oc.pick_c(g, fo));
+    }
+    std::vector<seen_block> want, seen;
+    std::uint64_t want_d[max_cols];
+    for (int j = 0; j < ncols; ++j) {
+      auto tr = make_block_tracer([&](const block_trace &t) {
+        double lost = 0;
+        if (!t.special)
+          for (int q = 0; q <= t.n_products; ++q)
+            lost += t.terms[q].lost;
+        want.push_back({t.block, t.k0, t.n_products, t.n_real, t.special, t.d_bits, dbits(t.trunc_err),
+                        dbits(t.special ? 0.0 : lost)});
+      });
+      want_d[j] = chain_fdpa<In, Out>(p, P.k, a.data(), sa, b.data() + j * bcol, sb, K, c0[j], tr).bits;
+    }
+    auto tr = make_block_summary_tracer([&](const block_summary &t) {
+      seen.push_back(
+          {t.block, t.k0, t.n_products, t.n_real, t.special, t.d_bits, dbits(t.trunc_err), dbits(t.lost)});
+    });
+    std::copy(c0, c0 + ncols, got), std::copy(c0, c0 + ncols, plain);
+    dot_cols<In, Out>(p, P.k, a.data(), sa, b.data(), sb, bcol, ncols, K, got, tr);
+    dot_cols<In, Out>(p, P.k, a.data(), sa, b.data(), sb, bcol, ncols, K, plain);
+    std::string why;
+    for (int j = 0; j < ncols && why.empty(); ++j)
+      if (got[j].bits != want_d[j] || plain[j].bits != want_d[j])
+        why = "column " + std::to_string(j) + " d " + hex(got[j].bits) + " / " + hex(plain[j].bits) +
+              " != " + hex(want_d[j]);
+    if (why.empty() && seen.size() != want.size())
+      why = std::to_string(seen.size()) + " block records != " + std::to_string(want.size());
+    for (std::size_t q = 0; q < want.size() && why.empty(); ++q)
+      if (!(seen[q] == want[q]))
+        why = "record " + std::to_string(q) + " " + show(seen[q]) + " != " + show(want[q]);
+    k.blocks += long(want.size());
+    if (!why.empty() && k.failures++ == 0) {
+      char buf[96];
+      std::snprintf(buf, sizeof buf, " chain %ld ncols=%d K=%d sa=%td sb=%td: ", i, ncols, K, sa, sb);
+      k.first = describe(P) + buf + why;
+    }
+  }
+}
+
+// Runs run (blocks) or run_cols (chains) for P's formats, count times.
+void run_preset(const preset &P, long count, counts &k, bool chains = false) {
   visit_format(P.in, [&](auto fin) {
     using In = decltype(fin);
     if constexpr (In::width <= 24) {
-      const std::uint64_t seed = 0x5eed0000u + std::uint64_t(&P - presets);
-      if (P.out == format_id::fp16)
-        run<In, binary16>(P, nblocks, seed, k);
+      const std::uint64_t seed = (chains ? 0xc0150000u : 0x5eed0000u) + std::uint64_t(&P - presets);
+      if (chains && P.out == format_id::fp16)
+        run_cols<In, binary16>(P, count, seed, k);
+      else if (chains)
+        run_cols<In, binary32>(P, count, seed, k);
+      else if (P.out == format_id::fp16)
+        run<In, binary16>(P, count, seed, k);
       else
-        run<In, binary32>(P, nblocks, seed, k);
+        run<In, binary32>(P, count, seed, k);
     }
   });
 }
@@ -174,21 +269,29 @@ bool fast_eligible(const preset &P) {
 #ifndef BF16EMU_TC_FAST_BLOCKS
 #define BF16EMU_TC_FAST_BLOCKS 100000
 #endif
-TEST(FastPaths, AgreeWithGeneralPathOnEveryPresetFormat) {
-  constexpr long per_combination = BF16EMU_TC_FAST_BLOCKS;
-  counts k;
+// Calls fn(P) for the first preset of every distinct fast-eligible (input, output, block
+// parameters) combination (with_k: and instruction k); returns how many.
+template <class Fn> int for_each_combination(bool with_k, Fn fn) {
   std::vector<const preset *> seen;
   int combos = 0;
   for (const preset &P : presets) {
     if (!fast_eligible(P)) continue;
     bool dup = false;
     for (const preset *q : seen)
-      dup |= q->in == P.in && q->out == P.out && std::memcmp(&q->block, &P.block, sizeof P.block) == 0;
+      dup |= q->in == P.in && q->out == P.out && (!with_k || q->k == P.k) &&
+             std::memcmp(&q->block, &P.block, sizeof P.block) == 0;
     seen.push_back(&P);
     if (dup) continue;
     ++combos;
-    run_preset(P, per_combination, k);
+    fn(P);
   }
+  return combos;
+}
+
+TEST(FastPaths, AgreeWithGeneralPathOnEveryPresetFormat) {
+  constexpr long per_combination = BF16EMU_TC_FAST_BLOCKS;
+  counts k;
+  const int combos = for_each_combination(false, [&](const preset &P) { run_preset(P, per_combination, k); });
   EXPECT_EQ(k.failures, 0) << k.first;
   EXPECT_EQ(k.blocks, combos * per_combination);
   std::printf("fast paths: %d combinations, %ld blocks, %ld on the AVX2 instance, %ld mismatches\n", combos,
@@ -199,6 +302,19 @@ TEST(FastPaths, AgreeWithGeneralPathOnEveryPresetFormat) {
 #else
   GTEST_SKIP() << "no AVX2 dispatch in this build: only the portable instance ran";
 #endif
+}
+
+#ifndef BF16EMU_TC_FAST_CHAINS
+#define BF16EMU_TC_FAST_CHAINS 2000
+#endif
+TEST(FastPaths, MultiColumnChainsAgreeWithSingleGeneralChains) {
+  counts k;
+  const int combos =
+      for_each_combination(true, [&](const preset &P) { run_preset(P, BF16EMU_TC_FAST_CHAINS, k, true); });
+  EXPECT_EQ(k.failures, 0) << k.first;
+  EXPECT_GT(k.blocks, combos * BF16EMU_TC_FAST_CHAINS);
+  std::printf("multi-column chains: %d combinations, %d chains each, %ld blocks, %ld mismatching chains\n",
+              combos, BF16EMU_TC_FAST_CHAINS, k.blocks, k.failures);
 }
 
 // The comparison can fail: a wrong F on one side is caught.

@@ -251,6 +251,13 @@ template <class Obs> struct fa2_forward {
   double score_tile(long row, long j0, long w) {
     const double *qr = &q[row * d];
     double mb = ninf;
+    if (!exact && tc_qk) { // the unmasked keys (a prefix of the tile) together
+      long live = 0;
+      while (live < w && !masked(cfg.causal, row, j0 + live) && j0 + live < n)
+        S[live++] = 0.0;
+      tc_dot_cols_at(o, model, &qb[row * d], 1, &kb[j0 * d], 1, d, int(live), int(d), S.data(), site::qk,
+                     false);
+    }
     for (long j = 0; j < w; ++j) {
       if (masked(cfg.causal, row, j0 + j) || j0 + j >= n) {
         S[j] = ninf;
@@ -259,7 +266,7 @@ template <class Obs> struct fa2_forward {
       if (exact)
         S[j] = dot64(qr, &k[(j0 + j) * d]);
       else if (tc_qk)
-        S[j] = tc_dot_at(o, model, &qb[row * d], 1, &kb[(j0 + j) * d], 1, int(d), 0.0, site::qk, false);
+        ; // above
       else {
         double s = 0;
         for (long t = 0; t < d; ++t)
@@ -344,7 +351,13 @@ template <class Obs> struct fa2_forward {
   void pv_update(row_block &rb, long r, long j0, long w, bool traced) {
     const long row = rb.i0 + r;
     trace_state &tr = rb.tr;
-    for (long i = 0; i < d; ++i) {
+    // With the tensor-core model: the columns of O together (tc_dot_cols_at), the traced one on
+    // its own with block steps, in column order (the ledger's order).
+    const long tcol = tc_pv && traced && tr.col >= 0 && tr.col < d ? tr.col : d;
+    if (tc_pv)
+      tc_dot_cols_at(o, model, Pbf.data(), 1, &vbt[j0], 1, n, int(tcol), int(w), &rb.acc[r * d], site::pv,
+                     true);
+    for (long i = tc_pv ? tcol : 0; i < d; ++i) {
       double &a = rb.acc[r * d + i];
       const bool ti = traced && i == tr.col;
       if (tc_pv) {
@@ -363,9 +376,11 @@ template <class Obs> struct fa2_forward {
           };
           a = tc_dot_at(o, model, Pbf.data(), 1, &vbt[i * n + j0], 1, int(w), a, site::pv, true,
                         block_step<decltype(step)>{step});
-        } else {
-          a = tc_dot_at(o, model, Pbf.data(), 1, &vbt[i * n + j0], 1, int(w), a, site::pv, true);
         }
+        if (i + 1 < d)
+          tc_dot_cols_at(o, model, Pbf.data(), 1, &vbt[(i + 1) * n + j0], 1, n, int(d - i - 1), int(w),
+                         &rb.acc[r * d + i + 1], site::pv, true);
+        break;
       } else {
         for (long j = 0; j < w; ++j) {
           if (S[j] == ninf) continue;

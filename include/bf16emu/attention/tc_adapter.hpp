@@ -46,30 +46,53 @@ template <class Fn> struct block_step {
   void operator()(int k_end, f32 d) { fn(k_end, d); }
 };
 
+// The summary tracer that files each block of a tc_dot under `s` (and hands it to an enabled
+// step); track_p1 tags a block as a P-bar = 1 event when one of its a[i] is 1.
+template <class Obs, class Step>
+auto ledger_tracer(Obs &obs, const bf16 *a, std::ptrdiff_t sa, site s, bool track_p1, Step &step) {
+  return tc::make_block_summary_tracer([&obs, a, sa, s, track_p1, &step](const tc::block_summary &t) {
+    (void)obs, (void)a, (void)sa, (void)s, (void)track_p1, (void)step; // used or not per Obs and Step
+    if constexpr (Obs::enabled) {
+      if (!t.special) {
+        bool p1 = false;
+        if (track_p1)
+          for (int i = 0; i < t.n_real; ++i)
+            p1 |= a[(t.k0 + i) * sa].bits == 0x3f80;
+        const double err = t.trunc_err - t.lost;
+        const double d = double(to_float(f32::from_bits(t.d_bits)));
+        obs.record(s, err, false, p1, (t.d_bits >> 31) != 0, std::fabs(d - err));
+      }
+    }
+    if constexpr (Step::enabled)
+      if (t.n_real > 0) step(t.k0 + t.n_real, f32::from_bits(t.d_bits));
+  });
+}
+
 // D = sum a[k*sa]*b[k*sb] + c on the model (tc::dot). With an enabled observer each block
 // is filed under `s`; track_p1 tags a block as a P-bar = 1 event when one of its a[i] is 1.
 template <class Obs, class Step = no_block_step>
 f32 tc_dot(const tc_model &m, const bf16 *a, std::ptrdiff_t sa, const bf16 *b, std::ptrdiff_t sb, int k,
            f32 c, Obs &obs, site s, bool track_p1, Step step = Step{}) {
   if constexpr (Obs::enabled || Step::enabled) {
-    auto tr = tc::make_block_summary_tracer([&](const tc::block_summary &t) {
-      if constexpr (Obs::enabled) {
-        if (!t.special) {
-          bool p1 = false;
-          if (track_p1)
-            for (int i = 0; i < t.n_real; ++i)
-              p1 |= a[(t.k0 + i) * sa].bits == 0x3f80;
-          const double err = t.trunc_err - t.lost;
-          const double d = double(to_float(f32::from_bits(t.d_bits)));
-          obs.record(s, err, false, p1, (t.d_bits >> 31) != 0, std::fabs(d - err));
-        }
-      }
-      if constexpr (Step::enabled)
-        if (t.n_real > 0) step(t.k0 + t.n_real, f32::from_bits(t.d_bits));
-    });
+    auto tr = ledger_tracer(obs, a, sa, s, track_p1, step);
     return tc::dot<bfloat16, binary32>(m.block, m.inst_k, a, sa, b, sb, k, c, tr);
   } else {
     return tc::dot<bfloat16, binary32>(m.block, m.inst_k, a, sa, b, sb, k, c);
+  }
+}
+
+// tc_dot for ncols columns sharing a: c[j] = tc_dot(m, a, sa, b + j*bcol, sb, k, c[j], ...) for
+// j < ncols, the blocks filed in the same order (column 0's, then column 1's, ...); the model
+// advances the columns together (tc::dot_cols), which is faster.
+template <class Obs>
+void tc_dot_cols(const tc_model &m, const bf16 *a, std::ptrdiff_t sa, const bf16 *b, std::ptrdiff_t sb,
+                 std::ptrdiff_t bcol, int ncols, int k, f32 *c, Obs &obs, site s, bool track_p1) {
+  if constexpr (Obs::enabled) {
+    no_block_step step;
+    auto tr = ledger_tracer(obs, a, sa, s, track_p1, step);
+    tc::dot_cols<bfloat16, binary32>(m.block, m.inst_k, a, sa, b, sb, bcol, ncols, k, c, tr);
+  } else {
+    tc::dot_cols<bfloat16, binary32>(m.block, m.inst_k, a, sa, b, sb, bcol, ncols, k, c);
   }
 }
 
@@ -87,6 +110,29 @@ double tc_dot_at(const f32_ops<Obs> &o, const tc_model &m, const bf16 *a, std::p
     return c;
   }
   return of(tc_dot(m, a, sa, b, sb, k, as_f32(c), *o.obs, s, track_p1, step));
+}
+
+// tc_dot_at for ncols columns sharing a: c[j] = tc_dot_at(o, m, a, sa, b + j*bcol, sb, k, c[j],
+// s, track_p1) for j < ncols (no block steps), the same bits and ledger (tc_dot_cols).
+template <class Obs>
+void tc_dot_cols_at(const f32_ops<Obs> &o, const tc_model &m, const bf16 *a, std::ptrdiff_t sa, const bf16 *b,
+                    std::ptrdiff_t sb, std::ptrdiff_t bcol, int ncols, int k, double *c, site s,
+                    bool track_p1) {
+  if (o.exact_at(s)) {
+    for (int j = 0; j < ncols; ++j)
+      c[j] = tc_dot_at(o, m, a, sa, b + j * bcol, sb, k, c[j], s, track_p1);
+    return;
+  }
+  constexpr int chunk = 64;
+  f32 cf[chunk];
+  for (int j0 = 0; j0 < ncols; j0 += chunk) {
+    const int nc = ncols - j0 < chunk ? ncols - j0 : chunk;
+    for (int j = 0; j < nc; ++j)
+      cf[j] = as_f32(c[j0 + j]);
+    tc_dot_cols(m, a, sa, b + j0 * bcol, sb, bcol, nc, k, cf, *o.obs, s, track_p1);
+    for (int j = 0; j < nc; ++j)
+      c[j0 + j] = of(cf[j]);
+  }
 }
 
 } // namespace bf16emu::attention

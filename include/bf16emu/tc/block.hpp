@@ -298,10 +298,19 @@ BF16EMU_HD inline double fast_lost(std::uint32_t mag, int scale, std::int32_t t,
   return neg ? -l : l;
 }
 
-// Adds c to the aligned product sum, rounds, and (Lost) completes the summary.
-template <class Out, bool Lost>
+// A block's result and ledger fields without default initialisers (the multi-column paths
+// keep arrays of them; block_summary would be zero-filled each time).
+struct held_summary {
+  std::uint64_t d_bits;
+  double trunc_err, lost;
+  bool special;
+};
+
+// Adds c to the aligned product sum, rounds, and (Lost) completes the summary (S:
+// block_summary or held_summary).
+template <class Out, bool Lost, class S>
 BF16EMU_HD inline void fast_finish(const block_params &p, std::int32_t sum32, int base, const unpacked &uc,
-                                   double lost, block_summary &s) noexcept {
+                                   double lost, S &s) noexcept {
   double lost_c = 0;
   const std::int64_t sum = std::int64_t(sum32) + c_term<Out>(uc, base, Lost ? &lost_c : nullptr);
   s.d_bits = sum == 0 ? 0
@@ -430,6 +439,28 @@ template <class In> BF16EMU_TARGET_AVX2 inline __m256i avx2_special(__m256i x) n
   }
 }
 
+// The block's alignment losses summed in term order (as the general path's trace) from the
+// vectors of fast_block_avx2: m0 the products' magnitudes before alignment, ex their biased
+// exponent sums, t the aligned terms, sg their signs.
+template <class In, int NV>
+BF16EMU_TARGET_AVX2 BF16EMU_INLINE double avx2_lost(const block_params &p, int base, const __m256i *m0,
+                                                    const __m256i *ex, const __m256i *t,
+                                                    const __m256i *sg) noexcept {
+  alignas(32) std::uint32_t mv[8 * NV];
+  alignas(32) std::int32_t ev[8 * NV], tv[8 * NV], gv[8 * NV];
+  for (int v = 0; v < NV; ++v) {
+    _mm256_store_si256(reinterpret_cast<__m256i *>(mv + 8 * v), m0[v]);
+    _mm256_store_si256(reinterpret_cast<__m256i *>(ev + 8 * v), ex[v]);
+    _mm256_store_si256(reinterpret_cast<__m256i *>(tv + 8 * v), t[v]);
+    _mm256_store_si256(reinterpret_cast<__m256i *>(gv + 8 * v), sg[v]);
+  }
+  const double unit = pow2(base);
+  double lost = 0;
+  for (int i = 0; i < 8 * NV; ++i)
+    lost += fast_lost(mv[i], ev[i] - 2 * In::bias - p.F, tv[i], unit, gv[i] < 0);
+  return lost;
+}
+
 template <class In, class Out, bool Lost, int NL>
 BF16EMU_TARGET_AVX2 inline bool fast_block_avx2(const block_params &p, const fp<In> *a, const fp<In> *b,
                                                 fp<Out> c, block_summary &s) noexcept {
@@ -491,20 +522,113 @@ BF16EMU_TARGET_AVX2 inline bool fast_block_avx2(const block_params &p, const fp<
   s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
   const int base = emax - p.F;
   double lost = 0;
-  if constexpr (Lost) {
-    alignas(32) std::uint32_t mv[NL];
-    alignas(32) std::int32_t ev[NL], tv[NL], gv[NL];
-    for (int v = 0; v < NV; ++v) {
-      _mm256_store_si256(reinterpret_cast<__m256i *>(mv + 8 * v), m0[v]);
-      _mm256_store_si256(reinterpret_cast<__m256i *>(ev + 8 * v), ex[v]);
-      _mm256_store_si256(reinterpret_cast<__m256i *>(tv + 8 * v), t[v]);
-      _mm256_store_si256(reinterpret_cast<__m256i *>(gv + 8 * v), sg[v]);
-    }
-    const double unit = pow2(base);
-    for (int i = 0; i < NL; ++i) // in term order, as the general path's trace
-      lost += fast_lost(mv[i], ev[i] - 2 * In::bias - p.F, tv[i], unit, gv[i] < 0);
-  }
+  if constexpr (Lost) lost = avx2_lost<In, NV>(p, base, m0, ex, t, sg);
   fast_finish<Out, Lost>(p, _mm_cvtsi128_si32(s4), base, uc, lost, s);
+  return true;
+}
+
+// Lane j of the result: op over the 8 lanes of v[j] (j < 4), the 4-way reduction shared by the
+// columns of fast_block_avx2_cols. Max: the signed maximum; else the sum.
+template <bool Max> BF16EMU_TARGET_AVX2 BF16EMU_INLINE __m256i avx2_op(__m256i x, __m256i y) noexcept {
+  if constexpr (Max)
+    return _mm256_max_epi32(x, y);
+  else
+    return _mm256_add_epi32(x, y);
+}
+
+template <bool Max> BF16EMU_TARGET_AVX2 BF16EMU_INLINE __m128i avx2_reduce4(const __m256i *v) noexcept {
+  constexpr auto op = avx2_op<Max>;
+  const __m256i m01 = op(_mm256_unpacklo_epi32(v[0], v[1]), _mm256_unpackhi_epi32(v[0], v[1]));
+  const __m256i m23 = op(_mm256_unpacklo_epi32(v[2], v[3]), _mm256_unpackhi_epi32(v[2], v[3]));
+  const __m256i m = op(_mm256_unpacklo_epi64(m01, m23), _mm256_unpackhi_epi64(m01, m23));
+  const __m128i lo = _mm256_castsi256_si128(m), hi = _mm256_extracti128_si256(m, 1);
+  return Max ? _mm_max_epi32(lo, hi) : _mm_add_epi32(lo, hi);
+}
+
+// NC <= 4 full blocks of NL products with unit strides, one per column, sharing a: column j's
+// b at b + j*bcol and its c in c[j], its summary in s[j]. The arithmetic of fast_block_avx2
+// column by column (the same bits), with a's unpacking and the horizontal reductions shared.
+// False (nothing written) where any column has an Inf or NaN operand: the caller then takes
+// the columns one at a time.
+template <class In, class Out, bool Lost, int NL, int NC>
+BF16EMU_TARGET_AVX2 __attribute__((flatten)) inline bool
+fast_block_avx2_cols(const block_params &p, const fp<In> *a, const fp<In> *b, std::ptrdiff_t bcol,
+                     const fp<Out> *c, held_summary *s) noexcept {
+  static_assert(NL % 8 == 0 && NL <= max_block && NC >= 1 && NC <= 4);
+  constexpr int NV = NL / 8;
+  bool cspec = false;
+  for (int j = 0; j < NC; ++j)
+    cspec |= is_special<Out>(c[j].bits);
+  if (cspec) return false;
+  const __m256i fmask = _mm256_set1_epi32(int(In::frac_mask)), emask = _mm256_set1_epi32(In::exp_field_max),
+                hidden = _mm256_set1_epi32(1 << In::frac_bits), one = _mm256_set1_epi32(1),
+                zero = _mm256_setzero_si256();
+  const __m128i ls = _mm_cvtsi32_si128(p.F - 2 * In::frac_bits);
+  __m256i xa[NV], ma[NV], ea[NV];
+  __m256i spec = zero;
+  for (int v = 0; v < NV; ++v) {
+    xa[v] = avx2_load8<In>(a + 8 * v);
+    spec = _mm256_or_si256(spec, avx2_special<In>(xa[v]));
+    const __m256i ba = _mm256_and_si256(_mm256_srli_epi32(xa[v], In::frac_bits), emask);
+    ma[v] = _mm256_or_si256(_mm256_and_si256(xa[v], fmask),
+                            _mm256_andnot_si256(_mm256_cmpeq_epi32(ba, zero), hidden));
+    ea[v] = _mm256_max_epi32(ba, one);
+  }
+  __m256i mag[NC][NV], ex[NC][NV], sg[NC][NV], m0[Lost ? NC : 1][Lost ? NV : 1];
+  __m256i zr[NC], emx[4];
+  for (int j = 0; j < 4; ++j)
+    emx[j] = zero;
+  for (int j = 0; j < NC; ++j) {
+    zr[j] = zero;
+    for (int v = 0; v < NV; ++v) {
+      const __m256i xb = avx2_load8<In>(b + j * bcol + 8 * v);
+      spec = _mm256_or_si256(spec, avx2_special<In>(xb));
+      const __m256i bb = _mm256_and_si256(_mm256_srli_epi32(xb, In::frac_bits), emask);
+      const __m256i mb = _mm256_or_si256(_mm256_and_si256(xb, fmask),
+                                         _mm256_andnot_si256(_mm256_cmpeq_epi32(bb, zero), hidden));
+      const __m256i prod = _mm256_mullo_epi32(ma[v], mb);
+      const __m256i e = _mm256_add_epi32(ea[v], _mm256_max_epi32(bb, one)); // exp + 2 bias
+      const __m256i isz = _mm256_cmpeq_epi32(prod, zero);
+      zr[j] = _mm256_or_si256(zr[j], isz);
+      emx[j] = _mm256_max_epi32(emx[j], _mm256_andnot_si256(isz, e));
+      mag[j][v] = _mm256_sll_epi32(prod, ls), ex[j][v] = e;
+      if constexpr (Lost) m0[j][v] = mag[j][v];
+      sg[j][v] = _mm256_or_si256(_mm256_slli_epi32(_mm256_xor_si256(xa[v], xb), 32 - In::width), one);
+    }
+  }
+  if (!_mm256_testz_si256(spec, spec)) return false;
+  alignas(16) std::int32_t emaxb[4];
+  _mm_store_si128(reinterpret_cast<__m128i *>(emaxb), avx2_reduce4<true>(emx));
+  __m256i acc[4], t[NC][NV];
+  int base[NC];
+  unpacked uc[NC];
+  bool live[NC];
+  for (int j = 0; j < 4; ++j)
+    acc[j] = zero;
+  for (int j = 0; j < NC; ++j) {
+    const __m256i pb = _mm256_set1_epi32(emaxb[j]);
+    uc[j] = unpack<Out>(c[j].bits);
+    int emax;
+    live[j] = fast_emax<In>(p, emaxb[j], !_mm256_testz_si256(zr[j], zr[j]), uc[j], emax);
+    base[j] = emax - p.F;
+    const __m128i sh = _mm_cvtsi32_si128(live[j] ? emax + 2 * In::bias - emaxb[j] : 0);
+    for (int v = 0; v < NV; ++v) {
+      t[j][v] = _mm256_srl_epi32(_mm256_srlv_epi32(mag[j][v], _mm256_sub_epi32(pb, ex[j][v])), sh);
+      acc[j] = _mm256_add_epi32(acc[j], _mm256_sign_epi32(t[j][v], sg[j][v]));
+    }
+  }
+  alignas(16) std::int32_t sum[4];
+  _mm_store_si128(reinterpret_cast<__m128i *>(sum), avx2_reduce4<false>(acc));
+  for (int j = 0; j < NC; ++j) {
+    s[j].special = false;
+    if (!live[j]) {
+      s[j].d_bits = 0, s[j].trunc_err = 0, s[j].lost = 0;
+      continue;
+    }
+    double lost = 0;
+    if constexpr (Lost) lost = avx2_lost<In, NV>(p, base[j], m0[j], ex[j], t[j], sg[j]);
+    fast_finish<Out, Lost>(p, sum[j], base[j], uc[j], lost, s[j]);
+  }
   return true;
 }
 
@@ -709,61 +833,175 @@ BF16EMU_CXHD int chain_n(const block_params &p, int K, int k0) noexcept {
   return K - k0 >= p.L ? p.L : K - k0 > 0 ? K - k0 : 0;
 }
 
-// The chain loop on the fast path (Avx2: the AVX2 instance for every block); blocks with a
-// special operand take the general path.
-template <class In, class Out, class Tracer, bool Avx2>
-BF16EMU_HD BF16EMU_INLINE fp<Out> fast_chain_loop(const block_params &p, int padded, const fp<In> *a,
-                                                  std::ptrdiff_t sa, const fp<In> *b, std::ptrdiff_t sb,
-                                                  int K, fp<Out> c, Tracer &tracer) noexcept {
+// Most blocks per chain whose summaries the multi-column loop holds back (emitted in column
+// order after the loop): longer traced chains run one column at a time.
+inline constexpr int cols_max_blocks = 64;
+
+// NC chains advanced together block by block on the fast path: column j is the chain of
+// a[k*sa] * b[j*bcol + k*sb] from c[j] (in: the accumulators; out: the results). The chains
+// are independent, so the CPU overlaps one column's block with the next column's (one chain
+// alone waits on each block's result, its next block's c). Avx2: the AVX2 instance for every
+// block. Blocks with a special operand take the general path. With an enabled tracer, Keep is
+// called with (column, block summary) for every block in chain order per column: NC = 1 hands
+// it to the tracer at once, more columns store it until every column is done.
+template <class In, class Out, bool Lost, bool Avx2, int NC, class Keep>
+BF16EMU_HD BF16EMU_INLINE void fast_cols_loop(const block_params &p, int padded, const fp<In> *a,
+                                              std::ptrdiff_t sa, const fp<In> *b, std::ptrdiff_t sb,
+                                              std::ptrdiff_t bcol, int K, fp<Out> *c, Keep &&keep) noexcept {
+  fp<Out> cc[NC];
+  for (int j = 0; j < NC; ++j)
+    cc[j] = c[j];
   int block = 0;
   for (int k0 = 0; k0 < padded; k0 += p.L, ++block) {
     const int n = chain_n(p, K, k0);
     const std::ptrdiff_t off = n > 0 ? k0 : 0; // never form pointers past the data
-    block_summary s;
-    bool done;
+    const fp<In> *ak = a + off * sa;
 #if defined(BF16EMU_HOST_AVX2_DISPATCH)
-    if constexpr (Avx2)
-      done = fast_any_avx2<In, Out, Tracer::enabled>(p, a + off * sa, sa, b + off * sb, sb, n, c, s);
-    else
-#endif
-      done = fast_any_portable<In, Out, Tracer::enabled>(p, a + off * sa, sa, b + off * sb, sb, n, c, s);
-    if (done) {
-      if constexpr (Tracer::enabled) {
-        s.block = block, s.k0 = k0, s.n_products = p.L, s.n_real = n;
-        tracer(s);
+    if constexpr (Avx2 && NC > 1) {
+      held_summary s[NC];
+      bool done = false;
+      if (sa == 1 && sb == 1) {
+        const fp<In> *bk = b + off;
+        if (n == 16)
+          done = fast_block_avx2_cols<In, Out, Lost, 16, NC>(p, ak, bk, bcol, cc, s);
+        else if (n == 8)
+          done = fast_block_avx2_cols<In, Out, Lost, 8, NC>(p, ak, bk, bcol, cc, s);
+        else if (n == 32)
+          done = fast_block_avx2_cols<In, Out, Lost, 32, NC>(p, ak, bk, bcol, cc, s);
       }
-      c = fp<Out>::from_bits(s.d_bits);
-    } else {
-      c = block_fdpa<In, Out>(p, a + off * sa, sa, b + off * sb, sb, n, c, tracer, block, k0);
+      if (done) {
+        for (int j = 0; j < NC; ++j) {
+          if constexpr (Lost) {
+            block_summary t;
+            t.block = block, t.k0 = k0, t.n_products = p.L, t.n_real = n;
+            t.d_bits = s[j].d_bits, t.trunc_err = s[j].trunc_err, t.lost = s[j].lost;
+            keep(j, t);
+          }
+          cc[j] = fp<Out>::from_bits(s[j].d_bits);
+        }
+        continue;
+      }
+    }
+#endif
+    for (int j = 0; j < NC; ++j) {
+      const fp<In> *bk = b + j * bcol + off * sb;
+      block_summary s;
+      bool done;
+#if defined(BF16EMU_HOST_AVX2_DISPATCH)
+      if constexpr (Avx2)
+        done = fast_any_avx2<In, Out, Lost>(p, ak, sa, bk, sb, n, cc[j], s);
+      else
+#endif
+        done = fast_any_portable<In, Out, Lost>(p, ak, sa, bk, sb, n, cc[j], s);
+      if (done) {
+        if constexpr (Lost) {
+          s.block = block, s.k0 = k0, s.n_products = p.L, s.n_real = n;
+          keep(j, s);
+        }
+        cc[j] = fp<Out>::from_bits(s.d_bits);
+      } else if constexpr (Lost) {
+        auto cap = make_block_summary_tracer([&](const block_summary &t) { keep(j, t); });
+        cc[j] = block_fdpa<In, Out>(p, ak, sa, bk, sb, n, cc[j], cap, block, k0);
+      } else {
+        cc[j] = block_fdpa<In, Out>(p, ak, sa, bk, sb, n, cc[j]);
+      }
     }
   }
-  return c;
+  for (int j = 0; j < NC; ++j)
+    c[j] = cc[j];
+}
+
+// NC chains together (fast_cols_loop), the tracer then seeing every block of column 0, then of
+// column 1, ...: the order of NC single chains. No lambdas on this path: they would not
+// inherit the AVX2 target of the caller.
+template <class In, class Out, class Tracer, bool Avx2, int NC>
+BF16EMU_HD BF16EMU_INLINE void
+fast_cols_group(const block_params &p, int padded, const fp<In> *a, std::ptrdiff_t sa, const fp<In> *b,
+                std::ptrdiff_t sb, std::ptrdiff_t bcol, int K, fp<Out> *c, Tracer &tracer) noexcept {
+  if constexpr (!Tracer::enabled) {
+    struct drop {
+      BF16EMU_HD void operator()(int, const block_summary &) const noexcept {}
+    };
+    fast_cols_loop<In, Out, false, Avx2, NC>(p, padded, a, sa, b, sb, bcol, K, c, drop{});
+  } else if constexpr (NC == 1) {
+    struct pass {
+      Tracer &t;
+      BF16EMU_HD void operator()(int, const block_summary &s) const { t(s); }
+    };
+    fast_cols_loop<In, Out, true, Avx2, 1>(p, padded, a, sa, b, sb, bcol, K, c, pass{tracer});
+  } else {
+    held_summary held[NC * cols_max_blocks];
+    int count[NC] = {};
+    struct hold {
+      held_summary *h;
+      int *n;
+      BF16EMU_HD void operator()(int j, const block_summary &s) const noexcept {
+        held_summary &x = h[j * cols_max_blocks + n[j]++];
+        x.d_bits = s.d_bits, x.trunc_err = s.trunc_err, x.lost = s.lost, x.special = s.special;
+      }
+    };
+    fast_cols_loop<In, Out, true, Avx2, NC>(p, padded, a, sa, b, sb, bcol, K, c, hold{held, count});
+    for (int j = 0; j < NC; ++j)
+      for (int i = 0; i < count[j]; ++i) {
+        const held_summary &x = held[j * cols_max_blocks + i];
+        block_summary s;
+        s.block = i, s.k0 = i * p.L, s.n_products = p.L, s.n_real = chain_n(p, K, s.k0);
+        s.special = x.special, s.d_bits = x.d_bits, s.trunc_err = x.trunc_err, s.lost = x.lost;
+        tracer(s);
+      }
+  }
+}
+
+// The chains of ncols columns: in groups of 4, then 2, then 1 (traced chains of more than
+// cols_max_blocks blocks: one at a time).
+template <class In, class Out, class Tracer, bool Avx2>
+BF16EMU_HD BF16EMU_INLINE void
+fast_cols_run(const block_params &p, int padded, const fp<In> *a, std::ptrdiff_t sa, const fp<In> *b,
+              std::ptrdiff_t sb, std::ptrdiff_t bcol, int ncols, int K, fp<Out> *c, Tracer &tracer) noexcept {
+  int j0 = 0;
+  if (!Tracer::enabled || padded / p.L <= cols_max_blocks) {
+    for (; j0 + 4 <= ncols; j0 += 4)
+      fast_cols_group<In, Out, Tracer, Avx2, 4>(p, padded, a, sa, b + j0 * bcol, sb, bcol, K, c + j0, tracer);
+    for (; j0 + 2 <= ncols; j0 += 2)
+      fast_cols_group<In, Out, Tracer, Avx2, 2>(p, padded, a, sa, b + j0 * bcol, sb, bcol, K, c + j0, tracer);
+  }
+  for (; j0 < ncols; ++j0)
+    fast_cols_group<In, Out, Tracer, Avx2, 1>(p, padded, a, sa, b + j0 * bcol, sb, bcol, K, c + j0, tracer);
 }
 
 #if defined(BF16EMU_HOST_AVX2_DISPATCH)
 template <class In, class Out, class Tracer>
-BF16EMU_TARGET_AVX2 inline fp<Out> fast_chain_avx2(const block_params &p, int padded, const fp<In> *a,
-                                                   std::ptrdiff_t sa, const fp<In> *b, std::ptrdiff_t sb,
-                                                   int K, fp<Out> c, Tracer &tracer) noexcept {
-  return fast_chain_loop<In, Out, Tracer, true>(p, padded, a, sa, b, sb, K, c, tracer);
+BF16EMU_TARGET_AVX2 inline void fast_cols_avx2(const block_params &p, int padded, const fp<In> *a,
+                                               std::ptrdiff_t sa, const fp<In> *b, std::ptrdiff_t sb,
+                                               std::ptrdiff_t bcol, int ncols, int K, fp<Out> *c,
+                                               Tracer &tracer) noexcept {
+  fast_cols_run<In, Out, Tracer, true>(p, padded, a, sa, b, sb, bcol, ncols, K, c, tracer);
 }
+
 #endif
 
-// The chain on the fast path (AVX2 where the host has it), the host status saved once.
+// The chains of ncols columns on the fast path (AVX2 where the host has it), the host status
+// saved once.
 template <class In, class Out, class Tracer>
-BF16EMU_HD inline fp<Out> fast_chain(const block_params &p, int padded, const fp<In> *a, std::ptrdiff_t sa,
-                                     const fp<In> *b, std::ptrdiff_t sb, int K, fp<Out> c,
-                                     Tracer &tracer) noexcept {
+BF16EMU_HD inline void fast_cols(const block_params &p, int padded, const fp<In> *a, std::ptrdiff_t sa,
+                                 const fp<In> *b, std::ptrdiff_t sb, std::ptrdiff_t bcol, int ncols, int K,
+                                 fp<Out> *c, Tracer &tracer) noexcept {
   fast_status st;
 #if defined(BF16EMU_HOST_AVX2_DISPATCH)
   if (bf16emu::detail::host_has_avx2())
-    c = fast_chain_avx2<In, Out>(p, padded, a, sa, b, sb, K, c, tracer);
+    fast_cols_avx2<In, Out>(p, padded, a, sa, b, sb, bcol, ncols, K, c, tracer);
   else
 #endif
-    c = fast_chain_loop<In, Out, Tracer, false>(p, padded, a, sa, b, sb, K, c, tracer);
-  c.bits = bf16emu::detail::fp_fence(c.bits);
-  return c;
+    fast_cols_run<In, Out, Tracer, false>(p, padded, a, sa, b, sb, bcol, ncols, K, c, tracer);
+  for (int j = 0; j < ncols; ++j)
+    c[j].bits = bf16emu::detail::fp_fence(c[j].bits);
 }
+
+// Whether chains of these formats and tracer take the fast path (for parameters that pass
+// fast_params, outside constant evaluation).
+template <class In, class Out, class Tracer, class InB>
+inline constexpr bool fast_chain_types = std::is_same_v<In, InB> &&fast_formats<In, Out> &&
+                                         (!Tracer::enabled || is_summary_tracer<Tracer>::value);
 } // namespace detail
 
 // A chain of blocks over K products a[k*sa]*b[k*sb], padded to a multiple of instr_k with zero
@@ -777,10 +1015,11 @@ BF16EMU_CXHD fp<Out> chain_fdpa(const block_params &p, int instr_k, const fp<In>
   if (K <= 0) return c;
   if (instr_k < p.L) instr_k = p.L;
   const int padded = (K + instr_k - 1) / instr_k * instr_k;
-  if constexpr (std::is_same_v<In, InB> && detail::fast_formats<In, Out> &&
-                (!Tracer::enabled || detail::is_summary_tracer<Tracer>::value)) {
-    if (!__builtin_is_constant_evaluated() && detail::fast_params<In>(p))
-      return detail::fast_chain<In, Out>(p, padded, a, sa, b, sb, K, c, tracer);
+  if constexpr (detail::fast_chain_types<In, Out, Tracer, InB>) {
+    if (!__builtin_is_constant_evaluated() && detail::fast_params<In>(p)) {
+      detail::fast_cols<In, Out>(p, padded, a, sa, b, sb, 0, 1, K, &c, tracer);
+      return c;
+    }
   }
   int block = 0;
   for (int k0 = 0; k0 < padded; k0 += p.L, ++block) {
@@ -789,6 +1028,27 @@ BF16EMU_CXHD fp<Out> chain_fdpa(const block_params &p, int instr_k, const fp<In>
     c = block_fdpa<In, Out>(p, a + off * sa, sa, b + off * sb, sb, n, c, tracer, block, k0);
   }
   return c;
+}
+
+// ncols chains sharing A: c[j] = chain_fdpa(p, instr_k, a, sa, b + j*bcol, sb, K, c[j]) for
+// j < ncols (c: in the accumulators, out the results), the tracer seeing the blocks of column
+// 0, then column 1, ...: bit for bit ncols calls of chain_fdpa in order. On the fast path the
+// columns advance together block by block (detail::fast_cols_loop), which lets the CPU overlap
+// the chains.
+template <class In, class Out, class Tracer, class InB = In>
+BF16EMU_CXHD void chain_fdpa_cols(const block_params &p, int instr_k, const fp<In> *a, std::ptrdiff_t sa,
+                                  const fp<InB> *b, std::ptrdiff_t sb, std::ptrdiff_t bcol, int ncols, int K,
+                                  fp<Out> *c, Tracer &tracer) noexcept {
+  if (K <= 0 || ncols <= 0) return;
+  if constexpr (detail::fast_chain_types<In, Out, Tracer, InB>) {
+    if (!__builtin_is_constant_evaluated() && detail::fast_params<In>(p)) {
+      const int ik = instr_k < p.L ? p.L : instr_k;
+      detail::fast_cols<In, Out>(p, (K + ik - 1) / ik * ik, a, sa, b, sb, bcol, ncols, K, c, tracer);
+      return;
+    }
+  }
+  for (int j = 0; j < ncols; ++j)
+    c[j] = chain_fdpa<In, Out>(p, instr_k, a, sa, b + j * bcol, sb, K, c[j], tracer);
 }
 
 } // namespace bf16emu::tc

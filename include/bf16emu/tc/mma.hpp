@@ -44,6 +44,25 @@ BF16EMU_CXHD fp<Out> dot(const block_params &p, int instr_k, const fp<In> *a, st
   return dot<In, Out>(p, instr_k, a, sa, b, sb, K, c, t);
 }
 
+// ncols dot products sharing a: c[j] = dot(p, instr_k, a, sa, b + j*bcol, sb, K, c[j]) for
+// j < ncols (c: in the accumulators, out the results), the tracer seeing the blocks of column 0,
+// then column 1, ...: the bits of ncols calls of dot, faster (the columns' chains of blocks
+// advance together, chain_fdpa_cols in block.hpp).
+template <class In, class Out, class Tracer, class InB = In>
+BF16EMU_CXHD void dot_cols(const block_params &p, int instr_k, const fp<In> *a, std::ptrdiff_t sa,
+                           const fp<InB> *b, std::ptrdiff_t sb, std::ptrdiff_t bcol, int ncols, int K,
+                           fp<Out> *c, Tracer &tracer) noexcept {
+  chain_fdpa_cols<In, Out>(p, instr_k, a, sa, b, sb, bcol, ncols, K, c, tracer);
+}
+
+template <class In, class Out, class InB = In>
+BF16EMU_CXHD void dot_cols(const block_params &p, int instr_k, const fp<In> *a, std::ptrdiff_t sa,
+                           const fp<InB> *b, std::ptrdiff_t sb, std::ptrdiff_t bcol, int ncols, int K,
+                           fp<Out> *c) noexcept {
+  no_block_trace t;
+  dot_cols<In, Out>(p, instr_k, a, sa, b, sb, bcol, ncols, K, c, t);
+}
+
 // The f64 DMMA accumulation (accum_kind::fma_chain): d = c, then d = fma(a_k, b_k, d) for k in
 // increasing order over K padded with zero products to a multiple of instr_k, each fma one IEEE
 // rounding to nearest even; a NaN result is the all-ones NaN (open). K = 0: c. A zero product
@@ -109,16 +128,18 @@ BF16EMU_HD inline fp<Out> preset_dot(const preset &P, const fp<In> *a, std::ptrd
 }
 
 // GEMM reference: D[i][j] = dot(row i of A, column j of B, K, C[i][j]) for an M x N x K problem,
-// row-major A (M x K, lda), B (K x N, ldb), C and D (M x N, ldc, ldd; D may be C).
+// row-major A (M x K, lda), B (K x N, ldb), C and D (M x N, ldc, ldd; D may be C, with ldd = ldc),
+// a row of D at a time (dot_cols).
 // The tracer sees the blocks of D[0][0], D[0][1], ... in row-major order.
 template <class In, class Out, class Tracer, class InB = In, class InC = Out>
 BF16EMU_CXHD void gemm(const block_params &p, int instr_k, int M, int N, int K, const fp<In> *A,
                        std::ptrdiff_t lda, const fp<InB> *B, std::ptrdiff_t ldb, const fp<InC> *C,
                        std::ptrdiff_t ldc, fp<Out> *D, std::ptrdiff_t ldd, Tracer &tracer) noexcept {
-  for (int i = 0; i < M; ++i)
+  for (int i = 0; i < M; ++i) { // one row of D at a time: its columns' chains together
     for (int j = 0; j < N; ++j)
-      D[i * ldd + j] =
-          dot<In, Out>(p, instr_k, A + i * lda, 1, B + j, ldb, K, c_as_out<Out>(C[i * ldc + j]), tracer);
+      D[i * ldd + j] = c_as_out<Out>(C[i * ldc + j]); // (D may be C)
+    dot_cols<In, Out>(p, instr_k, A + i * lda, 1, B, ldb, 1, N, K, D + i * ldd, tracer);
+  }
 }
 
 template <class In, class Out, class InB = In, class InC = Out>
