@@ -833,21 +833,68 @@ BF16EMU_CXHD int chain_n(const block_params &p, int K, int k0) noexcept {
   return K - k0 >= p.L ? p.L : K - k0 > 0 ? K - k0 : 0;
 }
 
+// One block of a chain on the fast path (Avx2: its AVX2 instance), the general path where an
+// operand is special; an enabled tracer receives the block's summary.
+template <class In, class Out, bool Avx2, class Tracer>
+BF16EMU_HD BF16EMU_INLINE fp<Out> fast_chain_block(const block_params &p, const fp<In> *a, std::ptrdiff_t sa,
+                                                   const fp<In> *b, std::ptrdiff_t sb, int n, fp<Out> c,
+                                                   Tracer &tracer, int block, int k0) noexcept {
+  block_summary s;
+  bool done;
+#if defined(BF16EMU_HOST_AVX2_DISPATCH)
+  if constexpr (Avx2)
+    done = fast_any_avx2<In, Out, Tracer::enabled>(p, a, sa, b, sb, n, c, s);
+  else
+#endif
+    done = fast_any_portable<In, Out, Tracer::enabled>(p, a, sa, b, sb, n, c, s);
+  if (!done) return block_fdpa<In, Out>(p, a, sa, b, sb, n, c, tracer, block, k0);
+  if constexpr (Tracer::enabled) {
+    s.block = block, s.k0 = k0, s.n_products = p.L, s.n_real = n;
+    tracer(s);
+  }
+  return fp<Out>::from_bits(s.d_bits);
+}
+
+// One chain on the fast path, block by block (each block waits on the last one's result).
+template <class In, class Out, class Tracer, bool Avx2>
+BF16EMU_HD BF16EMU_INLINE fp<Out> fast_chain_loop(const block_params &p, int padded, const fp<In> *a,
+                                                  std::ptrdiff_t sa, const fp<In> *b, std::ptrdiff_t sb,
+                                                  int K, fp<Out> c, Tracer &tracer) noexcept {
+  int block = 0;
+  for (int k0 = 0; k0 < padded; k0 += p.L, ++block) {
+    const int n = chain_n(p, K, k0);
+    const std::ptrdiff_t off = n > 0 ? k0 : 0; // never form pointers past the data
+    c = fast_chain_block<In, Out, Avx2>(p, a + off * sa, sa, b + off * sb, sb, n, c, tracer, block, k0);
+  }
+  return c;
+}
+
+// Column j's tracer inside the multi-column loop: hands each block summary to keep(j, .).
+template <class Keep> struct column_keep {
+  static constexpr bool enabled = true;
+  static constexpr bool summary = true;
+  Keep &keep;
+  int j;
+  BF16EMU_HD void operator()(const block_summary &s) const { keep(j, s); }
+};
+
 // Most blocks per chain whose summaries the multi-column loop holds back (emitted in column
 // order after the loop): longer traced chains run one column at a time.
 inline constexpr int cols_max_blocks = 64;
 
-// NC chains advanced together block by block on the fast path: column j is the chain of
+// NC >= 2 chains advanced together block by block on the fast path (one chain:
+// fast_chain_loop): column j is the chain of
 // a[k*sa] * b[j*bcol + k*sb] from c[j] (in: the accumulators; out: the results). The chains
 // are independent, so the CPU overlaps one column's block with the next column's (one chain
 // alone waits on each block's result, its next block's c). Avx2: the AVX2 instance for every
 // block. Blocks with a special operand take the general path. With an enabled tracer, Keep is
-// called with (column, block summary) for every block in chain order per column: NC = 1 hands
-// it to the tracer at once, more columns store it until every column is done.
+// called with (column, block summary) for every block in chain order per column (the caller
+// stores them until every column is done).
 template <class In, class Out, bool Lost, bool Avx2, int NC, class Keep>
 BF16EMU_HD BF16EMU_INLINE void fast_cols_loop(const block_params &p, int padded, const fp<In> *a,
                                               std::ptrdiff_t sa, const fp<In> *b, std::ptrdiff_t sb,
                                               std::ptrdiff_t bcol, int K, fp<Out> *c, Keep &&keep) noexcept {
+  static_assert(NC >= 2);
   fp<Out> cc[NC];
   for (int j = 0; j < NC; ++j)
     cc[j] = c[j];
@@ -857,7 +904,7 @@ BF16EMU_HD BF16EMU_INLINE void fast_cols_loop(const block_params &p, int padded,
     const std::ptrdiff_t off = n > 0 ? k0 : 0; // never form pointers past the data
     const fp<In> *ak = a + off * sa;
 #if defined(BF16EMU_HOST_AVX2_DISPATCH)
-    if constexpr (Avx2 && NC > 1) {
+    if constexpr (Avx2) {
       held_summary s[NC];
       bool done = false;
       if (sa == 1 && sb == 1) {
@@ -885,25 +932,12 @@ BF16EMU_HD BF16EMU_INLINE void fast_cols_loop(const block_params &p, int padded,
 #endif
     for (int j = 0; j < NC; ++j) {
       const fp<In> *bk = b + j * bcol + off * sb;
-      block_summary s;
-      bool done;
-#if defined(BF16EMU_HOST_AVX2_DISPATCH)
-      if constexpr (Avx2)
-        done = fast_any_avx2<In, Out, Lost>(p, ak, sa, bk, sb, n, cc[j], s);
-      else
-#endif
-        done = fast_any_portable<In, Out, Lost>(p, ak, sa, bk, sb, n, cc[j], s);
-      if (done) {
-        if constexpr (Lost) {
-          s.block = block, s.k0 = k0, s.n_products = p.L, s.n_real = n;
-          keep(j, s);
-        }
-        cc[j] = fp<Out>::from_bits(s.d_bits);
-      } else if constexpr (Lost) {
-        auto cap = make_block_summary_tracer([&](const block_summary &t) { keep(j, t); });
-        cc[j] = block_fdpa<In, Out>(p, ak, sa, bk, sb, n, cc[j], cap, block, k0);
+      if constexpr (Lost) {
+        column_keep<Keep> t{keep, j};
+        cc[j] = fast_chain_block<In, Out, Avx2>(p, ak, sa, bk, sb, n, cc[j], t, block, k0);
       } else {
-        cc[j] = block_fdpa<In, Out>(p, ak, sa, bk, sb, n, cc[j]);
+        no_block_trace t;
+        cc[j] = fast_chain_block<In, Out, Avx2>(p, ak, sa, bk, sb, n, cc[j], t, block, k0);
       }
     }
   }
@@ -918,17 +952,13 @@ template <class In, class Out, class Tracer, bool Avx2, int NC>
 BF16EMU_HD BF16EMU_INLINE void
 fast_cols_group(const block_params &p, int padded, const fp<In> *a, std::ptrdiff_t sa, const fp<In> *b,
                 std::ptrdiff_t sb, std::ptrdiff_t bcol, int K, fp<Out> *c, Tracer &tracer) noexcept {
-  if constexpr (!Tracer::enabled) {
+  if constexpr (NC == 1) {
+    *c = fast_chain_loop<In, Out, Tracer, Avx2>(p, padded, a, sa, b, sb, K, *c, tracer);
+  } else if constexpr (!Tracer::enabled) {
     struct drop {
       BF16EMU_HD void operator()(int, const block_summary &) const noexcept {}
     };
     fast_cols_loop<In, Out, false, Avx2, NC>(p, padded, a, sa, b, sb, bcol, K, c, drop{});
-  } else if constexpr (NC == 1) {
-    struct pass {
-      Tracer &t;
-      BF16EMU_HD void operator()(int, const block_summary &s) const { t(s); }
-    };
-    fast_cols_loop<In, Out, true, Avx2, 1>(p, padded, a, sa, b, sb, bcol, K, c, pass{tracer});
   } else {
     held_summary held[NC * cols_max_blocks];
     int count[NC] = {};
@@ -967,6 +997,31 @@ fast_cols_run(const block_params &p, int padded, const fp<In> *a, std::ptrdiff_t
   }
   for (; j0 < ncols; ++j0)
     fast_cols_group<In, Out, Tracer, Avx2, 1>(p, padded, a, sa, b + j0 * bcol, sb, bcol, K, c + j0, tracer);
+}
+
+#if defined(BF16EMU_HOST_AVX2_DISPATCH)
+template <class In, class Out, class Tracer>
+BF16EMU_TARGET_AVX2 inline fp<Out> fast_chain_avx2(const block_params &p, int padded, const fp<In> *a,
+                                                   std::ptrdiff_t sa, const fp<In> *b, std::ptrdiff_t sb,
+                                                   int K, fp<Out> c, Tracer &tracer) noexcept {
+  return fast_chain_loop<In, Out, Tracer, true>(p, padded, a, sa, b, sb, K, c, tracer);
+}
+#endif
+
+// One chain on the fast path (AVX2 where the host has it), the host status saved once.
+template <class In, class Out, class Tracer>
+BF16EMU_HD inline fp<Out> fast_chain(const block_params &p, int padded, const fp<In> *a, std::ptrdiff_t sa,
+                                     const fp<In> *b, std::ptrdiff_t sb, int K, fp<Out> c,
+                                     Tracer &tracer) noexcept {
+  fast_status st;
+#if defined(BF16EMU_HOST_AVX2_DISPATCH)
+  if (bf16emu::detail::host_has_avx2())
+    c = fast_chain_avx2<In, Out>(p, padded, a, sa, b, sb, K, c, tracer);
+  else
+#endif
+    c = fast_chain_loop<In, Out, Tracer, false>(p, padded, a, sa, b, sb, K, c, tracer);
+  c.bits = bf16emu::detail::fp_fence(c.bits);
+  return c;
 }
 
 #if defined(BF16EMU_HOST_AVX2_DISPATCH)
@@ -1017,8 +1072,7 @@ BF16EMU_CXHD fp<Out> chain_fdpa(const block_params &p, int instr_k, const fp<In>
   const int padded = (K + instr_k - 1) / instr_k * instr_k;
   if constexpr (detail::fast_chain_types<In, Out, Tracer, InB>) {
     if (!__builtin_is_constant_evaluated() && detail::fast_params<In>(p)) {
-      detail::fast_cols<In, Out>(p, padded, a, sa, b, sb, 0, 1, K, &c, tracer);
-      return c;
+      return detail::fast_chain<In, Out>(p, padded, a, sa, b, sb, K, c, tracer);
     }
   }
   int block = 0;
