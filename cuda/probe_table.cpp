@@ -4,7 +4,13 @@
 #include "host_model.hpp"
 #include "io/files.hpp"
 #include "io/names.hpp"
+#include "io/number.hpp"
+#include "io/tokens.hpp"
 
+#include <algorithm>
+#include <exception>
+#include <iterator>
+#include <map>
 #include <ostream>
 
 namespace bf16emu::gpu {
@@ -155,12 +161,6 @@ bool parse_named(const std::string &s, bool (*parse)(const std::string &, format
   return false;
 }
 
-probe_job job_of(const probe_kernel &p, int K) {
-  probe_job j;
-  j.op = p.op, j.type = p.ta, j.type_b = p.tb, j.out = p.to, j.k = K;
-  return j;
-}
-
 } // namespace
 
 const std::vector<probe_kernel> &probe_kernels() {
@@ -170,6 +170,13 @@ const std::vector<probe_kernel> &probe_kernels() {
 
 std::string in_column(const probe_kernel &p) {
   return std::string(io::name(p.a)) + (p.b != p.a ? std::string("x") + io::name(p.b) : std::string());
+}
+
+probe_request kernel_request(const probe_kernel &p) {
+  probe_request r;
+  r.instr = tc::to_string(p.kind), r.kind = p.opt_kind, r.a = io::name(p.a), r.b = io::name(p.b);
+  r.out = io::name(p.out), r.shape_k = p.k;
+  return r;
 }
 
 const probe_kernel *find_probe_kernel(const probe_request &r, std::string &why) {
@@ -233,15 +240,6 @@ const probe_kernel *find_probe_kernel(const probe_request &r, std::string &why) 
   return nullptr;
 }
 
-bool kernel_supported(const probe_kernel &p, int K, int cc_major, int cc_minor) {
-  if (p.p16) {
-    probe16_job j;
-    j.op = p.op16, j.k = K;
-    return probe16_supported(j, cc_major, cc_minor);
-  }
-  return supported(job_of(p, K), cc_major, cc_minor);
-}
-
 kernel_model kernel_preset(const probe_kernel &p, tc::arch arch, std::string &why) {
   kernel_model m;
   if (!p.scaled) {
@@ -278,23 +276,65 @@ vec_set kernel_vectors(const probe_kernel &p, int K) {
   return v;
 }
 
-int run_kernel(const probe_kernel &p, const vec_set &v, std::vector<std::uint64_t> &d) {
-  d.assign(v.lines(), 0);
-  if (p.p16) {
-    probe16_job j;
-    j.op = p.op16, j.k = v.k, j.lines = v.lines();
-    j.a = v.a.data(), j.b = v.b.data(), j.c = v.c.data(), j.d = d.data();
-    return run_probe16(j);
+std::string probe_header(const probe_kernel &p, const std::string &arch, int K) {
+  std::string h = "#! arch=" + arch + " instr=" + tc::to_string(p.kind) + " in=" + io::name(p.a) +
+                  " out=" + io::name(p.out) + " k=" + std::to_string(K);
+  if (p.b != p.a) h += std::string(" b=") + io::name(p.b);
+  if (*p.opt_kind) h += std::string(" kind=") + p.opt_kind;
+  // The kernel the header selects without shape_k= is the first of these formats.
+  probe_request r = kernel_request(p);
+  r.shape_k = 0;
+  std::string why;
+  if (find_probe_kernel(r, why) != &p) h += " shape_k=" + std::to_string(p.k);
+  return h;
+}
+
+bool parse_probe_header(const std::string &text, probe_header_fields &h, std::string &why) {
+  std::map<std::string, std::string> kv;
+  for (const std::string &tok : io::split_tokens(text)) {
+    const auto eq = tok.find('=');
+    const std::string key = tok.substr(0, eq);
+    static const char *const keys[] = {"arch", "instr", "in", "out", "k", "b", "kind", "shape_k"};
+    if (eq == std::string::npos || std::find(std::begin(keys), std::end(keys), key) == std::end(keys)) {
+      why = "unknown header key '" + io::shorten(tok) + "' (arch= instr= in= out= k= [b= kind= shape_k=])";
+      return false;
+    }
+    if (!kv.emplace(key, tok.substr(eq + 1)).second) {
+      why = "header key " + key + "= given twice";
+      return false;
+    }
   }
-  // run_probe takes 32-bit patterns (every format it issues fits).
-  const std::vector<std::uint32_t> a(v.a.begin(), v.a.end()), b(v.b.begin(), v.b.end()),
-      c(v.c.begin(), v.c.end());
-  std::vector<std::uint32_t> d32(v.lines());
-  probe_job j = job_of(p, v.k);
-  j.lines = v.lines(), j.a = a.data(), j.b = b.data(), j.c = c.data(), j.d = d32.data();
-  const int err = run_probe(j);
-  d.assign(d32.begin(), d32.end());
-  return err;
+  for (const char *key : {"arch", "instr", "in", "out", "k"})
+    if (!kv.count(key)) {
+      why = std::string("header without ") + key + "= (arch= instr= in= out= k= [b= kind= shape_k=])";
+      return false;
+    }
+  auto bad = [&](const char *key) {
+    why = std::string("bad header value ") + key + "='" + io::shorten(kv.at(key)) + "'";
+    return false;
+  };
+  tc::instr_kind kind{};
+  format_id f{};
+  if (!tc::parse_arch(kv.at("arch"), h.arch)) return bad("arch");
+  if (!tc::parse_instr(kv.at("instr"), kind)) return bad("instr");
+  if (!parse_in_format(kv.at("in"), f)) return bad("in");
+  if (kv.count("b") && !parse_in_format(kv.at("b"), f)) return bad("b");
+  if (!parse_out_format(kv.at("out"), f)) return bad("out");
+  probe_request &r = h.request;
+  r = probe_request{};
+  r.instr = kv.at("instr"), r.a = kv.at("in"), r.out = kv.at("out");
+  if (kv.count("b")) r.b = kv.at("b");
+  if (kv.count("kind")) r.kind = kv.at("kind");
+  try {
+    h.k = int(io::parse_uint(kv.at("k"), 1u << 20, "header k="));
+    if (kv.count("shape_k")) r.shape_k = int(io::parse_uint(kv.at("shape_k"), 256, "header shape_k="));
+  } catch (const std::exception &e) {
+    why = e.what();
+    return false;
+  }
+  if (h.k == 0) return bad("k");
+  if (kv.count("shape_k") && r.shape_k == 0) return bad("shape_k");
+  return true;
 }
 
 } // namespace bf16emu::gpu

@@ -42,6 +42,8 @@ struct probe_request {
   unsigned scale_vec = 0;
   int shape_k = 0;
 };
+// The options that name kernel p (its formats, kind and k as shape_k).
+probe_request kernel_request(const probe_kernel &p);
 // The kernel the request names; nullptr and a one-line reason in `why` when none does (bad
 // format names, combinations no kernel issues, the compile-only block-scaled kinds).
 const probe_kernel *find_probe_kernel(const probe_request &r, std::string &why);
@@ -70,5 +72,20 @@ int run_kernel(const probe_kernel &p, const vec_set &v, std::vector<std::uint64_
 
 // "e4m3" or "e4m3xe5m2" (A x B, as `bf16emu mma --list-arch` prints them).
 std::string in_column(const probe_kernel &p);
+
+// The `#!` header line of a .vec of kernel p with K values per line (`bf16emu-gpu probe --save`):
+//   #! arch=A instr=I in=F out=F k=K [b=F] [kind=KIND] [shape_k=N]
+// b= (B's format), kind= and shape_k= only where they differ from the defaults (B in A's format,
+// no kind, the first kernel of these formats). parse_probe_header reads it back.
+std::string probe_header(const probe_kernel &p, const std::string &arch, int K);
+// A header's text (after "#!"): the arch, K and the request that selects the kernel (whose
+// selection find_probe_kernel then makes, as the runner's options do). False and a one-line reason
+// naming the bad key or value for an unknown key, a missing one, or a value no parser takes.
+struct probe_header_fields {
+  tc::arch arch{};
+  int k = 0;
+  probe_request request;
+};
+bool parse_probe_header(const std::string &text, probe_header_fields &h, std::string &why);
 
 } // namespace bf16emu::gpu

@@ -196,24 +196,6 @@ void run_probe_chunk(probe_state &st, const vec_set &v) {
   st.total += v.lines();
 }
 
-// The `#!` header of a saved .vec: arch, instr, in (A), out, k; b= (B's format) and kind= only
-// where they differ from the first probes' (A x A, no kind).
-std::string vec_header(const probe_state &st, const vec_set &proto) {
-  const probe_kernel &p = *st.kernel;
-  std::string h = std::string("#! arch=") + arch_name(st.arch) + " instr=" + tc::to_string(p.kind) +
-                  " in=" + io::name(proto.in) + " out=" + io::name(proto.out) +
-                  " k=" + std::to_string(proto.k);
-  if (proto.in_b) h += std::string(" b=") + io::name(*proto.in_b);
-  if (*p.opt_kind) h += std::string(" kind=") + p.opt_kind;
-  for (const probe_kernel &q : probe_kernels()) // the first kernel of these formats is the default shape
-    if (q.kind == p.kind && std::string(q.opt_kind) == p.opt_kind && q.a == p.a && q.b == p.b &&
-        q.out == p.out) {
-      if (&q != &p) h += " shape_k=" + std::to_string(p.k);
-      break;
-    }
-  return h;
-}
-
 void save_probe(const probe_state &st, const std::string &dir, const std::string &name,
                 const vec_set &proto) {
   ensure_dir(dir);
@@ -222,7 +204,7 @@ void save_probe(const probe_state &st, const std::string &dir, const std::string
   vec << "# bf16emu-gpu probe on " << st.dev.name << " (sm_" << st.dev.cc_major << st.dev.cc_minor
       << ", driver " << st.dev.driver_version << ", runtime " << st.dev.runtime_version
       << "): " << st.kernel->ptx << '\n';
-  vec << vec_header(st, proto) << '\n';
+  vec << probe_header(*st.kernel, arch_name(st.arch), proto.k) << '\n';
   vec_set s = st.saved;
   s.in = proto.in, s.in_b = proto.in_b, s.out = proto.out, s.k = proto.k;
   write_lines(vec, s, true);
@@ -293,10 +275,7 @@ int cmd_probe_list(const options &o) {
   for (const probe_kernel *pp : sel) {
     const probe_kernel &p = *pp;
     // 1. The options naming the kernel select it.
-    probe_request r;
-    r.instr = tc::to_string(p.kind), r.kind = p.opt_kind, r.a = io::name(p.a), r.b = io::name(p.b);
-    r.out = io::name(p.out), r.shape_k = p.k;
-    const probe_kernel *back = find_probe_kernel(r, why);
+    const probe_kernel *back = find_probe_kernel(kernel_request(p), why);
     if (back != &p) fail(p, "its options select " + std::string(back ? back->name : why));
     // 2. The kernel's instruction k.
     const int kk = p.p16 ? probe16_instr_k(p.op16) : instr_k(p.ta);

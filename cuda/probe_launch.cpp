@@ -1,0 +1,46 @@
+// bf16emu CUDA twin: the device half of the probe kernel table (see probe_table.hpp): whether a
+// device runs a kernel, and running it. Only bf16emu-gpu links it (the table, the selection and
+// the host model, in probe_table.cpp, need no CUDA).
+#include "kernels.hpp"
+#include "probe_table.hpp"
+
+namespace bf16emu::gpu {
+namespace {
+
+probe_job job_of(const probe_kernel &p, int K) {
+  probe_job j;
+  j.op = p.op, j.type = p.ta, j.type_b = p.tb, j.out = p.to, j.k = K;
+  return j;
+}
+
+} // namespace
+
+bool kernel_supported(const probe_kernel &p, int K, int cc_major, int cc_minor) {
+  if (p.p16) {
+    probe16_job j;
+    j.op = p.op16, j.k = K;
+    return probe16_supported(j, cc_major, cc_minor);
+  }
+  return supported(job_of(p, K), cc_major, cc_minor);
+}
+
+int run_kernel(const probe_kernel &p, const vec_set &v, std::vector<std::uint64_t> &d) {
+  d.assign(v.lines(), 0);
+  if (p.p16) {
+    probe16_job j;
+    j.op = p.op16, j.k = v.k, j.lines = v.lines();
+    j.a = v.a.data(), j.b = v.b.data(), j.c = v.c.data(), j.d = d.data();
+    return run_probe16(j);
+  }
+  // run_probe takes 32-bit patterns (every format it issues fits).
+  const std::vector<std::uint32_t> a(v.a.begin(), v.a.end()), b(v.b.begin(), v.b.end()),
+      c(v.c.begin(), v.c.end());
+  std::vector<std::uint32_t> d32(v.lines());
+  probe_job j = job_of(p, v.k);
+  j.lines = v.lines(), j.a = a.data(), j.b = b.data(), j.c = c.data(), j.d = d32.data();
+  const int err = run_probe(j);
+  d.assign(d32.begin(), d32.end());
+  return err;
+}
+
+} // namespace bf16emu::gpu
