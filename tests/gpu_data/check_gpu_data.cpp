@@ -1,25 +1,29 @@
 // bf16emu: re-checks the tensor-core model against outputs recorded on real GPUs.
 //
 //   bf16emu_gpu_data_check DIR
+//   bf16emu_gpu_data_check --headers   (every probe kernel's header selects that kernel again)
 //
 // For every DIR/NAME.vec (the `bf16emu mma` line format, written by `bf16emu-gpu probe --save`
-// or `bf16emu-gpu gemm --save-lines`), reads the header line
-//   #! arch=sm90 instr=mma|wgmma in=bf16 out=fp32 k=16
-// runs each line through the model preset of (arch, instr, in, out) and compares it with the
-// GPU's D in DIR/NAME.out (one value per line). Exit 0: all equal; 1: a mismatch or a bad file;
-// 77: no .vec files (nothing recorded yet: the test is reported as skipped).
+// or `bf16emu-gpu gemm --save-lines`), reads the header line (gpu::probe_header writes it)
+//   #! arch=sm90 instr=mma|wgmma|tcgen05 in=e4m3 out=fp32 k=32 [b=e5m2] [kind=f8f6f4] [shape_k=8]
+// selects the probe kernel and its host model as the runner does (gpu::find_probe_kernel,
+// gpu::kernel_preset: a tc::presets block preset or, for tcgen05 kind::f8f6f4, a scaled preset),
+// runs each line through that model and compares it with the GPU's D in DIR/NAME.out (one value
+// per line). Exit 0: all equal; 1: a mismatch or a bad file (a one-line message naming the file
+// and the bad key or value); 77: no .vec files (nothing recorded yet: the test is reported as
+// skipped).
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
 
-#include "host_model.hpp"
+#include "io/names.hpp"
 #include "lines.hpp"
+#include "probe_table.hpp"
 #include "vectors.hpp"
 
 namespace fs = std::filesystem;
@@ -27,77 +31,82 @@ using namespace bf16emu;
 
 namespace {
 
-std::map<std::string, std::string> header(const fs::path &p) {
+// The text after "#!" of the first header line; false when there is none.
+bool header(const fs::path &p, std::string &text) {
   std::ifstream is(p);
   std::string line;
-  std::map<std::string, std::string> kv;
-  while (std::getline(is, line)) {
-    if (line.rfind("#!", 0) != 0) continue;
-    std::istringstream ss(line.substr(2));
-    std::string tok;
-    while (ss >> tok) {
-      const auto eq = tok.find('=');
-      if (eq != std::string::npos) kv[tok.substr(0, eq)] = tok.substr(eq + 1);
-    }
-    break;
-  }
-  return kv;
+  while (std::getline(is, line))
+    if (line.rfind("#!", 0) == 0) return text = line.substr(2), true;
+  return false;
 }
 
 int check(const fs::path &vec, std::size_t &lines, std::size_t &bad) {
-  const auto h = header(vec);
   const std::string name = vec.filename().string();
-  gpu::vec_set v;
-  tc::arch arch{};
-  if (!h.count("arch") || !h.count("instr") || !h.count("in") || !h.count("out") || !h.count("k") ||
-      !gpu::parse_in_format(h.at("in"), v.in) || !gpu::parse_out_format(h.at("out"), v.out) ||
-      !tc::parse_arch(h.at("arch"), arch)) {
-    std::printf("%s: missing or bad '#! arch= instr= in= out= k=' header\n", name.c_str());
+  auto fail = [&](const std::string &msg) {
+    std::printf("%s: %s\n", name.c_str(), msg.c_str());
     return 1;
-  }
-  v.k = std::atoi(h.at("k").c_str());
-  std::string err;
+  };
+  std::string text, err;
+  if (!header(vec, text)) return fail("no '#! arch= instr= in= out= k=' header line");
+  gpu::probe_header_fields h;
+  if (!gpu::parse_probe_header(text, h, err)) return fail(err);
+  const gpu::probe_kernel *kernel = gpu::find_probe_kernel(h.request, err);
+  if (!kernel) return fail("the header selects no probe kernel: " + err);
+  const gpu::kernel_model model = gpu::kernel_preset(*kernel, h.arch, err);
+  if (!model) return fail(err);
+  gpu::vec_set v = gpu::kernel_vectors(*kernel, h.k);
   std::ifstream vs(vec), os(fs::path(vec).replace_extension(".out"));
-  if (!os) {
-    std::printf("%s: no matching .out file\n", name.c_str());
-    return 1;
-  }
-  std::vector<std::uint32_t> gpu_d;
-  if (!gpu::read_lines(vs, v, err) || !gpu::read_outputs(os, v.out, gpu_d, err)) {
-    std::printf("%s: %s\n", name.c_str(), err.c_str());
-    return 1;
-  }
-  if (gpu_d.size() != v.lines()) {
-    std::printf("%s: %zu lines but %zu outputs\n", name.c_str(), v.lines(), gpu_d.size());
-    return 1;
-  }
-  const tc::preset *p = gpu::model_preset(arch, h.at("instr") == "wgmma", v.in, v.out, err);
-  if (!p) {
-    std::printf("%s: %s\n", name.c_str(), err.c_str());
-    return 1;
-  }
-  std::vector<std::uint32_t> model;
-  gpu::model_lines(v, *p, model);
+  if (!os) return fail("no matching .out file");
+  std::vector<std::uint64_t> gpu_d, d;
+  if (!gpu::read_lines(vs, v, err) || !gpu::read_outputs(os, v.out, gpu_d, err)) return fail(err);
+  if (gpu_d.size() != v.lines())
+    return fail(std::to_string(v.lines()) + " lines but " + std::to_string(gpu_d.size()) + " outputs");
+  gpu::model_kernel_lines(model, v, d);
   std::size_t mism = 0;
   for (std::size_t n = 0; n < v.lines(); ++n) {
-    if (model[n] == gpu_d[n]) continue;
+    if (d[n] == gpu_d[n]) continue;
     if (mism++ == 0) {
       std::printf("%s: line %zu: GPU %s, model %s\n", name.c_str(), n + 1, gpu::hex(v.out, gpu_d[n]).c_str(),
-                  gpu::hex(v.out, model[n]).c_str());
+                  gpu::hex(v.out, d[n]).c_str());
       std::ostringstream tr;
-      gpu::trace_line(tr, v, n, *p);
+      gpu::trace_kernel_line(tr, model, v, n);
       std::fputs(tr.str().c_str(), stdout);
     }
   }
-  std::printf("%-40s %s %s %s->%s k=%d: %zu lines, %zu mismatches\n", name.c_str(), h.at("arch").c_str(),
-              h.at("instr").c_str(), h.at("in").c_str(), h.at("out").c_str(), v.k, v.lines(), mism);
+  const gpu::probe_request &r = h.request;
+  const std::string extra = (r.kind.empty() ? "" : " kind=" + r.kind) +
+                            (r.shape_k ? " shape_k=" + std::to_string(r.shape_k) : std::string());
+  std::printf("%-40s %s %s %s->%s k=%d%s: %zu lines, %zu mismatches\n", name.c_str(), tc::to_string(h.arch),
+              tc::to_string(kernel->kind), gpu::in_column(*kernel).c_str(), io::name(v.out), v.k,
+              extra.c_str(), v.lines(), mism);
   lines += v.lines(), bad += mism;
   return mism ? 1 : 0;
+}
+
+// --headers: the header gpu::probe_header writes for every probe kernel selects that kernel
+// again (the runner's writer and this reader agree on every key and value).
+int check_headers() {
+  std::size_t ok = 0;
+  for (const gpu::probe_kernel &p : gpu::probe_kernels()) {
+    const std::string text = gpu::probe_header(p, "sm90", 2 * p.k);
+    gpu::probe_header_fields h;
+    std::string err;
+    const gpu::probe_kernel *back =
+        gpu::parse_probe_header(text.substr(2), h, err) ? gpu::find_probe_kernel(h.request, err) : nullptr;
+    if (back == &p && h.k == 2 * p.k && h.arch == tc::arch::sm90)
+      ++ok;
+    else
+      std::printf("%s: header '%s' selects %s\n", p.name, text.c_str(), back ? back->name : err.c_str());
+  }
+  std::printf("gpu_data headers: %zu kernels, %zu headers select their kernel\n", gpu::probe_kernels().size(),
+              ok);
+  return ok && ok == gpu::probe_kernels().size() ? 0 : 1;
 }
 
 } // namespace
 
 int main(int argc, char **argv) {
+  if (argc > 1 && std::string(argv[1]) == "--headers") return check_headers();
   const fs::path dir = argc > 1 ? argv[1] : ".";
   std::vector<fs::path> files;
   std::error_code ec;
