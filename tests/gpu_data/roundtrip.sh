@@ -27,4 +27,63 @@ done
   "$vecgen" --format bf16 --kind cancel --count 200 --k 48 --seed 4
 } >"$dir/gemm_like.vec"
 "$cli" mma --arch sm80 --a-format bf16 --k 48 <"$dir/gemm_like.vec" >"$dir/gemm_like.out"
+# The header keys of the issue-16 kernels (gpu::probe_header): b= (B's format), kind=, shape_k=,
+# fp64 (DMMA), tcgen05. Each case: arch instr A B D kind shape_k (- for none), K = two
+# instructions per line; `bf16emu mma` answers with the matching options.
+for c in "sm90 mma e4m3 e5m2 fp32 - -" "sm90 mma e5m2 e4m3 fp16 - -" "sm90 wgmma e4m3 e5m2 fp32 - -" \
+  "sm90 wgmma e5m2 e4m3 fp16 - -" "sm90 mma fp16 fp16 fp32 - 8" "sm80 mma fp16 fp16 fp16 - 8" \
+  "sm80 mma fp64 fp64 fp64 - -" "sm90 mma fp64 fp64 fp64 - -" "sm120 mma e4m3 e5m2 fp32 f8f6f4 -" \
+  "sm120 mma e5m2 e5m2 fp16 f8f6f4 -" "sm100 tcgen05 e4m3 e5m2 fp32 f8f6f4 -" \
+  "sm100 tcgen05 e5m2 e5m2 fp16 f8f6f4 -" "sm100 tcgen05 bf16 bf16 fp32 - -" "sm100 tcgen05 tf32 tf32 fp32 - -"; do
+  read -r arch instr a b o kind sk <<<"$c"
+  case $a in tf32) k=8 ;; e4m3 | e5m2) k=32 ;; fp64) k=4 ;; *) k=16 ;; esac
+  [ "$sk" = - ] || k=$sk
+  K=$((2 * k))
+  head="#! arch=$arch instr=$instr in=$a out=$o k=$K" opts=(--arch "$arch" --instr "$instr" --a-format "$a" --out "$o" --k "$K")
+  [ "$b" = "$a" ] || head+=" b=$b" opts+=(--b-format "$b")
+  [ "$kind" = - ] || head+=" kind=$kind" opts+=(--kind "$kind")
+  [ "$sk" = - ] || head+=" shape_k=$sk" opts+=(--shape-k "$sk")
+  for gen in probes normal bits cancel; do
+    name=$dir/new_${arch}_${instr}_${a}x${b}_${o}_${kind}_${sk}_$gen
+    {
+      echo "$head"
+      "$vecgen" --format "$a" --b-format "$b" --out "$o" --kind "$gen" --count 200 --k "$K" --seed 5
+    } >"$name.vec"
+    "$cli" mma "${opts[@]}" <"$name.vec" >"$name.out"
+  done
+done
 "$checker" "$dir"
+
+# Negative checks: each must exit 1 (not 0, not a crash) with a line naming the fault.
+bad=$dir/bad
+mkdir "$bad"
+expect_fail() { # expect_fail PATTERN: the checker over $bad exits 1 and prints PATTERN
+  local out rc=0
+  out=$("$checker" "$bad") || rc=$?
+  if [ "$rc" -ne 1 ] || ! grep -q -- "$1" <<<"$out"; then
+    printf 'expected exit 1 and "%s", got exit %d:\n%s\n' "$1" "$rc" "$out" >&2
+    exit 1
+  fi
+  echo "refused as expected ($1)"
+  rm -f "$bad"/*
+}
+# One output bit flipped (the last hex digit of the first D): a mismatch on line 1.
+src=$dir/new_sm90_mma_e4m3xe5m2_fp32_-_-_normal
+cp "$src.vec" "$bad/flip.vec"
+awk 'BEGIN { h = "0123456789abcdef" }
+     !done && !/^#/ { i = index(h, substr($0, length($0), 1)) - 1; i = i % 2 ? i - 1 : i + 1
+                      $0 = substr($0, 1, length($0) - 1) substr(h, i + 1, 1); done = 1 } { print }' \
+  "$src.out" >"$bad/flip.out"
+cmp -s "$src.out" "$bad/flip.out" && { echo "the bit flip changed nothing" >&2; exit 1; }
+expect_fail 'flip.vec: line 1: GPU'
+# Headers no kernel or model serves: HEADER|what the message names.
+good="arch=sm90 instr=mma in=e4m3 out=fp32 k=64 b=e5m2"
+for c in "$good kind=nonsense|nonsense" "$good bogus=1|bogus=1" "${good/b=e5m2/b=e9m9}|b='e9m9'" \
+  "$good shape_k=4|no probe kernel for mma e4m3 x e5m2 -> fp32 k4" \
+  "${good/sm90 instr=mma/sm80 instr=wgmma}|no preset for arch sm80, wgmma" "${good/k=64/k=zero}|k=" \
+  "${good/ in=e4m3/}|without in="; do
+  h=${c%%|*} want=${c#*|}
+  awk -v h="#! $h" '/^#!/ { $0 = h } { print }' "$src.vec" >"$bad/header.vec"
+  cp "$src.out" "$bad/header.out"
+  expect_fail "header.vec: .*$want"
+done
