@@ -6,8 +6,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "bf16emu/attention.hpp"
@@ -432,5 +435,66 @@ TEST(BackwardTiled, LedgerDoesNotChangeResults) {
     const auto a = at::backward_fa2_head(c, tiled(16, 32), view(in), in.dout.data(), f, none);
     const auto b = at::backward_fa2_head(c, tiled(16, 32), view(in), in.dout.data(), f, led);
     EXPECT_TRUE(same_bits(a.dq, b.dq) && same_bits(a.dk, b.dk) && same_bits(a.dv, b.dv)) << pol;
+  }
+}
+
+// The tiled backward's fa2 products run as packed columns: tc_pack_cols lays ncols strided chains
+// out as unit-stride columns and tc_dot_cols_at advances them together. Against the strided
+// chains one at a time (tc_dot, the single-chain path): the packed operands equal the source
+// entries they name, and the results and the ledger (every count and compensated sum, the
+// P-bar = 1 subset included) are the same bits. B is a k x ncols row-major matrix (chain j down
+// column j, stride ncols); k = 37 leaves a partial instruction; ncols = 11 = two groups of 4, one
+// of 2 and a single; a (strided too) has ones (P-bar = 1 blocks) and the accumulators start nonzero.
+TEST(BackwardTiled, PackedColumnsEqualStridedChains) {
+  const int k = 37, nc = 11;
+  std::vector<bf16emu::bf16> a(std::size_t(k) * 3), b(std::size_t(k) * nc); // a: column 1 of a k x 3 matrix
+  std::uint32_t s = 12345;
+  auto next = [&s] { return s = s * 1664525u + 1013904223u; };
+  auto val = [&next] { return at::as_bf16(std::ldexp(double(int(next() >> 24) - 128), -6)); };
+  for (int i = 0; i < 3 * k; ++i)
+    a[i] = i % 27 == 13 ? at::as_bf16(1.0) : val();
+  for (auto &x : b)
+    x = val();
+  std::vector<bf16emu::bf16> packed, ap;
+  at::tc_pack_cols(b.data(), nc, 1, k, nc, packed);
+  at::tc_pack_cols(a.data() + 1, 3, 1, k, 1, ap);
+  ASSERT_EQ(ap.size(), std::size_t(k));
+  for (int i = 0; i < k; ++i)
+    ASSERT_EQ(ap[i].bits, a[3 * i + 1].bits) << i;
+  ASSERT_EQ(packed.size(), std::size_t(k) * nc);
+  for (int j = 0; j < nc; ++j)
+    for (int i = 0; i < k; ++i)
+      ASSERT_EQ(packed[j * k + i].bits, b[i * nc + j].bits) << i << " " << j;
+  for (const char *arch : {"sm80", "sm90"}) {
+    at::kernel_policy pol;
+    ASSERT_TRUE(at::parse_policy((std::string("fa2:") + arch).c_str(), pol));
+    const at::tc_model m = at::tc_for(pol.arch);
+    ASSERT_TRUE(m.valid);
+    for (bool p1 : {true, false}) {
+      at::ledger one, cols;
+      std::vector<double> c1(nc), c2(nc);
+      for (int j = 0; j < nc; ++j)
+        c1[j] = c2[j] = std::ldexp(double(j) - 5.0, -3);
+      for (int j = 0; j < nc; ++j)
+        c1[j] = at::of(at::tc_dot(m, a.data() + 1, 3, b.data() + j, nc, k, at::as_f32(c1[j]), one,
+                                  at::site::dv_acc, p1));
+      const at::f32_ops<at::ledger> o{&cols};
+      at::tc_dot_cols_at(o, m, ap.data(), 1, packed.data(), 1, k, nc, k, c2.data(), at::site::dv_acc, p1);
+      EXPECT_TRUE(same_bits(c1, c2)) << arch;
+      const auto &x = one.sites[int(at::site::dv_acc)], &y = cols.sites[int(at::site::dv_acc)];
+      EXPECT_GT(x.all.count, 0u);
+      EXPECT_EQ(x.p_one.count > 0, p1) << arch;
+      for (const auto &[u, v] : {std::pair{&x.all, &y.all}, std::pair{&x.p_one, &y.p_one}}) {
+        EXPECT_EQ(u->count, v->count) << arch;
+        EXPECT_EQ(u->pos, v->pos) << arch;
+        EXPECT_EQ(u->neg, v->neg) << arch;
+        EXPECT_EQ(u->zero, v->zero) << arch;
+        EXPECT_EQ(u->ties, v->ties) << arch;
+        EXPECT_EQ(u->away, v->away) << arch;
+        EXPECT_EQ(u->toward, v->toward) << arch;
+        for (auto f : {&at::sign_counts::sum, &at::sign_counts::sum_abs, &at::sign_counts::sum_rel})
+          EXPECT_TRUE(same_bits({(u->*f).s, (u->*f).c}, {(v->*f).s, (v->*f).c})) << arch;
+      }
+    }
   }
 }

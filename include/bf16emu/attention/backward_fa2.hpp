@@ -120,6 +120,10 @@ template <class Obs> struct fa2_backward {
   std::vector<double> P, dS, part; // the tile's P, dS and dQ_ij
   std::vector<char> live;          // the tile's unmasked entries
   std::vector<bf16> Pbf, dSbf;
+  // tc: a row's S and dP against the tile's keys; the tile's operands packed as unit-stride
+  // columns for tc_dot_cols_at (tc_pack_cols): dO_i, Q_i, P, dS, K_j transposed
+  std::vector<double> srow, dprow;
+  std::vector<bf16> doT, qT, PT, dST, kT;
 
   fa2_backward(const forward_config &cfg_, const backward_config &bc_, const bwd_prepared &in_,
                const forward_result &fwd_, backward_result &r_, Obs &obs_)
@@ -132,26 +136,34 @@ template <class Obs> struct fa2_backward {
     dq_started.assign(n, 0);
   }
 
-  // Dot product of rows a, b (length d) in the policy's arithmetic; tc: BF16 copies ab, bb.
-  double dot_d(const double *a, const double *b, const bf16 *ab, const bf16 *bb, site s) {
+  // Dot product of rows a, b (length d) in the policy's arithmetic (not tc: row_dots_tc).
+  double dot_d(const double *a, const double *b, site s) {
     if (exact) {
       double t = 0;
       for (long x = 0; x < d; ++x)
         t += a[x] * b[x];
       return t;
     }
-    if (tc) return of(tc_dot(model, ab, 1, bb, 1, int(d), f32{}, obs, s, false));
     double t = 0;
     for (long x = 0; x < d; ++x)
       t = o.fma(a[x], b[x], t, s);
     return paper ? o.to16(t, s) : t;
   }
 
-  // 1-2. Recompute P = exp2(S c - L log2 e) for one entry; Lc: the row's L*log2(e), formed
-  // once per (row, KV block) as scale_apply_exp2 does (lc_done).
-  double recompute_p(long row, long key, double L, double &Lc, bool &lc_done) {
-    const bf16 *qr = tc ? &qb[row * d] : nullptr, *kr = tc ? &kb[key * d] : nullptr;
-    const double s = dot_d(&q[row * d], &k[key * d], qr, kr, site::bwd_qk);
+  // 1 and 3 under tc: S = Q_i K_j^T and dP = dO_i V_j^T of one row against the keys [j0, j0 +
+  // m), the model's chains of a row advanced together (srow, dprow; K and V rows are unit-stride
+  // columns), each site's blocks filed in key order as the chains one by one.
+  void row_dots_tc(long row, long j0, long m) {
+    srow.assign(m, 0.0), dprow.assign(m, 0.0);
+    tc_dot_cols_at(o, model, &qb[row * d], 1, &kb[j0 * d], 1, d, int(m), int(d), srow.data(), site::bwd_qk,
+                   false);
+    tc_dot_cols_at(o, model, &dob[row * d], 1, &vb[j0 * d], 1, d, int(m), int(d), dprow.data(), site::dp,
+                   false);
+  }
+
+  // 2. Recompute P = exp2(S c - L log2 e) for one entry from s = S; Lc: the row's L*log2(e),
+  // formed once per (row, KV block) as scale_apply_exp2 does (lc_done).
+  double recompute_p(double s, double L, double &Lc, bool &lc_done) {
     if (exact) return std::exp2(s * c - L * fwd_detail::log2e);
     if (paper) {
       const double ss = o.to16(o.mul(s, scale, site::bwd_exp_arg), site::bwd_exp_arg);
@@ -161,12 +173,6 @@ template <class Obs> struct fa2_backward {
     }
     if (!lc_done) Lc = o.mul(L, fwd_detail::log2e, site::bwd_exp_arg), lc_done = true;
     return exp2_f32(o, o.fma(s, c, -Lc, site::bwd_exp_arg), poly, site::bwd_exp);
-  }
-
-  // 3. dP = dO_i V_j^T for one entry.
-  double dp_entry(long row, long key) {
-    const bf16 *dor = tc ? &dob[row * d] : nullptr, *vr = tc ? &vb[key * d] : nullptr;
-    return dot_d(&dout[row * d], &v[key * d], dor, vr, site::dp);
   }
 
   // 4. dS = P o (dP - delta) for one entry.
@@ -186,34 +192,53 @@ template <class Obs> struct fa2_backward {
       const double L = fwd.lse[row];
       double Lc = 0;
       bool lc_done = false;
-      for (long jj = 0; jj < t.w; ++jj) {
+      // the keys the row sees: all, or (causal) those <= row, a prefix of the tile
+      const long m = cfg.causal ? std::clamp(row - t.j0 + 1, 0L, t.w) : t.w;
+      if (tc) row_dots_tc(row, t.j0, m);
+      for (long jj = 0; jj < m; ++jj) {
         const long key = t.j0 + jj;
-        if (cfg.causal && key > row) continue;
         const long e = rr * t.w + jj;
         live[e] = 1;
-        const double p = recompute_p(row, key, L, Lc, lc_done);
+        const double p =
+            recompute_p(tc ? srow[jj] : dot_d(&q[row * d], &k[key * d], site::bwd_qk), L, Lc, lc_done);
         P[e] = p;
         if (tc) Pbf[e] = as_bf16(o.to16(p, site::bwd_p_to_bf16));
-        const double ds = ds_entry(p, dp_entry(row, key), row);
+        const double dp = tc ? dprow[jj] : dot_d(&dout[row * d], &v[key * d], site::dp);
+        const double ds = ds_entry(p, dp, row);
         dS[e] = ds;
         if (tc) dSbf[e] = as_bf16(o.to16(ds, site::ds_to_bf16));
       }
     }
   }
 
-  // 5-6. dV_j += P^T dO_i and dK_j += dS^T Q_i, element by element (dV first, as the ledger
-  // has always seen them).
+  // 5-6 under tc: for each key jj, dV_j[jj, :] += P[:, jj]^T dO_i and dK_j[jj, :] += dS[:, jj]^T
+  // Q_i, the d chains of a key advanced together on the packed columns; each site's blocks are
+  // filed in (key, column) order, as the chains element by element.
+  void dv_dk_update_tc(const bwd_tile &t) {
+    const int w = int(t.w), rows = int(t.rows), dd = int(d);
+    tc_pack_cols(&dob[t.i0 * d], d, 1, rows, dd, doT);
+    tc_pack_cols(&qb[t.i0 * d], d, 1, rows, dd, qT);
+    tc_pack_cols(Pbf.data(), w, 1, rows, w, PT);
+    tc_pack_cols(dSbf.data(), w, 1, rows, w, dST);
+    for (long jj = 0; jj < w; ++jj) {
+      tc_dot_cols_at(o, model, &PT[jj * rows], 1, doT.data(), 1, rows, dd, rows, &dv[jj * d], site::dv_acc,
+                     true);
+      tc_dot_cols_at(o, model, &dST[jj * rows], 1, qT.data(), 1, rows, dd, rows, &dk[jj * d], site::dk_acc,
+                     false);
+    }
+  }
+
+  // 5-6. dV_j += P^T dO_i and dK_j += dS^T Q_i, element by element (dV first).
   void dv_dk_update(const bwd_tile &t) {
+    if (tc) {
+      dv_dk_update_tc(t);
+      return;
+    }
     const long w = t.w, i0 = t.i0, rows = t.rows;
     for (long jj = 0; jj < w; ++jj)
       for (long x = 0; x < d; ++x) {
         double &av = dv[jj * d + x], &ak = dk[jj * d + x];
-        if (tc) {
-          av = of(tc_dot(model, &Pbf[jj], w, &dob[i0 * d + x], d, int(rows), as_f32(av), obs, site::dv_acc,
-                         true));
-          ak = of(tc_dot(model, &dSbf[jj], w, &qb[i0 * d + x], d, int(rows), as_f32(ak), obs, site::dk_acc,
-                         false));
-        } else if (exact) {
+        if (exact) {
           for (long rr = 0; rr < rows; ++rr)
             if (live[rr * w + jj]) {
               av += P[rr * w + jj] * dout[(i0 + rr) * d + x];
@@ -239,25 +264,27 @@ template <class Obs> struct fa2_backward {
       }
   }
 
-  // 7. dQ_ij = dS K_j (a cleared accumulator per KV block).
+  // 7. dQ_ij = dS K_j (a cleared accumulator per KV block); tc: the d chains of a row advanced
+  // together on K_j's packed columns, the blocks filed in (row, column) order.
   void dq_block(const bwd_tile &t) {
     const long w = t.w, j0 = t.j0;
     part.assign(t.rows * d, 0.0);
+    if (tc) {
+      tc_pack_cols(&kb[j0 * d], d, 1, int(w), int(d), kT);
+      for (long rr = 0; rr < t.rows; ++rr)
+        tc_dot_cols_at(o, model, &dSbf[rr * w], 1, kT.data(), 1, w, int(d), int(w), &part[rr * d],
+                       site::dq_acc, false);
+      return;
+    }
     for (long rr = 0; rr < t.rows; ++rr)
       for (long x = 0; x < d; ++x) {
         double s = 0;
-        if (tc) {
-          s = of(
-              tc_dot(model, &dSbf[rr * w], 1, &kb[j0 * d + x], d, int(w), f32{}, obs, site::dq_acc, false));
-        } else {
-          for (long jj = 0; jj < w; ++jj) {
-            const long e = rr * w + jj;
-            if (!live[e]) continue;
-            s = exact ? s + dS[e] * k[(j0 + jj) * d + x]
-                      : o.fma(dS[e], k[(j0 + jj) * d + x], s, site::dq_acc);
-          }
-          if (paper) s = o.to16(s, site::dq_acc);
+        for (long jj = 0; jj < w; ++jj) {
+          const long e = rr * w + jj;
+          if (!live[e]) continue;
+          s = exact ? s + dS[e] * k[(j0 + jj) * d + x] : o.fma(dS[e], k[(j0 + jj) * d + x], s, site::dq_acc);
         }
+        if (paper) s = o.to16(s, site::dq_acc);
         part[rr * d + x] = s;
       }
   }
