@@ -438,7 +438,7 @@ TEST(BackwardTiled, LedgerDoesNotChangeResults) {
   }
 }
 
-// The tiled backward's fa2 products run as packed columns: tc_pack_cols lays ncols strided chains
+// The tiled backward's fa2 products run as packed columns: pack_cols lays ncols strided chains
 // out as unit-stride columns and tc_dot_cols_at advances them together. Against the strided
 // chains one at a time (tc_dot, the single-chain path): the packed operands equal the source
 // entries they name, and the results and the ledger (every count and compensated sum, the
@@ -456,8 +456,8 @@ TEST(BackwardTiled, PackedColumnsEqualStridedChains) {
   for (auto &x : b)
     x = val();
   std::vector<bf16emu::bf16> packed, ap;
-  at::tc_pack_cols(b.data(), nc, 1, k, nc, packed);
-  at::tc_pack_cols(a.data() + 1, 3, 1, k, 1, ap);
+  at::pack_cols(b.data(), nc, 1, k, nc, packed);
+  at::pack_cols(a.data() + 1, 3, 1, k, 1, ap);
   ASSERT_EQ(ap.size(), std::size_t(k));
   for (int i = 0; i < k; ++i)
     ASSERT_EQ(ap[i].bits, a[3 * i + 1].bits) << i;

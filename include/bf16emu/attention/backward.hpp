@@ -163,14 +163,23 @@ backward_result backward_head(const forward_config &cfg, const head_view &h, con
           paper ? mul(mul(p, scale), sub(dp, r.delta[row])) : mul(mul(p, sub(dp, r.delta[row])), scale);
     }
   }
-  for (long j = 0; j < n; ++j)
+  // The columns of dO, Q, K (once) and of P, dS (per key) packed with unit strides (pack_cols:
+  // the same operands in the same order, so the same bits and ledger, without strided reads).
+  std::vector<double> doT, qT, kT, pj, dsj;
+  pack_cols(dout.data(), d, 1, n, d, doT);
+  pack_cols(q.data(), d, 1, n, d, qT);
+  pack_cols(k.data(), d, 1, n, d, kT);
+  for (long j = 0; j < n; ++j) {
+    pack_cols(&P[j], n, 1, n, 1, pj);
+    pack_cols(&dS[j], n, 1, n, 1, dsj);
     for (long i = 0; i < d; ++i) {
-      r.dv[j * d + i] = dot(&P[j], n, &dout[i], d, n); // sum_row P[row, j] dO[row, i]
-      r.dk[j * d + i] = dot(&dS[j], n, &q[i], d, n);   // sum_row dS[row, j] Q[row, i]
+      r.dv[j * d + i] = dot(pj.data(), 1, &doT[i * n], 1, n); // sum_row P[row, j] dO[row, i]
+      r.dk[j * d + i] = dot(dsj.data(), 1, &qT[i * n], 1, n); // sum_row dS[row, j] Q[row, i]
     }
+  }
   for (long row = 0; row < n; ++row)
     for (long i = 0; i < d; ++i)
-      r.dq[row * d + i] = dot(&dS[row * n], 1, &k[i], d, n);
+      r.dq[row * d + i] = dot(&dS[row * n], 1, &kT[i * n], 1, n);
   (void)add;
   return r;
 }

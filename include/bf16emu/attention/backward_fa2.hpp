@@ -121,7 +121,7 @@ template <class Obs> struct fa2_backward {
   std::vector<char> live;          // the tile's unmasked entries
   std::vector<bf16> Pbf, dSbf;
   // tc: a row's S and dP against the tile's keys; the tile's operands packed as unit-stride
-  // columns for tc_dot_cols_at (tc_pack_cols): dO_i, Q_i, P, dS, K_j transposed
+  // columns for tc_dot_cols_at (pack_cols): dO_i, Q_i, P, dS, K_j transposed
   std::vector<double> srow, dprow;
   std::vector<bf16> doT, qT, PT, dST, kT;
 
@@ -216,10 +216,10 @@ template <class Obs> struct fa2_backward {
   // filed in (key, column) order, as the chains element by element.
   void dv_dk_update_tc(const bwd_tile &t) {
     const int w = int(t.w), rows = int(t.rows), dd = int(d);
-    tc_pack_cols(&dob[t.i0 * d], d, 1, rows, dd, doT);
-    tc_pack_cols(&qb[t.i0 * d], d, 1, rows, dd, qT);
-    tc_pack_cols(Pbf.data(), w, 1, rows, w, PT);
-    tc_pack_cols(dSbf.data(), w, 1, rows, w, dST);
+    pack_cols(&dob[t.i0 * d], d, 1, rows, dd, doT);
+    pack_cols(&qb[t.i0 * d], d, 1, rows, dd, qT);
+    pack_cols(Pbf.data(), w, 1, rows, w, PT);
+    pack_cols(dSbf.data(), w, 1, rows, w, dST);
     for (long jj = 0; jj < w; ++jj) {
       tc_dot_cols_at(o, model, &PT[jj * rows], 1, doT.data(), 1, rows, dd, rows, &dv[jj * d], site::dv_acc,
                      true);
@@ -270,7 +270,7 @@ template <class Obs> struct fa2_backward {
     const long w = t.w, j0 = t.j0;
     part.assign(t.rows * d, 0.0);
     if (tc) {
-      tc_pack_cols(&kb[j0 * d], d, 1, int(w), int(d), kT);
+      pack_cols(&kb[j0 * d], d, 1, int(w), int(d), kT);
       for (long rr = 0; rr < t.rows; ++rr)
         tc_dot_cols_at(o, model, &dSbf[rr * w], 1, kT.data(), 1, w, int(d), int(w), &part[rr * d],
                        site::dq_acc, false);

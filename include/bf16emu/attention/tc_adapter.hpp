@@ -97,15 +97,17 @@ void tc_dot_cols(const tc_model &m, const bf16 *a, std::ptrdiff_t sa, const bf16
   }
 }
 
-// Packs ncols strided chains of length k into dst as tc_dot_cols's unit-stride columns: dst[j*k + i]
-// = src[i*sk + j*scol] for i < k, j < ncols (data movement only: the operands' bits unchanged),
-// so that tc_dot_cols(m, a, 1, dst.data(), 1, k, ncols, k, ...) equals the strided chains'
-// tc_dot(m, a, 1, src + j*scol, sk, k, ...). dst is resized (its capacity reused).
-inline void tc_pack_cols(const bf16 *src, std::ptrdiff_t sk, std::ptrdiff_t scol, int k, int ncols,
-                         std::vector<bf16> &dst) {
+// Packs ncols strided chains of length k into dst as unit-stride columns: dst[j*k + i] =
+// src[i*sk + j*scol] for i < k, j < ncols (data movement only: the operands' bits unchanged),
+// so that e.g. tc_dot_cols(m, a, 1, dst.data(), 1, k, ncols, k, ...) equals the strided chains'
+// tc_dot(m, a, 1, src + j*scol, sk, k, ...) and runs on the model's unit-stride column kernel.
+// dst is resized (its capacity reused).
+template <class T>
+void pack_cols(const T *src, std::ptrdiff_t sk, std::ptrdiff_t scol, long k, long ncols,
+               std::vector<T> &dst) {
   dst.resize(std::size_t(k) * std::size_t(ncols));
-  for (int j = 0; j < ncols; ++j)
-    for (int i = 0; i < k; ++i)
+  for (long j = 0; j < ncols; ++j)
+    for (long i = 0; i < k; ++i)
       dst[std::size_t(j) * std::size_t(k) + std::size_t(i)] = src[i * sk + j * scol];
 }
 
