@@ -14,7 +14,8 @@
 namespace {
 
 template <class F> tcref::fmt ref_fmt() {
-  return tcref::fmt{F::exp_bits, F::frac_bits, F::encoding == bf16emu::special_encoding::fn};
+  return tcref::fmt{F::exp_bits, F::frac_bits, F::encoding == bf16emu::special_encoding::fn,
+                    F::encoding == bf16emu::special_encoding::finite};
 }
 
 template <class F> std::uint64_t draw(fuzz::reader &r) { return std::uint64_t(fuzz::operand<F>(r).bits); }
