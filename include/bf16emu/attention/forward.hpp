@@ -246,26 +246,46 @@ template <class Obs> struct fa2_forward {
       s += a[i] * b[i];
     return s;
   }
+  // Four of them against consecutive rows of b (stride d), interleaved: each sum adds its
+  // products in the same order as dot64 (the same bits), but the four chains hide each other's
+  // addition latency.
+  void dot64x4(const double *a, const double *b, double *out) const {
+    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    const double *b1 = b + d, *b2 = b1 + d, *b3 = b2 + d;
+    for (long i = 0; i < d; ++i) {
+      s0 += a[i] * b[i];
+      s1 += a[i] * b1[i];
+      s2 += a[i] * b2[i];
+      s3 += a[i] * b3[i];
+    }
+    out[0] = s0, out[1] = s1, out[2] = s2, out[3] = s3;
+  }
 
   // 1-2. S = Q K^T for one row over keys [j0, j0 + w), masked entries -inf; returns the row max.
   double score_tile(long row, long j0, long w) {
     const double *qr = &q[row * d];
     double mb = ninf;
-    if (!exact && tc_qk) { // the unmasked keys (a prefix of the tile) together
+    if (exact || tc_qk) { // the unmasked keys (a prefix of the tile) together
       long live = 0;
       while (live < w && !masked(cfg.causal, row, j0 + live) && j0 + live < n)
         S[live++] = 0.0;
-      tc_dot_cols_at(o, model, &qb[row * d], 1, &kb[j0 * d], 1, d, int(live), int(d), S.data(), site::qk,
-                     false);
+      if (exact) {
+        long j = 0;
+        for (; j + 4 <= live; j += 4)
+          dot64x4(qr, &k[(j0 + j) * d], &S[j]);
+        for (; j < live; ++j)
+          S[j] = dot64(qr, &k[(j0 + j) * d]);
+      } else {
+        tc_dot_cols_at(o, model, &qb[row * d], 1, &kb[j0 * d], 1, d, int(live), int(d), S.data(), site::qk,
+                       false);
+      }
     }
     for (long j = 0; j < w; ++j) {
       if (masked(cfg.causal, row, j0 + j) || j0 + j >= n) {
         S[j] = ninf;
         continue;
       }
-      if (exact)
-        S[j] = dot64(qr, &k[(j0 + j) * d]);
-      else if (tc_qk)
+      if (exact || tc_qk)
         ; // above
       else {
         double s = 0;
