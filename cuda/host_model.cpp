@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <iterator>
 #include <ostream>
 
 #include "bf16emu/attention/forward.hpp"
@@ -32,11 +33,15 @@ template <class Fn> bool with_formats(format_id in, format_id b, format_id out, 
     if (in != b || in != out) return false;
     return fn(binary64{}, binary64{}, binary64{}), true;
   }
-  if (in != b) {
-    if (in == format_id::e4m3 && b == format_id::e5m2) return with_out(float8_e4m3{}, float8_e5m2{});
-    if (in == format_id::e5m2 && b == format_id::e4m3) return with_out(float8_e5m2{}, float8_e4m3{});
-    return false;
-  }
+  // The fp8 mixes and the sm120 kind::f8f6f4 operands (fp6, fp4 and their mixes with fp8).
+  const auto f8f6f4 = [](format_id f) {
+    return std::find(std::begin(tc::f8f6f4_formats), std::end(tc::f8f6f4_formats), f) !=
+           std::end(tc::f8f6f4_formats);
+  };
+  if (f8f6f4(in) && f8f6f4(b) && (in != b || (in != format_id::e4m3 && in != format_id::e5m2)))
+    return tc::visit_f8f6f4(
+        in, [&](auto fa) { return tc::visit_f8f6f4(b, [&](auto fb) { return with_out(fa, fb); }); });
+  if (in != b) return false;
   switch (in) {
   case format_id::bf16: return with_out(bfloat16{}, bfloat16{});
   case format_id::fp16: return with_out(binary16{}, binary16{});
@@ -51,6 +56,7 @@ template <class Fn> bool with_formats(format_id in, format_id b, format_id out, 
 
 std::optional<tc::arch> arch_of(int cc_major, int cc_minor) {
   const int cc = cc_major * 10 + cc_minor;
+  if (cc == 75) return tc::arch::sm75; // the m8n8k4 probes (sm_75 code); no bf16 preset
   if (cc == 80) return tc::arch::sm80;
   if (cc == 86 || cc == 87) return tc::arch::sm86;
   if (cc == 89) return tc::arch::sm89;

@@ -82,6 +82,49 @@ bool probe16_supported(const probe16_job &job, int cc_major, int cc_minor);
 int run_probe16(const probe16_job &job);
 
 // ------------------------------------------------------------------------------------------------
+// Issue-16 probes, second batch (cuda/mma_probe_kernels.cu): the mma.sync shapes of the NVIDIA
+// presets the first probes leave out, one kernel template per shape family, the element formats of
+// A and B a template argument: sm120 kind::f8f6f4 with fp6/fp4 operands (m16n8k32), fp8 m16n8k16,
+// tf32 m16n8k4, bf16 m16n8k8 and the sm_90 f64 m16n8k8 / m16n8k16. Lines on the diagonal of the
+// m16n8 tile as above (8 lines per instruction), operands right-aligned in 64-bit slots.
+enum class mma_family : std::uint8_t {
+  none,
+  f8f6f4_k32, // mma.sync m16n8k32 .kind::f8f6f4, A and B any of e4m3 e5m2 e3m2 e2m3 e2m1 (sm_120a)
+  fp8_k16,    // mma.sync m16n8k16, A and B e4m3 / e5m2 (PTX ISA: sm_89+)
+  tf32_k4,    // mma.sync m16n8k4 .f32.tf32.tf32.f32 (sm_80+)
+  bf16_k8,    // mma.sync m16n8k8 .f32.bf16.bf16.f32 (sm_80+)
+  f64_k8,     // mma.sync m16n8k8 .f64 (PTX ISA: sm_90+)
+  f64_k16,    // mma.sync m16n8k16 .f64 (PTX ISA: sm_90+)
+  m8n8k4,     // mma.sync m8n8k4 .row.col .f16 inputs, C/D both f32 or both f16 (the sm_75 code)
+};
+// The A x B mixes of the f8f6f4_k32 kernels (every pair with an fp6 or fp4 operand, the sm120
+// presets' list) and of fp8_k16; X(A, B) with mma_elem / format_id names.
+#define BF16EMU_F8F6F4_FP6FP4_PAIRS(X)                                                                       \
+  X(e4m3, e3m2)                                                                                              \
+  X(e4m3, e2m3)                                                                                              \
+  X(e4m3, e2m1) X(e5m2, e3m2) X(e5m2, e2m3) X(e5m2, e2m1) X(e3m2, e4m3) X(e3m2, e5m2) X(e3m2, e3m2)          \
+      X(e3m2, e2m3) X(e3m2, e2m1) X(e2m3, e4m3) X(e2m3, e5m2) X(e2m3, e3m2) X(e2m3, e2m3) X(e2m3, e2m1)      \
+          X(e2m1, e4m3) X(e2m1, e5m2) X(e2m1, e3m2) X(e2m1, e2m3) X(e2m1, e2m1)
+#define BF16EMU_FP8_PAIRS(X) X(e4m3, e4m3) X(e4m3, e5m2) X(e5m2, e4m3) X(e5m2, e5m2)
+enum class mma_elem : std::uint8_t { e4m3, e5m2, e3m2, e2m3, e2m1, tf32, bf16, f16, f64 };
+struct mma_job {
+  mma_family fam = mma_family::none;
+  mma_elem a = mma_elem::e4m3, b = mma_elem::e4m3;
+  bool out16 = false;      // f16 C/D (otherwise f32, or f64 for the f64 families)
+  int k = 0;               // values of A (and of B) per line: a multiple of mma_family_k(fam)
+  std::size_t lines = 0;   // number of dot products
+  const std::uint64_t *ab; // A: lines*k right-aligned bit patterns (tf32: the 19-bit pattern)
+  const std::uint64_t *bb; // B: lines*k
+  const std::uint64_t *c;  // lines (fp32/fp16/f64 bits, right-aligned)
+  std::uint64_t *d;        // lines, same encoding as c
+};
+int mma_family_k(mma_family f);
+// Whether this build carries the family's code for the device (cuda/CMakeLists.txt: sm_80 code
+// with compute_80 PTX, sm_90a, sm_100a, sm_120a).
+bool mma_supported(const mma_job &job, int cc_major, int cc_minor);
+int run_mma(const mma_job &job);
+
+// ------------------------------------------------------------------------------------------------
 // GEMM: D[M][N] (fp32) = A[M][K] (bf16, row-major) * B (bf16, given as Bt[N][K], row-major),
 // on mma.sync.m16n8k16 with an FP32 accumulator that starts at +0 and runs over k in increasing
 // order, one instruction per 16 values of k. Each D element is therefore the line

@@ -738,12 +738,35 @@ __device__ __forceinline__ std::uint32_t pack16(const std::uint64_t *p, std::siz
                : "+r"(acc[0]), "+r"(acc[1])                                                                  \
                : "r"(ra[0]), "r"(ra[1]), "r"(ra[2]), "r"(ra[3]), "r"(rb[0]), "r"(rb[1]))
 
+// The f32 view `f` of four accumulator registers, written back to them at the end of the scope
+// unless H (an f16 accumulator, which the instruction updates in the registers in place).
+template <bool H> struct f32_view {
+  std::uint32_t (&acc)[4];
+  float f[4] = {0, 0, 0, 0};
+  __device__ explicit f32_view(std::uint32_t (&a)[4]) : acc(a) {
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      f[i] = __uint_as_float(a[i]);
+#endif
+  }
+  __device__ ~f32_view() {
+#if defined(__CUDA_ARCH__)
+    if constexpr (!H) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+        acc[i] = __float_as_uint(f[i]);
+    }
+#endif
+  }
+};
+
 // One m16n8 instruction on 32-bit accumulator registers (f32 bits, or f16 pairs for fp16_k8_f16).
 template <probe16_op Op>
 __device__ __forceinline__ void issue16(std::uint32_t (&acc)[4], const std::uint32_t (&ra)[4],
                                         const std::uint32_t (&rb)[2]) {
-  [[maybe_unused]] float f[4] = {__uint_as_float(acc[0]), __uint_as_float(acc[1]), __uint_as_float(acc[2]),
-                                 __uint_as_float(acc[3])};
+  f32_view<half16(Op)> view(acc);
+  [[maybe_unused]] float(&f)[4] = view.f;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   if constexpr (Op == probe16_op::fp16_k8_f16) {
     asm volatile("mma.sync.aligned.m16n8k8.row.col.f16.f16.f16.f16 {%0,%1}, {%2,%3}, {%4}, {%0,%1};\n"
@@ -792,15 +815,25 @@ __device__ __forceinline__ void issue16(std::uint32_t (&acc)[4], const std::uint
     if constexpr (half16(Op)) acc[0] = acc[1] = 0xffffffffu;
 #endif
   }
-  if constexpr (!half16(Op)) { // the f16 accumulator was written in place
-#pragma unroll
-    for (int i = 0; i < 4; ++i)
-      acc[i] = __float_as_uint(f[i]);
-  }
 #endif
 }
-#undef BF16EMU_MMA_K32
-#undef BF16EMU_MMA_K32_H
+// The m16n8 accumulator registers of lane (g, t) and the diagonal element (g, g) of a line: C
+// in (f32: c0 = (g, 2t), c1 = (g, 2t+1); f16 (H): reg0 = the two halves), D out.
+template <bool H>
+__device__ __forceinline__ void diag_c(std::uint32_t (&acc)[4], const std::uint64_t *c, std::size_t line,
+                                       bool valid, int g, int t) {
+  if (!valid || g / 2 != t) return;
+  if constexpr (H)
+    acc[0] = std::uint32_t(c[line] & 0xffffu) << (16 * (g % 2));
+  else
+    acc[g % 2] = std::uint32_t(c[line]);
+}
+template <bool H>
+__device__ __forceinline__ void diag_d(const std::uint32_t (&acc)[4], std::uint64_t *d, std::size_t line,
+                                       bool valid, int g, int t) {
+  if (!valid || g / 2 != t) return;
+  d[line] = H ? (acc[0] >> (16 * (g % 2))) & 0xffffu : acc[g % 2];
+}
 
 template <probe16_op Op>
 __global__ void __launch_bounds__(256)
@@ -827,15 +860,8 @@ __global__ void __launch_bounds__(256)
       if (valid && g == 2 * t) d[line] = std::uint64_t(__double_as_longlong(acc[0]));
       if (valid && g == 2 * t + 1) d[line] = std::uint64_t(__double_as_longlong(acc[1]));
     } else {
-      constexpr bool half_out = half16(Op);
       std::uint32_t acc[4] = {0, 0, 0, 0};
-      if constexpr (half_out) {
-        if (valid && g == 2 * t) acc[0] = std::uint32_t(c[line] & 0xffffu);
-        if (valid && g == 2 * t + 1) acc[0] = std::uint32_t(c[line] & 0xffffu) << 16;
-      } else {
-        if (valid && g == 2 * t) acc[0] = std::uint32_t(c[line]);
-        if (valid && g == 2 * t + 1) acc[1] = std::uint32_t(c[line]);
-      }
+      diag_c<half16(Op)>(acc, c, line, valid, g, t);
       for (int k0 = 0; k0 < K; k0 += k) {
         std::uint32_t ra[4] = {0, 0, 0, 0}, rb[2] = {0, 0};
         if constexpr (k == 8) {
@@ -849,15 +875,7 @@ __global__ void __launch_bounds__(256)
         }
         issue16<Op>(acc, ra, rb);
       }
-      if (valid) {
-        if constexpr (half_out) {
-          if (g == 2 * t) d[line] = acc[0] & 0xffffu;
-          if (g == 2 * t + 1) d[line] = acc[0] >> 16;
-        } else {
-          if (g == 2 * t) d[line] = acc[0];
-          if (g == 2 * t + 1) d[line] = acc[1];
-        }
-      }
+      diag_d<half16(Op)>(acc, d, line, valid, g, t);
     }
   });
 }
@@ -865,7 +883,7 @@ __global__ void __launch_bounds__(256)
 template <probe16_op Op>
 int launch16(const probe16_job &job, const std::uint64_t *a, const std::uint64_t *b, const std::uint64_t *c,
              std::uint64_t *d) {
-  const unsigned blocks = unsigned(std::min<std::size_t>((job.lines + 63) / 64, 8192));
+  const unsigned blocks = probe_blocks(job.lines);
   mma_probe16<Op><<<blocks, 256>>>(a, b, c, d, job.k, job.lines);
   return int(cudaGetLastError());
 }
@@ -919,6 +937,314 @@ int run_probe16(const probe16_job &job) {
   return run_on_device(job.a, job.b, job.c, job.d, job.lines * std::size_t(job.k), job.lines,
                        [&](const std::uint64_t *a, const std::uint64_t *b, const std::uint64_t *c,
                            std::uint64_t *d) { return dispatch16(job, a, b, c, d); });
+}
+
+// ------------------------------------------------------------------------------------------------
+// Issue-16 probes, second batch (kernels.hpp, mma_family). Fragment layouts (PTX ISA 9.7.14.5.6-10,
+// "Matrix Fragments for mma.m16n8k4 / mma.m16n8k8 / mma.m16n8k16 with floating point type /
+// mma.m16n8k16 with integer type / mma.m16n8k32"), g = lane/4, t = lane%4; only rows 0..7 of A
+// carry lines, so the row g+8 registers of A stay zero:
+//   m16n8k32 kind::f8f6f4: the 8-bit m16n8k32 layout above (A reg0 = row g, cols 4t..4t+3, reg2 =
+//     cols 4t+16..; B reg0 = rows 4t..4t+3 of col g, reg1 = rows 4t+16..), every element in an
+//     8-bit container (PTX ISA 9.7.14.5.14 "Multiply-and-Accumulate Instruction: mma",
+//     Description: with .kind::f8f6f4 an .e2m1 element sits in the central 4 bits [5:2] of its
+//     byte, an .e3m2 / .e2m3 element in the low 6 bits [5:0]; the padding bits are zero here).
+//   m16n8k16 .e4m3/.e5m2 (the integer-type layout): A reg0 = row g, cols 4t..4t+3; B reg0 = rows
+//     4t..4t+3 of col g.
+//   m16n8k4 .tf32: A reg0 = (g, t); B reg0 = (t, g).
+//   m16n8k8 .bf16: A reg0 = row g, cols 2t, 2t+1; B reg0 = rows 2t, 2t+1 of col g.
+//   m16n8k8 / m16n8k16 .f64: A reg 2j = (g, t + 4j) (odd registers: row g+8); B reg j = (t + 4j, g).
+//   C/D: .f32 / .f64 c0, c1 = row g, cols 2t, 2t+1; .f16 reg0 = row g, cols 2t (low), 2t+1 (high).
+namespace {
+
+constexpr int kfam(mma_family f) {
+  switch (f) {
+  case mma_family::f8f6f4_k32: return 32;
+  case mma_family::fp8_k16:
+  case mma_family::f64_k16: return 16;
+  case mma_family::bf16_k8:
+  case mma_family::f64_k8: return 8;
+  case mma_family::tf32_k4:
+  case mma_family::m8n8k4: return 4;
+  default: return 0;
+  }
+}
+
+// The byte an 8-bit-container element occupies in its register.
+template <mma_elem E> __device__ __forceinline__ std::uint32_t container(std::uint64_t v) {
+  if constexpr (E == mma_elem::e2m1)
+    return std::uint32_t(v & 0xfu) << 2;
+  else if constexpr (E == mma_elem::e3m2 || E == mma_elem::e2m3)
+    return std::uint32_t(v & 0x3fu);
+  else
+    return std::uint32_t(v & 0xffu);
+}
+// Four consecutive elements from k on as 8-bit containers, lowest k in the low byte.
+template <mma_elem E>
+__device__ __forceinline__ std::uint32_t pack8(const std::uint64_t *p, std::size_t line, bool valid, int K,
+                                               int k) {
+  std::uint32_t r = 0;
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+    r |= container<E>(e16(p, line, valid, K, k + i)) << (8 * i);
+  return r;
+}
+
+// Two A registers (row g, row g+8), one B register.
+#define BF16EMU_MMA_A2B1(ptx)                                                                                \
+  asm volatile(ptx " {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"                                         \
+               : "+f"(f[0]), "+f"(f[1]), "+f"(f[2]), "+f"(f[3])                                              \
+               : "r"(ra[0]), "r"(ra[1]), "r"(rb[0]))
+#define BF16EMU_MMA_A2B1_H(ptx)                                                                              \
+  asm volatile(ptx " {%0,%1}, {%2,%3}, {%4}, {%0,%1};\n"                                                     \
+               : "+r"(acc[0]), "+r"(acc[1])                                                                  \
+               : "r"(ra[0]), "r"(ra[1]), "r"(rb[0]))
+// The else-if arm of the (TA, TB) pair: MMA (f32 accumulator) or MMA_H (f16) issuing
+// PREFIX.{f32,f16}.A.B.{f32,f16}.
+#define BF16EMU_ISSUE_PAIR(MMA, MMA_H, prefix, A, B)                                                         \
+  else if constexpr (TA == mma_elem::A && TB == mma_elem::B) {                                               \
+    if constexpr (H)                                                                                         \
+      MMA_H(prefix ".f16." #A "." #B ".f16");                                                                \
+    else                                                                                                     \
+      MMA(prefix ".f32." #A "." #B ".f32");                                                                  \
+  }
+#define BF16EMU_ISSUE_F8F6F4(A, B)                                                                           \
+  BF16EMU_ISSUE_PAIR(BF16EMU_MMA_K32, BF16EMU_MMA_K32_H, "mma.sync.aligned.m16n8k32.row.col.kind::f8f6f4",   \
+                     A, B)
+#define BF16EMU_ISSUE_FP8_K16(A, B)                                                                          \
+  BF16EMU_ISSUE_PAIR(BF16EMU_MMA_A2B1, BF16EMU_MMA_A2B1_H, "mma.sync.aligned.m16n8k16.row.col", A, B)
+
+// One m16n8 instruction of a 32-bit family on 32-bit accumulator registers (f32 bits, or f16 pairs).
+template <mma_family F, mma_elem TA, mma_elem TB, bool H>
+__device__ __forceinline__ void issue_fam(std::uint32_t (&acc)[4], const std::uint32_t (&ra)[4],
+                                          const std::uint32_t (&rb)[2]) {
+  f32_view<H> view(acc);
+  [[maybe_unused]] float(&f)[4] = view.f;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  if constexpr (F == mma_family::tf32_k4) {
+    BF16EMU_MMA_A2B1("mma.sync.aligned.m16n8k4.row.col.f32.tf32.tf32.f32");
+  } else if constexpr (F == mma_family::bf16_k8) {
+    BF16EMU_MMA_A2B1("mma.sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32");
+  } else if constexpr (F == mma_family::fp8_k16) {
+#if __CUDA_ARCH__ >= 890
+    if constexpr (false) {
+    }
+    BF16EMU_FP8_PAIRS(BF16EMU_ISSUE_FP8_K16)
+#else
+    f[0] = f[1] = f[2] = f[3] = __uint_as_float(0xffffffffu); // not launched below sm_89
+    if constexpr (H) acc[0] = acc[1] = 0xffffffffu;
+#endif
+  } else {
+#if defined(__CUDA_ARCH_FEAT_SM120_ALL)
+    if constexpr (false) {
+    }
+    BF16EMU_F8F6F4_FP6FP4_PAIRS(BF16EMU_ISSUE_F8F6F4)
+#else
+    f[0] = f[1] = f[2] = f[3] = __uint_as_float(0xffffffffu); // sm_120a code only
+    if constexpr (H) acc[0] = acc[1] = 0xffffffffu;
+#endif
+  }
+#endif
+}
+#undef BF16EMU_ISSUE_F8F6F4
+#undef BF16EMU_ISSUE_FP8_K16
+#undef BF16EMU_ISSUE_PAIR
+#undef BF16EMU_MMA_A2B1
+#undef BF16EMU_MMA_A2B1_H
+#undef BF16EMU_MMA_K32
+#undef BF16EMU_MMA_K32_H
+
+// One f64 instruction: x[j] = A(g, t + 4j), y[j] = B(t + 4j, g); A's row g+8 registers are zero.
+template <mma_family F>
+__device__ __forceinline__ void issue_f64(double (&acc)[4], const double (&x)[4], const double (&y)[4]) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const double z = 0;
+  if constexpr (F == mma_family::f64_k8)
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};\n"
+                 : "+d"(acc[0]), "+d"(acc[1]), "+d"(acc[2]), "+d"(acc[3])
+                 : "d"(x[0]), "d"(z), "d"(x[1]), "d"(z), "d"(y[0]), "d"(y[1]));
+  else
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, "
+                 "{%4,%5,%6,%7,%8,%9,%10,%11}, {%12,%13,%14,%15}, {%0,%1,%2,%3};\n"
+                 : "+d"(acc[0]), "+d"(acc[1]), "+d"(acc[2]), "+d"(acc[3])
+                 : "d"(x[0]), "d"(z), "d"(x[1]), "d"(z), "d"(x[2]), "d"(z), "d"(x[3]), "d"(z), "d"(y[0]),
+                   "d"(y[1]), "d"(y[2]), "d"(y[3]));
+#else
+  acc[0] = acc[1] = x[0] + y[0];            // f64 m16n8k8 / k16 need sm_90: not launched below it
+#endif
+}
+
+template <mma_family F, mma_elem TA, mma_elem TB, bool H>
+__global__ void __launch_bounds__(256)
+    mma_fam_probe(const std::uint64_t *__restrict__ a, const std::uint64_t *__restrict__ b,
+                  const std::uint64_t *__restrict__ c, std::uint64_t *__restrict__ d, int K,
+                  std::size_t lines) {
+  constexpr int k = kfam(F);
+  for_each_group8(lines, [&](std::size_t line, bool valid, int g, int t) { // row g of A, column g of B
+    if constexpr (F == mma_family::f64_k8 || F == mma_family::f64_k16) {
+      double acc[4] = {0, 0, 0, 0};
+      if (valid && g == 2 * t) acc[0] = __longlong_as_double((long long)c[line]);
+      if (valid && g == 2 * t + 1) acc[1] = __longlong_as_double((long long)c[line]);
+      for (int k0 = 0; k0 < K; k0 += k) {
+        double x[4] = {0, 0, 0, 0}, y[4] = {0, 0, 0, 0};
+#pragma unroll
+        for (int j = 0; j < k / 4; ++j) {
+          x[j] = __longlong_as_double((long long)e16(a, line, valid, K, k0 + t + 4 * j));
+          y[j] = __longlong_as_double((long long)e16(b, line, valid, K, k0 + t + 4 * j));
+        }
+        issue_f64<F>(acc, x, y);
+      }
+      if (valid && g == 2 * t) d[line] = std::uint64_t(__double_as_longlong(acc[0]));
+      if (valid && g == 2 * t + 1) d[line] = std::uint64_t(__double_as_longlong(acc[1]));
+    } else {
+      std::uint32_t acc[4] = {0, 0, 0, 0};
+      diag_c<H>(acc, c, line, valid, g, t);
+      for (int k0 = 0; k0 < K; k0 += k) {
+        std::uint32_t ra[4] = {0, 0, 0, 0}, rb[2] = {0, 0};
+        if constexpr (F == mma_family::f8f6f4_k32) {
+          ra[0] = pack8<TA>(a, line, valid, K, k0 + 4 * t);
+          ra[2] = pack8<TA>(a, line, valid, K, k0 + 4 * t + 16);
+          rb[0] = pack8<TB>(b, line, valid, K, k0 + 4 * t);
+          rb[1] = pack8<TB>(b, line, valid, K, k0 + 4 * t + 16);
+        } else if constexpr (F == mma_family::fp8_k16) {
+          ra[0] = pack8<TA>(a, line, valid, K, k0 + 4 * t);
+          rb[0] = pack8<TB>(b, line, valid, K, k0 + 4 * t);
+        } else if constexpr (F == mma_family::bf16_k8) {
+          ra[0] = pack16(a, line, valid, K, k0 + 2 * t, 16);
+          rb[0] = pack16(b, line, valid, K, k0 + 2 * t, 16);
+        } else { // tf32: the FP32 register bits of the 19-bit pattern
+          ra[0] = std::uint32_t(e16(a, line, valid, K, k0 + t) & 0x7ffffu) << 13;
+          rb[0] = std::uint32_t(e16(b, line, valid, K, k0 + t) & 0x7ffffu) << 13;
+        }
+        issue_fam<F, TA, TB, H>(acc, ra, rb);
+      }
+      diag_d<H>(acc, d, line, valid, g, t);
+    }
+  });
+}
+
+// m8n8k4 .f16 (PTX ISA 9.7.14.5.1 "Matrix Fragments for mma.m8n8k4 with .f16 floating point
+// type"): a warp computes four independent 8x8x4 products, computation q on lanes 4q..4q+3 (rows
+// 0..3) and 16+4q..16+4q+3 (rows 4..7); a lane's row is r = lane%4 (+4 from lane 16). A .row:
+// a0..a3 = A[r][0..3]; B .col: b0..b3 = B[0..3][r]: every thread holds its own line's A row and
+// B column. C/D .f16: c_i = (r, i); .f32: row (lane&1) + (i&2) (+4 from lane 16), col (i&4) +
+// (lane&2) + (i&1). 32 lines per warp, line 8q + row on the diagonal of computation q's tile.
+template <bool H>
+__global__ void __launch_bounds__(256)
+    mma_m8n8k4_probe(const std::uint64_t *__restrict__ a, const std::uint64_t *__restrict__ b,
+                     const std::uint64_t *__restrict__ c, std::uint64_t *__restrict__ d, int K,
+                     std::size_t lines) {
+  const int lane = threadIdx.x & 31, q = (lane >> 2) & 3, hi = lane >> 4, r = (lane & 3) + 4 * hi;
+  const std::size_t warp = (std::size_t(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
+  const std::size_t nwarps = (std::size_t(gridDim.x) * blockDim.x) >> 5;
+  // The tile element C/D register i of this lane holds.
+  const auto row_of = [&](int i) { return H ? r : (lane & 1) + (i & 2) + 4 * hi; };
+  const auto col_of = [&](int i) { return H ? i : (i & 4) + (lane & 2) + (i & 1); };
+  for (std::size_t base = warp * 32; base < lines; base += nwarps * 32) {
+    const std::size_t first = base + 8 * q, line = first + r; // this lane's line (A row r, B column r)
+    const bool valid = line < lines;
+    std::uint32_t acc[8] = {0, 0, 0, 0, 0, 0, 0, 0}; // f32 bits, or (H) four f16x2 registers
+#pragma unroll
+    for (int i = 0; i < 8; ++i)
+      if (row_of(i) == col_of(i) && first + row_of(i) < lines) {
+        const std::uint64_t ci = c[first + row_of(i)];
+        if constexpr (H)
+          acc[i / 2] |= std::uint32_t(ci & 0xffffu) << (16 * (i % 2));
+        else
+          acc[i] = std::uint32_t(ci);
+      }
+    for (int k0 = 0; k0 < K; k0 += 4) {
+      const std::uint32_t ra[2] = {pack16(a, line, valid, K, k0, 16), pack16(a, line, valid, K, k0 + 2, 16)};
+      const std::uint32_t rb[2] = {pack16(b, line, valid, K, k0, 16), pack16(b, line, valid, K, k0 + 2, 16)};
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 750
+      if constexpr (H)
+        asm volatile("mma.sync.aligned.m8n8k4.row.col.f16.f16.f16.f16 {%0,%1,%2,%3}, {%4,%5}, {%6,%7}, "
+                     "{%0,%1,%2,%3};\n"
+                     : "+r"(acc[0]), "+r"(acc[1]), "+r"(acc[2]), "+r"(acc[3])
+                     : "r"(ra[0]), "r"(ra[1]), "r"(rb[0]), "r"(rb[1]));
+      else
+        asm volatile("mma.sync.aligned.m8n8k4.row.col.f32.f16.f16.f32 {%0,%1,%2,%3,%4,%5,%6,%7}, {%8,%9}, "
+                     "{%10,%11}, {%0,%1,%2,%3,%4,%5,%6,%7};\n"
+                     : "+r"(acc[0]), "+r"(acc[1]), "+r"(acc[2]), "+r"(acc[3]), "+r"(acc[4]), "+r"(acc[5]),
+                       "+r"(acc[6]), "+r"(acc[7])
+                     : "r"(ra[0]), "r"(ra[1]), "r"(rb[0]), "r"(rb[1]));
+#else
+      acc[0] = ra[0] ^ rb[0] ^ 0xffffffffu; // the sm_75 code only: not launched elsewhere
+#endif
+    }
+#pragma unroll
+    for (int i = 0; i < 8; ++i)
+      if (row_of(i) == col_of(i) && first + row_of(i) < lines)
+        d[first + row_of(i)] = H ? (acc[i / 2] >> (16 * (i % 2))) & 0xffffu : acc[i];
+  }
+}
+
+template <mma_family F, mma_elem TA, mma_elem TB, bool H>
+int launch_fam(const mma_job &job, const std::uint64_t *a, const std::uint64_t *b, const std::uint64_t *c,
+               std::uint64_t *d) {
+  const unsigned blocks = probe_blocks(job.lines);
+  if constexpr (F == mma_family::m8n8k4)
+    mma_m8n8k4_probe<H><<<blocks, 256>>>(a, b, c, d, job.k, job.lines);
+  else
+    mma_fam_probe<F, TA, TB, H><<<blocks, 256>>>(a, b, c, d, job.k, job.lines);
+  return int(cudaGetLastError());
+}
+
+int dispatch_fam(const mma_job &job, const std::uint64_t *a, const std::uint64_t *b, const std::uint64_t *c,
+                 std::uint64_t *d) {
+  using E = mma_elem;
+  using M = mma_family;
+  switch (job.fam) {
+  case M::tf32_k4: return launch_fam<M::tf32_k4, E::tf32, E::tf32, false>(job, a, b, c, d);
+  case M::bf16_k8: return launch_fam<M::bf16_k8, E::bf16, E::bf16, false>(job, a, b, c, d);
+  case M::f64_k8: return launch_fam<M::f64_k8, E::f64, E::f64, false>(job, a, b, c, d);
+  case M::f64_k16: return launch_fam<M::f64_k16, E::f64, E::f64, false>(job, a, b, c, d);
+  case M::m8n8k4:
+    return job.out16 ? launch_fam<M::m8n8k4, E::f16, E::f16, true>(job, a, b, c, d)
+                     : launch_fam<M::m8n8k4, E::f16, E::f16, false>(job, a, b, c, d);
+#define BF16EMU_LAUNCH(FAM, A, B)                                                                            \
+  if (job.a == E::A && job.b == E::B)                                                                        \
+    return job.out16 ? launch_fam<M::FAM, E::A, E::B, true>(job, a, b, c, d)                                 \
+                     : launch_fam<M::FAM, E::A, E::B, false>(job, a, b, c, d);
+#define BF16EMU_LAUNCH_FP8(A, B) BF16EMU_LAUNCH(fp8_k16, A, B)
+#define BF16EMU_LAUNCH_F8F6F4(A, B) BF16EMU_LAUNCH(f8f6f4_k32, A, B)
+  case M::fp8_k16: BF16EMU_FP8_PAIRS(BF16EMU_LAUNCH_FP8) break;
+  case M::f8f6f4_k32: BF16EMU_F8F6F4_FP6FP4_PAIRS(BF16EMU_LAUNCH_F8F6F4) break;
+#undef BF16EMU_LAUNCH_F8F6F4
+#undef BF16EMU_LAUNCH_FP8
+#undef BF16EMU_LAUNCH
+  default: break;
+  }
+  return int(cudaErrorInvalidValue); // a family / format pair no kernel issues
+}
+
+} // namespace
+
+int mma_family_k(mma_family f) { return kfam(f); }
+
+bool mma_supported(const mma_job &job, int cc_major, int cc_minor) {
+  const int cc = cc_major * 10 + cc_minor;
+  if (kfam(job.fam) == 0 || job.k <= 0 || job.k % kfam(job.fam) != 0) return false;
+  switch (job.fam) {
+  case mma_family::f8f6f4_k32:
+    return cc == 120; // the sm_120a code
+  // PTX ISA: sm_89+. The sm_80 code (and its compute_80 PTX) cannot carry it; of the devices the
+  // build has code for (9.0, 10.0, 12.0) the model has a preset on sm120 only (and sm89).
+  case mma_family::fp8_k16: return cc == 120;
+  case mma_family::f64_k8:
+  case mma_family::f64_k16:
+    return cc == 90; // PTX ISA: sm_90; the sm_90a code
+  // The sm_75 code (nvcc 13 has no sm_70); the model has no m8n8k4 preset past sm75.
+  case mma_family::m8n8k4: return cc == 75;
+  default: return cc >= 80;
+  }
+}
+
+int run_mma(const mma_job &job) {
+  return run_on_device(job.ab, job.bb, job.c, job.d, job.lines * std::size_t(job.k), job.lines,
+                       [&](const std::uint64_t *a, const std::uint64_t *b, const std::uint64_t *c,
+                           std::uint64_t *d) { return dispatch_fam(job, a, b, c, d); });
 }
 
 } // namespace bf16emu::gpu

@@ -15,7 +15,20 @@ probe_job job_of(const probe_kernel &p, int K) {
 
 } // namespace
 
+static mma_job mma_job_of(const probe_kernel &p, int K) {
+  mma_job j;
+  j.fam = p.mma.fam, j.a = p.mma.a, j.b = p.mma.b, j.out16 = p.out == format_id::fp16, j.k = K;
+  return j;
+}
+
+int kernel_instr_k(const probe_kernel &p) {
+  return p.mma.fam != mma_family::none ? mma_family_k(p.mma.fam)
+         : p.p16                       ? probe16_instr_k(p.op16)
+                                       : instr_k(p.ta);
+}
+
 bool kernel_supported(const probe_kernel &p, int K, int cc_major, int cc_minor) {
+  if (p.mma.fam != mma_family::none) return mma_supported(mma_job_of(p, K), cc_major, cc_minor);
   if (p.p16) {
     probe16_job j;
     j.op = p.op16, j.k = K;
@@ -26,6 +39,11 @@ bool kernel_supported(const probe_kernel &p, int K, int cc_major, int cc_minor) 
 
 int run_kernel(const probe_kernel &p, const vec_set &v, std::vector<std::uint64_t> &d) {
   d.assign(v.lines(), 0);
+  if (p.mma.fam != mma_family::none) {
+    mma_job j = mma_job_of(p, v.k);
+    j.lines = v.lines(), j.ab = v.a.data(), j.bb = v.b.data(), j.c = v.c.data(), j.d = d.data();
+    return run_mma(j);
+  }
   if (p.p16) {
     probe16_job j;
     j.op = p.op16, j.k = v.k, j.lines = v.lines();

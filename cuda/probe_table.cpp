@@ -8,6 +8,7 @@
 #include "io/tokens.hpp"
 
 #include <algorithm>
+#include <deque>
 #include <exception>
 #include <iterator>
 #include <map>
@@ -22,12 +23,13 @@ constexpr int kAny = 1000; // no upper compute-capability bound (PTX of compute_
 
 probe_kernel plain(const char *name, K kind, F a, F b, F out, int k, const char *ptx, int cc_min, int cc_max,
                    instr op, in_type ta, in_type tb, out_type to) {
-  return {name, kind, "", a, b, out, k, ptx, cc_min, cc_max, false, false, op, ta, tb, to, probe16_op::f64};
+  return {name, kind, "", a, b, out, k, ptx, cc_min, cc_max, false, false, op, ta, tb, to, probe16_op::f64,
+          {}};
 }
 // tcgen05 kind::f8f6f4 with fp8 operands (sm_100a), modelled by tc::scaled_presets.
 probe_kernel tc5_f8(const char *name, F a, F b, F out, const char *ptx, in_type ta, in_type tb, out_type to) {
-  return {name, K::tcgen05, "f8f6f4",       a, b, out, 32, ptx, 100, 100, false, true, instr::tcgen05, ta,
-          tb,   to,         probe16_op::f64};
+  return {name, K::tcgen05, "f8f6f4",        a, b, out, 32, ptx, 100, 100, false, true, instr::tcgen05, ta,
+          tb,   to,         probe16_op::f64, {}};
 }
 probe_kernel p16(const char *name, const char *opt_kind, F a, F b, F out, int k, const char *ptx, int cc_min,
                  int cc_max, probe16_op op) {
@@ -47,7 +49,79 @@ probe_kernel p16(const char *name, const char *opt_kind, F a, F b, F out, int k,
           in_type::bf16,
           in_type::bf16,
           out_type::fp32,
-          op};
+          op,
+          {}};
+}
+
+// The second issue-16 batch (run_mma): name and instruction text kept in `strings` (a deque:
+// the pointers stay valid), the formats both as format_id and as the kernel's mma_elem.
+probe_kernel fam(std::deque<std::string> &strings, const std::string &name, const std::string &ptx,
+                 const char *opt_kind, F a, F b, F out, int k, int cc_min, int cc_max, mma_family f,
+                 mma_elem ea, mma_elem eb) {
+  strings.push_back(name);
+  const char *n = strings.back().c_str();
+  strings.push_back(ptx);
+  return {n,
+          K::mma,
+          opt_kind,
+          a,
+          b,
+          out,
+          k,
+          strings.back().c_str(),
+          cc_min,
+          cc_max,
+          false,
+          false,
+          instr::mma_sync,
+          in_type::bf16,
+          in_type::bf16,
+          out_type::fp32,
+          probe16_op::f64,
+          {f, ea, eb}};
+}
+
+// Issue 16, second batch: sm120 kind::f8f6f4 with fp6/fp4 operands, fp8 m16n8k16, tf32 m16n8k4,
+// bf16 m16n8k8, sm90 f64 m16n8k8 / m16n8k16 (kernels.hpp mma_family). The m16n8k4 f64 shape is
+// not issued: it has the formats and k of m8n8k4 (mma_fp64_fp64), which the options select.
+void add_second_batch(std::vector<probe_kernel> &t) {
+  static std::deque<std::string> strings;
+  using E = mma_elem;
+  const auto oname = [](F o) { return std::string(o == F::fp16 ? "fp16" : "fp32"); };
+  const auto ptx_out = [](F o) { return std::string(o == F::fp16 ? "f16" : "f32"); };
+  const auto mix = [](const char *a, const char *b) {
+    return std::string(a) + (std::string(a) == b ? std::string() : std::string("x") + b);
+  };
+  for (F o : {F::fp32, F::fp16}) {
+#define BF16EMU_ROW(A, B)                                                                                    \
+  t.push_back(                                                                                               \
+      fam(strings, "mma_f8f6f4_" + mix(#A, #B) + "_" + oname(o),                                             \
+          "mma.sync.aligned.m16n8k32.row.col.kind::f8f6f4." + ptx_out(o) + "." #A "." #B "." + ptx_out(o),   \
+          "f8f6f4", F::A, F::B, o, 32, 120, 120, mma_family::f8f6f4_k32, E::A, E::B));
+    BF16EMU_F8F6F4_FP6FP4_PAIRS(BF16EMU_ROW)
+#undef BF16EMU_ROW
+  }
+  for (F o : {F::fp32, F::fp16}) {
+#define BF16EMU_ROW(A, B)                                                                                    \
+  t.push_back(fam(strings, "mma_" + mix(#A, #B) + "_" + oname(o) + "_k16",                                   \
+                  "mma.sync.aligned.m16n8k16.row.col." + ptx_out(o) + "." #A "." #B "." + ptx_out(o), "",    \
+                  F::A, F::B, o, 16, 120, 120, mma_family::fp8_k16, E::A, E::B));
+    BF16EMU_FP8_PAIRS(BF16EMU_ROW)
+#undef BF16EMU_ROW
+  }
+  t.push_back(fam(strings, "mma_tf32_fp32_k4", "mma.sync.aligned.m16n8k4.row.col.f32.tf32.tf32.f32", "",
+                  F::tf32, F::tf32, F::fp32, 4, 80, kAny, mma_family::tf32_k4, E::tf32, E::tf32));
+  t.push_back(fam(strings, "mma_bf16_fp32_k8", "mma.sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32", "",
+                  F::bf16, F::bf16, F::fp32, 8, 80, kAny, mma_family::bf16_k8, E::bf16, E::bf16));
+  t.push_back(fam(strings, "mma_fp64_fp64_k8", "mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64", "",
+                  F::fp64, F::fp64, F::fp64, 8, 90, 90, mma_family::f64_k8, E::f64, E::f64));
+  // m8n8k4 with C and D of one format (the sm_75 code; the C/D mixes: find_probe_kernel).
+  t.push_back(fam(strings, "mma_fp16_fp32_m8n8k4", "mma.sync.aligned.m8n8k4.row.col.f32.f16.f16.f32", "",
+                  F::fp16, F::fp16, F::fp32, 4, 75, 75, mma_family::m8n8k4, E::f16, E::f16));
+  t.push_back(fam(strings, "mma_fp16_fp16_m8n8k4", "mma.sync.aligned.m8n8k4.row.col.f16.f16.f16.f16", "",
+                  F::fp16, F::fp16, F::fp16, 4, 75, 75, mma_family::m8n8k4, E::f16, E::f16));
+  t.push_back(fam(strings, "mma_fp64_fp64_k16", "mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64", "",
+                  F::fp64, F::fp64, F::fp64, 16, 90, 90, mma_family::f64_k16, E::f64, E::f64));
 }
 
 std::vector<probe_kernel> make_table() {
@@ -60,7 +134,7 @@ std::vector<probe_kernel> make_table() {
              *kF8h = "tcgen05.mma.cta_group::1.kind::f8f6f4 (f16 acc), k32";
   // The build carries sm_80 code (with compute_80 PTX, which later devices JIT), sm_90a code (runs
   // on 9.0 only) and sm_120a code (12.0 only): cuda/CMakeLists.txt.
-  return {
+  std::vector<probe_kernel> t{
       // mma.sync, one input format (the first probes).
       plain("mma_bf16_fp32", K::mma, F::bf16, F::bf16, F::fp32, 16,
             "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", 80, kAny, M, bf, bf, o32),
@@ -152,6 +226,8 @@ std::vector<probe_kernel> make_table() {
       tc5_f8("tcgen05_f8f6f4_e5m2xe4m3_fp16", F::e5m2, F::e4m3, F::fp16, kF8h, e5, e4, o16),
       tc5_f8("tcgen05_f8f6f4_e5m2_fp16", F::e5m2, F::e5m2, F::fp16, kF8h, e5, e5, o16),
   };
+  add_second_batch(t);
+  return t;
 }
 
 bool parse_named(const std::string &s, bool (*parse)(const std::string &, format_id &), format_id &f,
@@ -217,18 +293,29 @@ const probe_kernel *find_probe_kernel(const probe_request &r, std::string &why) 
   c = out;
   if (!r.c.empty() && !parse_named(r.c, parse_out_format, c, "--c-format", why)) return nullptr;
   if (c != out) {
-    why = "--c-format " + std::string(io::name(c)) +
-          ": no probe kernel issues C/D format mixes (m8n8k4 f16/f32 mixes are sm_70/sm_75 instructions; "
-          "the host model has them, `bf16emu mma --c-format`)";
+    why =
+        "--c-format " + std::string(io::name(c)) + " --out " + io::name(out) +
+        ": no probe kernel issues C/D format mixes (m8n8k4: ptxas rejects D f16 with C f32, \".dtype must be "
+        "'.f32' when .ctype is '.f32'\"; D f32 with C f16 assembles but a probe line carries one C/D format; "
+        "the host model has both: `bf16emu mma --c-format`)";
     return nullptr;
   }
   for (const probe_kernel &p : probe_kernels())
     if (p.kind == kind && r.kind == p.opt_kind && p.a == a && p.b == b && p.out == out &&
         (r.shape_k == 0 || r.shape_k == p.k))
       return &p;
-  std::string have;
+  // The kernels of this instruction with A's format (all of them when none has it).
+  std::string have, all;
   for (const probe_kernel &p : probe_kernels())
-    if (p.kind == kind) have += std::string(" ") + p.name;
+    if (p.kind == kind) {
+      all += std::string(" ") + p.name;
+      if (p.a == a) have += std::string(" ") + p.name;
+    }
+  if (have.empty()) have = all;
+  const auto fp6fp4 = [](format_id f) {
+    return f == format_id::e3m2 || f == format_id::e2m3 || f == format_id::e2m1;
+  };
+  if (r.kind.empty() && (fp6fp4(a) || fp6fp4(b))) have += " (fp6/fp4 operands: --kind f8f6f4)";
   why = std::string("no probe kernel for ") + tc::to_string(kind) +
         (r.kind.empty() ? "" : " kind::" + r.kind) + " " + io::name(a) +
         (b != a ? std::string(" x ") + io::name(b) : std::string()) + " -> " + io::name(out) +

@@ -30,7 +30,14 @@ struct probe_kernel {
   in_type ta, tb;       // run_probe: A and B types
   out_type to;          // run_probe: C/D type
   probe16_op op16;      // run_probe16: the op
+  // run_mma (the second issue-16 batch, kernels.hpp mma_family); fam none: run_probe / run_probe16.
+  struct mma_probe {
+    mma_family fam = mma_family::none;
+    mma_elem a = mma_elem::e4m3, b = mma_elem::e4m3;
+  } mma;
 };
+// The instruction k the kernel code issues (instr_k, probe16_instr_k or mma_family_k).
+int kernel_instr_k(const probe_kernel &p);
 
 // Every probe kernel, in the order --list prints them (and --shape-k 0 takes the first match).
 const std::vector<probe_kernel> &probe_kernels();

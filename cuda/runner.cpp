@@ -278,7 +278,7 @@ int cmd_probe_list(const options &o) {
     const probe_kernel *back = find_probe_kernel(kernel_request(p), why);
     if (back != &p) fail(p, "its options select " + std::string(back ? back->name : why));
     // 2. The kernel's instruction k.
-    const int kk = p.p16 ? probe16_instr_k(p.op16) : instr_k(p.ta);
+    const int kk = kernel_instr_k(p);
     if (kk != p.k) fail(p, "kernel k " + std::to_string(kk) + ", table k " + std::to_string(p.k));
     if (kernel_supported(p, p.k + 1, 9, 0) || kernel_supported(p, 0, 9, 0))
       fail(p, "accepts a K that is not a positive multiple of its k");

@@ -8,8 +8,10 @@
 #   1. the probe self-test and the discriminating probes through every probe kernel the device
 #      runs and the model has a preset for (`bf16emu-gpu probe --names`; on an H100: mma.sync
 #      bf16, fp16, fp16->fp16, tf32, e4m3, e5m2, m16n8k8 fp16 -> fp32/fp16, the e4m3 x e5m2 and
-#      e5m2 x e4m3 mixes -> fp32/fp16, f64 m8n8k4; wgmma bf16, fp16, fp16->fp16, tf32, e4m3, e5m2
-#      and the four fp8 mixes; on an RTX 50 also mma.sync kind::f8f6f4);
+#      e5m2 x e4m3 mixes -> fp32/fp16, f64 m8n8k4, m16n8k8 and m16n8k16, m16n8k4 tf32, m16n8k8
+#      bf16; wgmma bf16, fp16, fp16->fp16, tf32, e4m3, e5m2 and the four fp8 mixes: 27 kernels;
+#      on an RTX 50 also mma.sync kind::f8f6f4 with fp8, fp6 and fp4 operands and m16n8k16 fp8;
+#      on a T4 m8n8k4 fp16);
 #   2. COUNT (default 10^6) random bit patterns plus COUNT/2 normal and COUNT/2 near-cancelling
 #      vectors for each of those kernels, against the device's presets;
 #   3. the GEMM (mma.sync bf16 -> fp32) against tc::gemm;

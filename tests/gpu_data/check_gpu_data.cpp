@@ -2,6 +2,7 @@
 //
 //   bf16emu_gpu_data_check DIR
 //   bf16emu_gpu_data_check --headers   (every probe kernel's header selects that kernel again)
+//   bf16emu_gpu_data_check --cases     (per kernel: header, vecgen and `bf16emu mma` options)
 //
 // For every DIR/NAME.vec (the `bf16emu mma` line format, written by `bf16emu-gpu probe --save`
 // or `bf16emu-gpu gemm --save-lines`), reads the header line (gpu::probe_header writes it)
@@ -103,10 +104,34 @@ int check_headers() {
   return ok && ok == gpu::probe_kernels().size() ? 0 : 1;
 }
 
+// --cases: one line per probe kernel for roundtrip.sh, fields separated by '|': the kernel, the
+// header gpu::probe_header writes on the first model arch of a device that runs it (K = two
+// instructions), the bf16emu-vecgen options and the `bf16emu mma` options of the same lines.
+int print_cases() {
+  std::size_t n = 0;
+  for (const gpu::probe_kernel &p : gpu::probe_kernels())
+    for (tc::arch a : tc::all_archs) {
+      const std::string arch = tc::to_string(a);
+      const int cc = std::stoi(arch.substr(2)), K = 2 * p.k;
+      std::string why;
+      if (cc < p.cc_min || cc > p.cc_max || !gpu::kernel_preset(p, a, why)) continue;
+      const gpu::probe_request r = gpu::kernel_request(p);
+      const std::string formats = " --b-format " + r.b + " --out " + r.out + " --k " + std::to_string(K);
+      std::printf("%s|%s|--format %s%s|--arch %s --instr %s --a-format %s%s --shape-k %d%s\n", p.name,
+                  gpu::probe_header(p, arch, K).c_str(), r.a.c_str(), formats.c_str(), arch.c_str(),
+                  r.instr.c_str(), r.a.c_str(), formats.c_str(), p.k,
+                  r.kind.empty() ? "" : (" --kind " + r.kind).c_str());
+      ++n;
+      break;
+    }
+  return n == gpu::probe_kernels().size() ? 0 : 1;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   if (argc > 1 && std::string(argv[1]) == "--headers") return check_headers();
+  if (argc > 1 && std::string(argv[1]) == "--cases") return print_cases();
   const fs::path dir = argc > 1 ? argv[1] : ".";
   std::vector<fs::path> files;
   std::error_code ec;
