@@ -399,7 +399,19 @@ void gen_scale_probes(vec_set &v) {
     emit(line_builder(v).prod(K - 1, 1).acc(1), small, smallb,
          "alignment: c = 1 + 1*1 in the last block scaled by 2^" + std::to_string(e));
   }
-  // 6. Cancellation across blocks: +2^8 (block 0) and -2^8 (last block), each scaled, + 1.
+  // 6. The open rows of docs/tensor-cores.md (Blackwell section): e_zero with scales (both
+  // factors 0x00, ue8m0), and a block of zero products whose large factor sets the max exponent.
+  if (e8)
+    emit(line_builder(v).prod(0, 1).acc(0), zero_first, zero_first,
+         "e_zero with scales: 1*1, both factors 0x00 (2^-254), c = 0: +0 under e_zero -133");
+  if (S > 1) {
+    std::vector<std::uint8_t> big_last = unit;
+    big_last[std::size_t(S - 1)] = scale_pow2(sk, e8 ? 60 : 8);
+    emit(line_builder(v).prod(0, 1).acc(0), big_last, unit,
+         "max exponent: 1*1 in block 0, zero products under factor 2^" + std::to_string(e8 ? 60 : 8) +
+             " in the last block");
+  }
+  // 7. Cancellation across blocks: +2^8 (block 0) and -2^8 (last block), each scaled, + 1.
   if (S > 1) {
     std::vector<std::uint8_t> s = unit;
     s[0] = scale_pow2(sk, 4), s[std::size_t(S - 1)] = scale_pow2(sk, 4);
