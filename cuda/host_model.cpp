@@ -123,8 +123,22 @@ void model_lines(const vec_set &v, const tc::scaled_preset &p, std::vector<std::
         using A = decltype(fa);
         using B = decltype(fb);
         using Out = decltype(fo);
-        each_line<A, B, Out>(v, d, threads, [&](const fp<A> *a, const fp<B> *b, fp<Out> c) {
-          return tc::scaled_dot<A, B, Out>(p.params, a, b, v.k, nullptr, nullptr, c);
+        if (v.scales() == 0) {
+          each_line<A, B, Out>(v, d, threads, [&](const fp<A> *a, const fp<B> *b, fp<Out> c) {
+            return tc::scaled_dot<A, B, Out>(p.params, a, b, v.k, nullptr, nullptr, c);
+          });
+          return;
+        }
+        // Block-scaled: line n's scale factors sa[n*S ..), sb[n*S ..) (v.k a multiple of p.params.k).
+        const std::size_t K = std::size_t(v.k), S = std::size_t(v.scales());
+        parallel_for(v.lines(), thread_count(threads), [&](std::uint64_t n, unsigned) {
+          std::vector<fp<A>> a(K);
+          std::vector<fp<B>> b(K);
+          for (std::size_t i = 0; i < K; ++i)
+            a[i] = fp<A>::from_bits(v.a[n * K + i]), b[i] = fp<B>::from_bits(v.b[n * K + i]);
+          d[n] = std::uint64_t(tc::scaled_dot<A, B, Out>(p.params, a.data(), b.data(), v.k, &v.sa[n * S],
+                                                         &v.sb[n * S], fp<Out>::from_bits(v.c[n]))
+                                   .bits);
         });
       };
       if (v.out == format_id::fp16)

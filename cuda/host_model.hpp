@@ -29,8 +29,9 @@ const tc::preset *model_preset(tc::arch arch, tc::instr_kind kind, format_id in,
 // formats up to 32 bits.
 void model_lines(const vec_set &v, const tc::preset &p, std::vector<std::uint64_t> &d, int threads = 0);
 void model_lines(const vec_set &v, const tc::preset &p, std::vector<std::uint32_t> &d, int threads = 0);
-// The same on an unscaled mixed-format preset of tc/scaled.hpp (kind::f8f6f4: A and B any f8f6f4
-// formats, no scale factors), by tc::scaled_dot.
+// The same on a preset of tc/scaled.hpp (A and B any f8f6f4 formats), by tc::scaled_dot: without
+// scale factors (kind::f8f6f4), or with each line's v.sa / v.sb (the block-scaled kinds; v.vec the
+// preset's, v.k a multiple of its k).
 void model_lines(const vec_set &v, const tc::scaled_preset &p, std::vector<std::uint64_t> &d,
                  int threads = 0);
 

@@ -102,9 +102,10 @@ enum class mma_family : std::uint8_t {
 #define BF16EMU_F8F6F4_FP6FP4_PAIRS(X)                                                                       \
   X(e4m3, e3m2)                                                                                              \
   X(e4m3, e2m3)                                                                                              \
-  X(e4m3, e2m1) X(e5m2, e3m2) X(e5m2, e2m3) X(e5m2, e2m1) X(e3m2, e4m3) X(e3m2, e5m2) X(e3m2, e3m2)          \
-      X(e3m2, e2m3) X(e3m2, e2m1) X(e2m3, e4m3) X(e2m3, e5m2) X(e2m3, e3m2) X(e2m3, e2m3) X(e2m3, e2m1)      \
-          X(e2m1, e4m3) X(e2m1, e5m2) X(e2m1, e3m2) X(e2m1, e2m3) X(e2m1, e2m1)
+  X(e4m3, e2m1)                                                                                              \
+  X(e5m2, e3m2) X(e5m2, e2m3) X(e5m2, e2m1) X(e3m2, e4m3) X(e3m2, e5m2) X(e3m2, e3m2) X(e3m2, e2m3)          \
+      X(e3m2, e2m1) X(e2m3, e4m3) X(e2m3, e5m2) X(e2m3, e3m2) X(e2m3, e2m3) X(e2m3, e2m1) X(e2m1, e4m3)      \
+          X(e2m1, e5m2) X(e2m1, e3m2) X(e2m1, e2m3) X(e2m1, e2m1)
 #define BF16EMU_FP8_PAIRS(X) X(e4m3, e4m3) X(e4m3, e5m2) X(e5m2, e4m3) X(e5m2, e5m2)
 enum class mma_elem : std::uint8_t { e4m3, e5m2, e3m2, e2m3, e2m1, tf32, bf16, f16, f64 };
 struct mma_job {
@@ -123,6 +124,32 @@ int mma_family_k(mma_family f);
 // with compute_80 PTX, sm_90a, sm_100a, sm_120a).
 bool mma_supported(const mma_job &job, int cc_major, int cc_minor);
 int run_mma(const mma_job &job);
+// Block-scaled probes (issue 16; cuda/scaled_probe.cu): sm_120a mma.sync ... .block_scale, f32
+// out, one line per output element on the diagonal of the m16n8 tile (8 lines per instruction),
+// K/k instructions chained in increasing k, each with the line's scale factors of that k-step.
+// (No kernel for mxf4nvf4 with ue8m0 factors: see scaled_probe.cu.)
+//   mxf8f6f4        m16n8k32 kind::mxf8f6f4.block_scale.scale_vec::1X ... .ue8m0 (A, B any f8f6f4 type)
+//   mxf4            m16n8k64 kind::mxf4.block_scale.scale_vec::2X.f32.e2m1.e2m1.f32.ue8m0
+//   mxf4nvf4_ue4m3  m16n8k64 kind::mxf4nvf4.block_scale.scale_vec::4X.f32.e2m1.e2m1.f32.ue4m3
+enum class scaled_op : std::uint8_t { none, mxf8f6f4, mxf4, mxf4nvf4_ue4m3 };
+enum class f8f6f4_type : std::uint8_t { e4m3, e5m2, e3m2, e2m3, e2m1 };
+struct probe_scaled_job {
+  scaled_op op = scaled_op::mxf8f6f4;
+  f8f6f4_type ta = f8f6f4_type::e4m3, tb = f8f6f4_type::e4m3; // A and B (e2m1 for the fp4 kinds)
+  int k = 32;                  // values of A (and of B) per line: a multiple of the instruction's k
+  std::size_t lines = 0;       // number of dot products
+  const std::uint64_t *a;      // lines*k bit patterns, right-aligned
+  const std::uint64_t *b;      // lines*k
+  const std::uint64_t *c;      // lines (fp32 bits)
+  const std::uint8_t *sa, *sb; // lines*(k/vec) scale factors of A and of B, in increasing k
+  std::uint64_t *d;            // lines (fp32 bits)
+};
+// The instruction's k (32, 64, 64) and k-elements per scale factor (32, 32, 16).
+int scaled_instr_k(scaled_op op);
+int scaled_vec(scaled_op op);
+// Whether this build can run the job on the device (the sm_120a code: compute capability 12.0).
+bool probe_scaled_supported(const probe_scaled_job &job, int cc_major, int cc_minor);
+int run_probe_scaled(const probe_scaled_job &job);
 
 // ------------------------------------------------------------------------------------------------
 // GEMM: D[M][N] (fp32) = A[M][K] (bf16, row-major) * B (bf16, given as Bt[N][K], row-major),

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "io/error.hpp"
+#include "io/files.hpp"
 #include "io/number.hpp"
 #include "io/tokens.hpp"
 
@@ -36,25 +37,39 @@ bool value(const std::string &tok, format_id f, std::uint64_t &bits, std::string
 bool read_lines(std::istream &is, vec_set &v, std::string &err) {
   std::string line, why;
   long number = 0;
-  const std::size_t K = std::size_t(v.k);
+  const std::size_t K = std::size_t(v.k), S = std::size_t(v.scales()); // S: scale factors of A, of B
   while (std::getline(is, line)) {
     ++number;
     if (skip(line)) continue;
     const auto tok = io::split_tokens(line);
-    if (tok.size() != 2 * K + 1) {
+    if (tok.size() != 2 * K + 2 * S + 1) {
       err = "line " + std::to_string(number) + ": " + std::to_string(tok.size()) + " values, expected " +
-            std::to_string(2 * K + 1) + " (K = " + std::to_string(K) + ")";
+            std::to_string(2 * K + 2 * S + 1) + " (K = " + std::to_string(K) +
+            (S ? ", " + std::to_string(S) + " scale factors of A and of B" : std::string()) + ")";
       return false;
     }
     std::uint64_t bits = 0;
-    for (std::size_t i = 0; i < 2 * K + 1; ++i) {
-      const format_id f = i < K ? v.in : i < 2 * K ? v.b_format() : v.out;
-      if (!value(tok[i], f, bits, why)) {
+    for (std::size_t i = 0; i < 2 * K; ++i) {
+      if (!value(tok[i], i < K ? v.in : v.b_format(), bits, why)) {
         err = "line " + std::to_string(number) + ": " + why;
         return false;
       }
-      (i < K ? v.a : i < 2 * K ? v.b : v.c).push_back(bits);
+      (i < K ? v.a : v.b).push_back(bits);
     }
+    for (std::size_t i = 2 * K; i < 2 * K + 2 * S; ++i) {
+      std::uint8_t sc = 0;
+      if (!parse_scale(tok[i], sc)) {
+        err = "line " + std::to_string(number) + ": scale factor '" + io::shorten(tok[i]) + "' is not a " +
+              tc::to_string(v.scale) + " bit pattern (0x00..0xff)";
+        return false;
+      }
+      (i < 2 * K + S ? v.sa : v.sb).push_back(sc);
+    }
+    if (!value(tok[2 * K + 2 * S], v.out, bits, why)) {
+      err = "line " + std::to_string(number) + ": " + why;
+      return false;
+    }
+    v.c.push_back(bits);
     v.notes.emplace_back();
   }
   return true;

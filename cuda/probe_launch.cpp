@@ -13,6 +13,22 @@ probe_job job_of(const probe_kernel &p, int K) {
   return j;
 }
 
+// The block-scaled job of kernel p (operand types from its formats), K values per line.
+probe_scaled_job scaled_job_of(const probe_kernel &p, int K) {
+  auto type = [](format_id f) {
+    switch (f) {
+    case format_id::e4m3: return f8f6f4_type::e4m3;
+    case format_id::e5m2: return f8f6f4_type::e5m2;
+    case format_id::e3m2: return f8f6f4_type::e3m2;
+    case format_id::e2m3: return f8f6f4_type::e2m3;
+    default: return f8f6f4_type::e2m1;
+    }
+  };
+  probe_scaled_job j;
+  j.op = p.sop, j.ta = type(p.a), j.tb = type(p.b), j.k = K;
+  return j;
+}
+
 } // namespace
 
 static mma_job mma_job_of(const probe_kernel &p, int K) {
@@ -23,12 +39,14 @@ static mma_job mma_job_of(const probe_kernel &p, int K) {
 
 int kernel_instr_k(const probe_kernel &p) {
   return p.mma.fam != mma_family::none ? mma_family_k(p.mma.fam)
+         : p.sop != scaled_op::none    ? scaled_instr_k(p.sop)
          : p.p16                       ? probe16_instr_k(p.op16)
                                        : instr_k(p.ta);
 }
 
 bool kernel_supported(const probe_kernel &p, int K, int cc_major, int cc_minor) {
   if (p.mma.fam != mma_family::none) return mma_supported(mma_job_of(p, K), cc_major, cc_minor);
+  if (p.sop != scaled_op::none) return probe_scaled_supported(scaled_job_of(p, K), cc_major, cc_minor);
   if (p.p16) {
     probe16_job j;
     j.op = p.op16, j.k = K;
@@ -43,6 +61,12 @@ int run_kernel(const probe_kernel &p, const vec_set &v, std::vector<std::uint64_
     mma_job j = mma_job_of(p, v.k);
     j.lines = v.lines(), j.ab = v.a.data(), j.bb = v.b.data(), j.c = v.c.data(), j.d = d.data();
     return run_mma(j);
+  }
+  if (p.sop != scaled_op::none) {
+    probe_scaled_job j = scaled_job_of(p, v.k);
+    j.lines = v.lines(), j.a = v.a.data(), j.b = v.b.data(), j.c = v.c.data(), j.d = d.data();
+    j.sa = v.sa.data(), j.sb = v.sb.data();
+    return run_probe_scaled(j);
   }
   if (p.p16) {
     probe16_job j;

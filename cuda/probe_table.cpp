@@ -230,6 +230,57 @@ std::vector<probe_kernel> make_table() {
   return t;
 }
 
+// The block-scaled kernels (cuda/scaled_probe.cu, sm_120a, f32 out), after the others:
+// kind::mxf8f6f4 with A and B any of the five f8f6f4 formats, kind::mxf4, kind::mxf4nvf4 (ue4m3).
+std::vector<probe_kernel> with_block_scaled(std::vector<probe_kernel> t) {
+  static std::deque<std::string> text; // the names and instruction texts the rows point to
+  auto row = [&](const std::string &name, const char *kind, F a, F b, int k, const std::string &ptx,
+                 scaled_op op) {
+    text.push_back(name);
+    const char *n = text.back().c_str();
+    text.push_back(ptx);
+    probe_kernel p{n,
+                   K::mma,
+                   kind,
+                   a,
+                   b,
+                   F::fp32,
+                   k,
+                   text.back().c_str(),
+                   120,
+                   120,
+                   false,
+                   true,
+                   instr::mma_sync,
+                   in_type::bf16,
+                   in_type::bf16,
+                   out_type::fp32,
+                   probe16_op::f64,
+                   {}};
+    p.sop = op;
+    t.push_back(p);
+  };
+  for (const F a : tc::f8f6f4_formats)
+    for (const F b : tc::f8f6f4_formats) {
+      const std::string in = std::string(io::name(a)) + (b != a ? std::string("x") + io::name(b) : "");
+      row("mma_mxf8f6f4_" + in + "_fp32", "mxf8f6f4", a, b, 32,
+          std::string("mma.sync.aligned.m16n8k32.row.col.kind::mxf8f6f4.block_scale.scale_vec::1X.f32.") +
+              io::name(a) + "." + io::name(b) + ".f32.ue8m0",
+          scaled_op::mxf8f6f4);
+    }
+  row("mma_mxf4_e2m1_fp32", "mxf4", F::e2m1, F::e2m1, 64,
+      "mma.sync.aligned.m16n8k64.row.col.kind::mxf4.block_scale.scale_vec::2X.f32.e2m1.e2m1.f32.ue8m0",
+      scaled_op::mxf4);
+  row("mma_mxf4nvf4_ue4m3_fp32", "mxf4nvf4", F::e2m1, F::e2m1, 64,
+      "mma.sync.aligned.m16n8k64.row.col.kind::mxf4nvf4.block_scale.scale_vec::4X.f32.e2m1.e2m1.f32.ue4m3",
+      scaled_op::mxf4nvf4_ue4m3);
+  return t;
+}
+
+bool block_scaled_kind(const std::string &kind) {
+  return kind == "mxf8f6f4" || kind == "mxf4" || kind == "mxf4nvf4";
+}
+
 bool parse_named(const std::string &s, bool (*parse)(const std::string &, format_id &), format_id &f,
                  const char *opt, std::string &why) {
   if (parse(s, f)) return true;
@@ -240,8 +291,18 @@ bool parse_named(const std::string &s, bool (*parse)(const std::string &, format
 } // namespace
 
 const std::vector<probe_kernel> &probe_kernels() {
-  static const std::vector<probe_kernel> table = make_table();
+  static const std::vector<probe_kernel> table = with_block_scaled(make_table());
   return table;
+}
+
+tc::scale_kind kernel_scale(const probe_kernel &p) {
+  return p.sop == scaled_op::none             ? tc::scale_kind::none
+         : p.sop == scaled_op::mxf4nvf4_ue4m3 ? tc::scale_kind::ue4m3
+                                              : tc::scale_kind::ue8m0;
+}
+
+int kernel_vec(const probe_kernel &p) {
+  return p.sop == scaled_op::none ? 0 : p.sop == scaled_op::mxf4nvf4_ue4m3 ? 16 : 32;
 }
 
 std::string in_column(const probe_kernel &p) {
@@ -252,6 +313,8 @@ probe_request kernel_request(const probe_kernel &p) {
   probe_request r;
   r.instr = tc::to_string(p.kind), r.kind = p.opt_kind, r.a = io::name(p.a), r.b = io::name(p.b);
   r.out = io::name(p.out), r.shape_k = p.k;
+  if (p.sop != scaled_op::none)
+    r.scale_format = tc::to_string(kernel_scale(p)), r.scale_vec = unsigned(kernel_vec(p));
   return r;
 }
 
@@ -272,19 +335,31 @@ const probe_kernel *find_probe_kernel(const probe_request &r, std::string &why) 
     why = "bad --instr '" + io::shorten(r.instr) + "' (mma, wgmma, tcgen05)";
     return nullptr;
   }
-  if (!r.kind.empty() && r.kind != "f8f6f4") {
-    why = r.kind == "mxf8f6f4" || r.kind == "mxf4" || r.kind == "mxf4nvf4"
-              ? "--kind " + r.kind +
-                    ": the block-scaled kernels (cuda/scaled_kernels.cu) are compile-checked only; the probe "
-                    "runner does not issue them"
-              : "bad --kind '" + io::shorten(r.kind) + "' (f8f6f4; mxf8f6f4, mxf4, mxf4nvf4 are not issued)";
+  const bool scaled = block_scaled_kind(r.kind);
+  if (!r.kind.empty() && r.kind != "f8f6f4" && !scaled) {
+    why = "bad --kind '" + io::shorten(r.kind) + "' (f8f6f4, mxf8f6f4, mxf4, mxf4nvf4)";
     return nullptr;
   }
-  if (!r.scale_format.empty() || r.scale_vec) {
-    why = "--scale-format / --scale-vec: no block-scaled probe kernel is issued by the runner";
+  // The scale factors: the kind's default (as `bf16emu mma`: ue4m3 for mxf4nvf4, else ue8m0).
+  tc::scale_kind scale = !scaled                ? tc::scale_kind::none
+                         : r.kind == "mxf4nvf4" ? tc::scale_kind::ue4m3
+                                                : tc::scale_kind::ue8m0;
+  if ((!r.scale_format.empty() || r.scale_vec) && !scaled) {
+    why = "--scale-format / --scale-vec need a block-scaled --kind (mxf8f6f4, mxf4, mxf4nvf4)";
     return nullptr;
   }
-  format_id a = format_id::bf16, b, out, c;
+  if (!r.scale_format.empty()) {
+    if (r.scale_format != "ue8m0" && r.scale_format != "ue4m3") {
+      why = "bad --scale-format '" + io::shorten(r.scale_format) + "' (ue8m0, ue4m3)";
+      return nullptr;
+    }
+    scale = r.scale_format == "ue8m0" ? tc::scale_kind::ue8m0 : tc::scale_kind::ue4m3;
+  }
+  if (r.scale_vec && r.scale_vec != 16 && r.scale_vec != 32) {
+    why = "bad --scale-vec " + std::to_string(r.scale_vec) + " (16, 32)";
+    return nullptr;
+  }
+  format_id a = scaled && r.kind != "mxf8f6f4" ? format_id::e2m1 : format_id::bf16, b, out, c;
   if (!r.a.empty() && !parse_named(r.a, parse_in_format, a, "--format", why)) return nullptr;
   b = a;
   if (!r.b.empty() && !parse_named(r.b, parse_in_format, b, "--b-format", why)) return nullptr;
@@ -302,7 +377,8 @@ const probe_kernel *find_probe_kernel(const probe_request &r, std::string &why) 
   }
   for (const probe_kernel &p : probe_kernels())
     if (p.kind == kind && r.kind == p.opt_kind && p.a == a && p.b == b && p.out == out &&
-        (r.shape_k == 0 || r.shape_k == p.k))
+        (r.shape_k == 0 || r.shape_k == p.k) && kernel_scale(p) == scale &&
+        (r.scale_vec == 0 || int(r.scale_vec) == kernel_vec(p)))
       return &p;
   // The kernels of this instruction with A's format (all of them when none has it).
   std::string have, all;
@@ -319,10 +395,17 @@ const probe_kernel *find_probe_kernel(const probe_request &r, std::string &why) 
   why = std::string("no probe kernel for ") + tc::to_string(kind) +
         (r.kind.empty() ? "" : " kind::" + r.kind) + " " + io::name(a) +
         (b != a ? std::string(" x ") + io::name(b) : std::string()) + " -> " + io::name(out) +
-        (r.shape_k ? " k" + std::to_string(r.shape_k) : std::string()) + "; " + tc::to_string(kind) +
-        " kernels:" + have +
-        (kind == tc::instr_kind::tcgen05 ? " (fp8 operands: --kind f8f6f4; the block-scaled kinds: "
-                                           "cuda/scaled_kernels.cu, compile-checked only)"
+        (r.shape_k ? " k" + std::to_string(r.shape_k) : std::string()) +
+        (scaled ? std::string(" scale ") + tc::to_string(scale) +
+                      (r.scale_vec ? " vec " + std::to_string(r.scale_vec) : std::string())
+                : std::string()) +
+        (r.kind == "mxf4nvf4" && scale == tc::scale_kind::ue8m0
+             ? " (mxf4nvf4 with ue8m0 factors: ptxas refuses scale_vec::4X, the model's sm120 preset; "
+               "no kernel issues it)"
+             : "") +
+        "; " + tc::to_string(kind) + " kernels:" + have +
+        (kind == tc::instr_kind::tcgen05 ? " (fp8 operands: --kind f8f6f4; the block-scaled kinds are "
+                                           "issued on sm_120a mma only, tcgen05's are compile-checked)"
                                          : "");
   return nullptr;
 }
@@ -333,7 +416,7 @@ kernel_model kernel_preset(const probe_kernel &p, tc::arch arch, std::string &wh
     m.block = model_preset(arch, p.kind, p.a, p.b, p.out, p.k, why);
     return m;
   }
-  m.scaled = tc::find_scaled_preset(arch, p.kind, p.opt_kind, tc::scale_kind::none, 0, p.out);
+  m.scaled = tc::find_scaled_preset(arch, p.kind, p.opt_kind, kernel_scale(p), kernel_vec(p), p.out);
   if (m.scaled && !tc::takes_formats(*m.scaled, p.a, p.b)) m.scaled = nullptr;
   if (!m.scaled)
     why = std::string("the model has no kind::") + p.opt_kind + " preset for arch " + tc::to_string(arch) +
@@ -353,13 +436,14 @@ void trace_kernel_line(std::ostream &os, const kernel_model &m, const vec_set &v
     trace_line(os, v, line, *m.block);
   else if (m.scaled)
     os << "# model " << m.scaled->ptx << " (tc::scaled_dot, F " << m.scaled->params.F
-       << "): no block trace; `bf16emu mma --kind f8f6f4` gives its result\n";
+       << "): no block trace; `bf16emu mma --kind " << m.scaled->kind << "` gives its result\n";
 }
 
 vec_set kernel_vectors(const probe_kernel &p, int K) {
   vec_set v;
   v.in = p.a, v.out = p.out, v.k = K;
   if (p.b != p.a) v.in_b = p.b;
+  v.scale = kernel_scale(p), v.vec = kernel_vec(p);
   return v;
 }
 
@@ -368,6 +452,8 @@ std::string probe_header(const probe_kernel &p, const std::string &arch, int K) 
                   " out=" + io::name(p.out) + " k=" + std::to_string(K);
   if (p.b != p.a) h += std::string(" b=") + io::name(p.b);
   if (*p.opt_kind) h += std::string(" kind=") + p.opt_kind;
+  if (p.sop != scaled_op::none)
+    h += std::string(" scale=") + tc::to_string(kernel_scale(p)) + " vec=" + std::to_string(kernel_vec(p));
   // The kernel the header selects without shape_k= is the first of these formats.
   probe_request r = kernel_request(p);
   r.shape_k = 0;
@@ -381,9 +467,11 @@ bool parse_probe_header(const std::string &text, probe_header_fields &h, std::st
   for (const std::string &tok : io::split_tokens(text)) {
     const auto eq = tok.find('=');
     const std::string key = tok.substr(0, eq);
-    static const char *const keys[] = {"arch", "instr", "in", "out", "k", "b", "kind", "shape_k"};
+    static const char *const keys[] = {"arch", "instr", "in",    "out", "k",
+                                       "b",    "kind",  "scale", "vec", "shape_k"};
     if (eq == std::string::npos || std::find(std::begin(keys), std::end(keys), key) == std::end(keys)) {
-      why = "unknown header key '" + io::shorten(tok) + "' (arch= instr= in= out= k= [b= kind= shape_k=])";
+      why = "unknown header key '" + io::shorten(tok) +
+            "' (arch= instr= in= out= k= [b= kind= scale= vec= shape_k=])";
       return false;
     }
     if (!kv.emplace(key, tok.substr(eq + 1)).second) {
@@ -393,7 +481,8 @@ bool parse_probe_header(const std::string &text, probe_header_fields &h, std::st
   }
   for (const char *key : {"arch", "instr", "in", "out", "k"})
     if (!kv.count(key)) {
-      why = std::string("header without ") + key + "= (arch= instr= in= out= k= [b= kind= shape_k=])";
+      why = std::string("header without ") + key +
+            "= (arch= instr= in= out= k= [b= kind= scale= vec= shape_k=])";
       return false;
     }
   auto bad = [&](const char *key) {
@@ -412,15 +501,21 @@ bool parse_probe_header(const std::string &text, probe_header_fields &h, std::st
   r.instr = kv.at("instr"), r.a = kv.at("in"), r.out = kv.at("out");
   if (kv.count("b")) r.b = kv.at("b");
   if (kv.count("kind")) r.kind = kv.at("kind");
+  if (kv.count("scale")) {
+    r.scale_format = kv.at("scale");
+    if (r.scale_format != "ue8m0" && r.scale_format != "ue4m3") return bad("scale");
+  }
   try {
     h.k = int(io::parse_uint(kv.at("k"), 1u << 20, "header k="));
     if (kv.count("shape_k")) r.shape_k = int(io::parse_uint(kv.at("shape_k"), 256, "header shape_k="));
+    if (kv.count("vec")) r.scale_vec = unsigned(io::parse_uint(kv.at("vec"), 64, "header vec="));
   } catch (const std::exception &e) {
     why = e.what();
     return false;
   }
   if (h.k == 0) return bad("k");
   if (kv.count("shape_k") && r.shape_k == 0) return bad("shape_k");
+  if (kv.count("vec") && r.scale_vec != 16 && r.scale_vec != 32) return bad("vec");
   return true;
 }
 

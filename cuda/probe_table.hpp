@@ -35,12 +35,16 @@ struct probe_kernel {
     mma_family fam = mma_family::none;
     mma_elem a = mma_elem::e4m3, b = mma_elem::e4m3;
   } mma;
+  scaled_op sop = scaled_op::none; // block-scaled kernels (run_probe_scaled, scale factors on each line)
 };
 // The instruction k the kernel code issues (instr_k, probe16_instr_k or mma_family_k).
 int kernel_instr_k(const probe_kernel &p);
 
 // Every probe kernel, in the order --list prints them (and --shape-k 0 takes the first match).
 const std::vector<probe_kernel> &probe_kernels();
+// A block-scaled kernel's scale-factor format and k-elements per factor (none and 0 for the others).
+tc::scale_kind kernel_scale(const probe_kernel &p);
+int kernel_vec(const probe_kernel &p);
 
 // What the options ask for (empty strings: not given).
 struct probe_request {
@@ -81,9 +85,10 @@ int run_kernel(const probe_kernel &p, const vec_set &v, std::vector<std::uint64_
 std::string in_column(const probe_kernel &p);
 
 // The `#!` header line of a .vec of kernel p with K values per line (`bf16emu-gpu probe --save`):
-//   #! arch=A instr=I in=F out=F k=K [b=F] [kind=KIND] [shape_k=N]
+//   #! arch=A instr=I in=F out=F k=K [b=F] [kind=KIND] [scale=ue8m0|ue4m3 vec=32|16] [shape_k=N]
 // b= (B's format), kind= and shape_k= only where they differ from the defaults (B in A's format,
-// no kind, the first kernel of these formats). parse_probe_header reads it back.
+// no kind, the first kernel of these formats); scale= and vec= for the block-scaled kernels (their
+// lines carry k/vec scale factors of A and of B). parse_probe_header reads it back.
 std::string probe_header(const probe_kernel &p, const std::string &arch, int K);
 // A header's text (after "#!"): the arch, K and the request that selects the kernel (whose
 // selection find_probe_kernel then makes, as the runner's options do). False and a one-line reason

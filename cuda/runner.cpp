@@ -1,7 +1,8 @@
 // bf16emu-gpu: runs the CUDA twin's kernels and compares them bit for bit with the CPU model.
 //
 //   bf16emu-gpu probe     [--instr mma|wgmma] [--format F] [--b-format F] [--out fp32|fp16|fp64]
-//                         [--shape-k 8|16] [--kind f8f6f4] [--k K] [--arch A]
+//                         [--shape-k 8|16] [--kind f8f6f4|mxf8f6f4|mxf4|mxf4nvf4]
+//                         [--scale-format ue8m0|ue4m3] [--scale-vec 32|16] [--k K] [--arch A]
 //                         [--input FILE | --random probes|normal|bits|cancel --count N --seed S]
 //                         [--print] [--no-compare] [--save DIR --name NAME --save-lines N] [--self-test]
 //                         [--kernel NAME (instead of the formats)] [--names (the kernels this device runs)]
@@ -142,6 +143,11 @@ void keep_line(probe_state &st, const vec_set &v, std::size_t n, std::uint64_t g
   st.saved.b.insert(st.saved.b.end(), v.b.begin() + std::ptrdiff_t(n * K),
                     v.b.begin() + std::ptrdiff_t((n + 1) * K));
   st.saved.c.push_back(v.c[n]);
+  const std::size_t S = std::size_t(v.scales()); // block-scaled: the line's scale factors
+  st.saved.sa.insert(st.saved.sa.end(), v.sa.begin() + std::ptrdiff_t(n * S),
+                     v.sa.begin() + std::ptrdiff_t((n + 1) * S));
+  st.saved.sb.insert(st.saved.sb.end(), v.sb.begin() + std::ptrdiff_t(n * S),
+                     v.sb.begin() + std::ptrdiff_t((n + 1) * S));
   st.saved.notes.push_back(n < v.notes.size() ? v.notes[n] : std::string());
   st.saved_gpu.push_back(gpu);
 }
@@ -186,6 +192,9 @@ void run_probe_chunk(probe_state &st, const vec_set &v) {
       one.a.assign(v.a.begin() + std::ptrdiff_t(n * v.k), v.a.begin() + std::ptrdiff_t((n + 1) * v.k));
       one.b.assign(v.b.begin() + std::ptrdiff_t(n * v.k), v.b.begin() + std::ptrdiff_t((n + 1) * v.k));
       one.c.assign(1, v.c[n]), one.notes.assign(1, "");
+      const std::size_t S = std::size_t(v.scales());
+      one.sa.assign(v.sa.begin() + std::ptrdiff_t(n * S), v.sa.begin() + std::ptrdiff_t((n + 1) * S));
+      one.sb.assign(v.sb.begin() + std::ptrdiff_t(n * S), v.sb.begin() + std::ptrdiff_t((n + 1) * S));
       write_lines(os, one, false);
       os << "#   GPU " << hex(v.out, d[n]) << "  CPU model " << hex(v.out, ref[n]) << '\n';
       trace_kernel_line(os, st.model, one, 0);
@@ -207,6 +216,7 @@ void save_probe(const probe_state &st, const std::string &dir, const std::string
   vec << probe_header(*st.kernel, arch_name(st.arch), proto.k) << '\n';
   vec_set s = st.saved;
   s.in = proto.in, s.in_b = proto.in_b, s.out = proto.out, s.k = proto.k;
+  s.scale = proto.scale, s.vec = proto.vec;
   write_lines(vec, s, true);
   out << "# GPU D, one per line of " << name << ".vec\n";
   for (std::uint64_t x : st.saved_gpu)
@@ -279,6 +289,9 @@ int cmd_probe_list(const options &o) {
     if (back != &p) fail(p, "its options select " + std::string(back ? back->name : why));
     // 2. The kernel's instruction k.
     const int kk = kernel_instr_k(p);
+    if (p.sop != scaled_op::none && scaled_vec(p.sop) != kernel_vec(p))
+      fail(p, "kernel vec " + std::to_string(scaled_vec(p.sop)) + ", table vec " +
+                  std::to_string(kernel_vec(p)));
     if (kk != p.k) fail(p, "kernel k " + std::to_string(kk) + ", table k " + std::to_string(p.k));
     if (kernel_supported(p, p.k + 1, 9, 0) || kernel_supported(p, 0, 9, 0))
       fail(p, "accepts a K that is not a positive multiple of its k");
@@ -296,7 +309,11 @@ int cmd_probe_list(const options &o) {
       archs += std::string(archs.empty() ? "" : ",") + tc::to_string(*arch);
       std::string want_ptx = p.ptx;
       if (p.kind == tc::instr_kind::wgmma) want_ptx.replace(want_ptx.find("m64n64"), 6, "m64n8");
-      if (want_ptx != pre.ptx()) fail(p, std::string("preset instruction ") + pre.ptx());
+      // The mixed-format presets name A and B as "*.*": the kernel's formats stand there.
+      std::string pre_ptx = pre.ptx();
+      if (const auto at = pre_ptx.find("*.*"); at != std::string::npos && p.sop != scaled_op::none)
+        pre_ptx.replace(at, 3, std::string(io::name(p.a)) + "." + io::name(p.b));
+      if (want_ptx != pre_ptx) fail(p, std::string("preset instruction ") + pre.ptx());
       // 5. The vectors of its formats through the model (no GPU): probes and 64 lines of each kind.
       for (gen_kind g : {gen_kind::probes, gen_kind::normal, gen_kind::bits, gen_kind::cancel}) {
         vec_set v = kernel_vectors(p, 2 * p.k);

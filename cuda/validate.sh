@@ -107,7 +107,8 @@ fi
 
 # The probe kernels this device runs (cuda/probe_table.cpp; `bf16emu-gpu probe --list` prints
 # them all). The first twelve keep their gpu_data names; the issue-16 kernels (B format, shape k,
-# f64, kind::f8f6f4, tcgen05) go to gpu_data/issue16/, to be reviewed apart; the checker
+# f64, kind::f8f6f4, tcgen05, the sm120 block-scaled kinds with their scale factors on each line)
+# go to gpu_data/issue16/, to be reviewed apart; the checker
 # tests/gpu_data/check_gpu_data.cpp reads their headers too (tests/gpu_data/README.md).
 KERNELS=$("$GPU" probe --names 2>/dev/null)
 FIRST="mma_bf16_fp32 mma_fp16_fp32 mma_fp16_fp16 mma_tf32_fp32 mma_e4m3_fp32 mma_e5m2_fp32

@@ -18,11 +18,12 @@ void usage() {
   std::fputs("usage: bf16emu-vecgen [--format bf16|fp16|tf32|e4m3|e5m2|fp64] [--b-format F]\n"
              "                      [--out fp32|fp16|fp64]\n"
              "                      [--kind probes|normal|bits|cancel] [--count N] [--seed S] [--k K]\n"
-             "                      [--no-notes]\n"
+             "                      [--scale-format ue8m0|ue4m3 --scale-vec 32|16] [--no-notes]\n"
              "Writes one line per dot product: K values of A, K values of B, then C (hex bit\n"
              "patterns; tf32 as its 19-bit pattern). K defaults to the instruction's k (16 for\n"
              "bf16/fp16, 8 for tf32, 32 for fp8, 4 for fp64). --b-format: B's format (e4m3 x e5m2\n"
-             "mixes). probes: the discriminating probes of the\n"
+             "mixes). --scale-format/--scale-vec (block-scaled kinds): K/vec scale factors of A, then of\n"
+             "B, after B on each line (`bf16emu mma --kind`). probes: the discriminating probes of the\n"
              "tensor-core notes (commented); --count is ignored for them.\n",
              stderr);
 }
@@ -63,7 +64,14 @@ int main(int argc, char **argv) {
       seed = std::strtoull(value().c_str(), nullptr, 0);
     else if (arg == "--k")
       k = std::atoi(value().c_str());
-    else if (arg == "--no-notes")
+    else if (arg == "--scale-format") { // block-scaled kinds: k/vec scale factors of A and of B per line
+      const std::string f = value();
+      ok = f == "ue8m0" || f == "ue4m3";
+      v.scale = f == "ue4m3" ? tc::scale_kind::ue4m3 : tc::scale_kind::ue8m0;
+    } else if (arg == "--scale-vec") {
+      v.vec = std::atoi(value().c_str());
+      ok = v.vec == 16 || v.vec == 32;
+    } else if (arg == "--no-notes")
       notes = false;
     else if (arg == "-h" || arg == "--help") {
       usage();
@@ -82,6 +90,12 @@ int main(int argc, char **argv) {
                                         format_id::fp32, format_id::fp32);
   if (!p) p = tc::find_preset(tc::arch::sm90, tc::instr_kind::mma, v.in, v.b_format(), v.out, v.out);
   v.k = k > 0 ? k : p ? p->k : 16;
+  if ((v.vec > 0) != (v.scale != tc::scale_kind::none) || (v.vec > 0 && v.k % v.vec != 0)) {
+    std::fprintf(
+        stderr,
+        "bf16emu-vecgen: --scale-format and --scale-vec go together, with --k a multiple of the vec\n");
+    return 2;
+  }
   gpu::generate(v, kind, count, seed);
   std::ios::sync_with_stdio(false);
   gpu::write_lines(std::cout, v, notes);

@@ -301,6 +301,125 @@ void gen_cancel(vec_set &v, std::size_t count, rng &r) {
   }
 }
 
+// ---- Scale factors of the block-scaled kinds (v.vec > 0) ----
+
+// The scale factor 2^e (ue8m0 always; ue4m3 for -9 <= e <= 8, its normal and subnormal powers of 2).
+std::uint8_t scale_pow2(tc::scale_kind s, int e) {
+  if (s == tc::scale_kind::ue8m0) return std::uint8_t(std::clamp(127 + e, 0, 254));
+  if (e >= -6) return std::uint8_t(std::min(e + 7, 15) << 3);
+  return std::uint8_t(1u << std::clamp(e + 9, 0, 2)); // subnormal 2^-9 .. 2^-7
+}
+
+std::uint8_t scale_nan(tc::scale_kind s) { return s == tc::scale_kind::ue8m0 ? 0xff : 0x7f; }
+
+// Unit factors for the lines that have none yet.
+void unit_scales(vec_set &v) {
+  const std::size_t n = v.lines() * std::size_t(v.scales());
+  v.sa.resize(n, scale_pow2(v.scale, 0)), v.sb.resize(n, scale_pow2(v.scale, 0));
+}
+
+// Random factors for the lines that have none yet: near 1 (normal, cancel) or any pattern with
+// one in eight from the special set (bits).
+void random_scales(vec_set &v, gen_kind kind, rng &r) {
+  const std::size_t n = v.lines() * std::size_t(v.scales());
+  const bool e8 = v.scale == tc::scale_kind::ue8m0;
+  const std::uint8_t specials[] = {0x00, 0x01, 0x7f, 0xff, 0xfe, 0x80, 0x38, 0xb8};
+  for (std::vector<std::uint8_t> *s : {&v.sa, &v.sb})
+    while (s->size() < n) {
+      std::uint8_t x;
+      if (kind != gen_kind::bits)
+        x = e8 ? std::uint8_t(127 + r.uniform(-4, 4))
+               : std::uint8_t(((r.uniform(-3, 3) + 7) << 3) | (r.next() & 7));
+      else if (r.coin(8))
+        x = specials[r.next() % 8];
+      else
+        x = e8 ? std::uint8_t(127 + r.uniform(-20, 20)) : std::uint8_t(r.next() & 0xff);
+      s->push_back(x);
+    }
+}
+
+// The scale probes: which factor scales which k-block, products of factors, NaN / zero / signed /
+// subnormal / extreme factors, alignment of terms by their factors.
+void gen_scale_probes(vec_set &v) {
+  const int S = v.scales(), K = v.k;
+  const tc::scale_kind sk = v.scale;
+  const bool e8 = sk == tc::scale_kind::ue8m0;
+  const std::uint8_t one = scale_pow2(sk, 0);
+  auto emit = [&](line_builder &L, std::vector<std::uint8_t> sa, std::vector<std::uint8_t> sb,
+                  std::string note) {
+    const std::size_t before = v.lines();
+    L.emit(std::move(note));
+    if (v.lines() == before) return;
+    v.sa.insert(v.sa.end(), sa.begin(), sa.end()), v.sb.insert(v.sb.end(), sb.begin(), sb.end());
+  };
+  const std::vector<std::uint8_t> unit(std::size_t(S), one);
+  std::vector<std::uint8_t> ramp(static_cast<std::size_t>(S));
+  for (int s = 0; s < S; ++s)
+    ramp[std::size_t(s)] = scale_pow2(sk, s + 1);
+  // 1. Scale order: 1*1 at the first element of block j; block s's factor 2^(s+1): D = 2^(j+1).
+  for (int j = 0; j < S; ++j) {
+    const std::string at = std::to_string(j) + " (k " + std::to_string(j * v.vec) + ")";
+    emit(line_builder(v).prod(j * v.vec, 1).acc(0), ramp, unit,
+         "scale order: 1*1 in block " + at + ", A's factor of block s 2^(s+1): 2^" + std::to_string(j + 1));
+    emit(line_builder(v).prod(j * v.vec, 1).acc(0), unit, ramp,
+         "scale order: 1*1 in block " + at + ", B's factor of block s 2^(s+1): 2^" + std::to_string(j + 1));
+  }
+  // 2. Factors multiply: 2^3 * 2^-2.
+  emit(line_builder(v).prod(0, 1).acc(0), std::vector<std::uint8_t>(std::size_t(S), scale_pow2(sk, 3)),
+       std::vector<std::uint8_t>(std::size_t(S), scale_pow2(sk, -2)), "factors 2^3 (A) * 2^-2 (B), 1*1: 2");
+  // 3. NaN factors, also where every product is zero.
+  std::vector<std::uint8_t> nan_first = unit, nan_last = unit;
+  nan_first[0] = scale_nan(sk), nan_last[std::size_t(S - 1)] = scale_nan(sk);
+  emit(line_builder(v).prod(0, 1).acc(1), nan_first, unit, "NaN factor of A, block 0: NaN");
+  emit(line_builder(v).acc(1), unit, nan_last, "NaN factor of B, last block, zero products: NaN");
+  // 4. The smallest factors: ue8m0 0x00 = 2^-127; ue4m3 0x00 = 0 and 0x01 = 2^-9.
+  std::vector<std::uint8_t> zero_first = unit;
+  zero_first[0] = 0x00;
+  emit(line_builder(v).prod(0, 1).acc(1), zero_first, unit,
+       e8 ? "factor 0x00 (2^-127) on 1*1, c = 1" : "factor 0x00 (zero) on 1*1, c = 1: 1");
+  emit(line_builder(v).prod(0, 1).acc(0), zero_first, unit,
+       e8 ? "factor 0x00 (2^-127) on 1*1, c = 0: below fp32's subnormals" : "factor 0x00 (zero) on 1*1: +0");
+  if (!e8) {
+    std::vector<std::uint8_t> sub = unit, neg(std::size_t(S), std::uint8_t(one | 0x80));
+    sub[0] = 0x01;
+    emit(line_builder(v).prod(0, 1).acc(0), sub, unit, "ue4m3 subnormal factor 0x01 (2^-9) on 1*1: 2^-9");
+    emit(line_builder(v).prod(0, 1).prod(1, 1).acc(0), neg, unit, "ue4m3 0xb8: the sign bit is ignored: 2");
+  }
+  // 5. Extreme factors: products past fp32's range, and far below c.
+  const int big = e8 ? 127 : 8;
+  emit(line_builder(v).prod(0, 1).acc(0), std::vector<std::uint8_t>(std::size_t(S), scale_pow2(sk, big)),
+       std::vector<std::uint8_t>(std::size_t(S), scale_pow2(sk, big)),
+       "largest factors on 1*1: " + std::string(e8 ? "2^254, past fp32" : "2^16"));
+  const std::vector<int> shifts =
+      e8 ? std::vector<int>{-20, -24, -25, -26, -30, -36} : std::vector<int>{-12, -14, -16, -18};
+  for (int e : shifts) { // ue4m3: split between A's and B's factors (each at least 2^-9)
+    std::vector<std::uint8_t> small = unit, smallb = unit;
+    small[std::size_t(S - 1)] = scale_pow2(sk, e8 ? e : e / 2);
+    if (!e8) smallb[std::size_t(S - 1)] = scale_pow2(sk, e - e / 2);
+    emit(line_builder(v).prod(K - 1, 1).acc(1), small, smallb,
+         "alignment: c = 1 + 1*1 in the last block scaled by 2^" + std::to_string(e));
+  }
+  // 6. The open rows of docs/tensor-cores.md (Blackwell section): e_zero with scales (both
+  // factors 0x00, ue8m0), and a block of zero products whose large factor sets the max exponent.
+  if (e8)
+    emit(line_builder(v).prod(0, 1).acc(0), zero_first, zero_first,
+         "e_zero with scales: 1*1, both factors 0x00 (2^-254), c = 0: +0 under e_zero -133");
+  if (S > 1) {
+    std::vector<std::uint8_t> big_last = unit;
+    big_last[std::size_t(S - 1)] = scale_pow2(sk, e8 ? 60 : 8);
+    emit(line_builder(v).prod(0, 1).acc(0), big_last, unit,
+         "max exponent: 1*1 in block 0, zero products under factor 2^" + std::to_string(e8 ? 60 : 8) +
+             " in the last block");
+  }
+  // 7. Cancellation across blocks: +2^8 (block 0) and -2^8 (last block), each scaled, + 1.
+  if (S > 1) {
+    std::vector<std::uint8_t> s = unit;
+    s[0] = scale_pow2(sk, 4), s[std::size_t(S - 1)] = scale_pow2(sk, 4);
+    emit(line_builder(v).prod(0, 4).prod(K - 1, -4).acc(1), s, unit,
+         "cancel: 4*2^4 in block 0, -4*2^4 in the last block, c = 1: 1");
+  }
+}
+
 } // namespace
 
 bool parse_gen_kind(const std::string &s, gen_kind &g) {
@@ -348,6 +467,28 @@ void generate(vec_set &v, gen_kind kind, std::size_t count, std::uint64_t seed) 
   case gen_kind::bits: gen_bits(v, count, r); break;
   case gen_kind::cancel: gen_cancel(v, count, r); break;
   }
+  if (v.scales() == 0) return;
+  if (kind == gen_kind::probes) {
+    unit_scales(v);
+    gen_scale_probes(v);
+  } else {
+    rng rs(seed ^ 0x5ca1ef0c7025ull); // the factors' own stream
+    random_scales(v, kind, rs);
+  }
+}
+
+std::string hex_scale(std::uint8_t bits) {
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "0x%02x", unsigned(bits));
+  return buf;
+}
+
+bool parse_scale(const std::string &tok, std::uint8_t &bits) {
+  if (tok.size() < 3 || tok.size() > 4 || tok[0] != '0' || (tok[1] != 'x' && tok[1] != 'X') ||
+      tok.find_first_not_of("0123456789abcdefABCDEF", 2) != std::string::npos)
+    return false;
+  bits = std::uint8_t(std::stoul(tok.substr(2), nullptr, 16));
+  return true;
 }
 
 std::string hex(format_id f, std::uint64_t bits) {
@@ -368,6 +509,12 @@ void write_lines(std::ostream &os, const vec_set &v, bool notes, std::size_t fir
     line += ' ';
     for (std::size_t i = 0; i < K; ++i)
       line += hex(v.b_format(), v.b[n * K + i]) + ' ';
+    const std::size_t S = std::size_t(v.scales());
+    for (const std::vector<std::uint8_t> *sc : {&v.sa, &v.sb}) {
+      if (S) line += ' ';
+      for (std::size_t s = 0; s < S; ++s)
+        line += hex_scale((*sc)[n * S + s]) + ' ';
+    }
     line += ' ';
     line += hex(v.out, v.c[n]);
     os << line << '\n';

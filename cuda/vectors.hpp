@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "bf16emu/core/format.hpp"
+#include "bf16emu/tc/scaled.hpp"
 
 namespace bf16emu::gpu {
 
@@ -30,10 +31,16 @@ struct vec_set {
   std::vector<std::uint64_t> a, b; // lines*k bit patterns (tf32: the 19-bit pattern)
   std::vector<std::uint64_t> c;    // lines
   std::vector<std::string> notes;  // per line, may be empty: written as a "# ..." line before it
+  // Block-scaled kinds (tc/scaled.hpp): the scale factors' format, k-elements per factor, and
+  // per line k/vec factors of A and of B (bit patterns), written after B as `bf16emu mma` reads them.
+  tc::scale_kind scale = tc::scale_kind::none;
+  int vec = 0;                      // 0: unscaled
+  std::vector<std::uint8_t> sa, sb; // lines*scales()
 
   std::size_t lines() const noexcept { return c.size(); }
   format_id b_format() const noexcept { return in_b.value_or(in); }
-  void clear() { a.clear(), b.clear(), c.clear(), notes.clear(); }
+  int scales() const noexcept { return vec > 0 ? k / vec : 0; } // per line, of A and of B
+  void clear() { a.clear(), b.clear(), c.clear(), notes.clear(), sa.clear(), sb.clear(); }
 };
 
 enum class gen_kind { probes, normal, bits, cancel };
@@ -46,11 +53,18 @@ bool parse_gen_kind(const std::string &s, gen_kind &g);
 bool parse_in_format(const std::string &s, format_id &f);
 bool parse_out_format(const std::string &s, format_id &f);
 
-// Appends `count` lines of the given kind (probes: the whole probe set, `count` ignored).
+// Appends `count` lines of the given kind (probes: the whole probe set, `count` ignored). With
+// scale factors (v.vec > 0), each line also gets its factors (unit ones for the probe set, which
+// then adds the scale probes; random ones for the other kinds, from a stream of their own, so
+// that A, B and C are those of the unscaled vectors).
 void generate(vec_set &v, gen_kind kind, std::size_t count, std::uint64_t seed);
 
 // Bit pattern as lowercase hex with 0x and the format's full width (tf32: 5 digits).
+// (A scale factor: hex_scale, two digits.)
 std::string hex(format_id f, std::uint64_t bits);
+std::string hex_scale(std::uint8_t bits);
+// A scale factor token 0x0..0xff (as `bf16emu mma` reads them); false when it is not one.
+bool parse_scale(const std::string &tok, std::uint8_t &bits);
 
 // Writes lines [first, first+count) (all by default); with notes, each note as a "# " line.
 void write_lines(std::ostream &os, const vec_set &v, bool notes = true, std::size_t first = 0,

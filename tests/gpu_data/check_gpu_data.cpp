@@ -7,8 +7,11 @@
 // For every DIR/NAME.vec (the `bf16emu mma` line format, written by `bf16emu-gpu probe --save`
 // or `bf16emu-gpu gemm --save-lines`), reads the header line (gpu::probe_header writes it)
 //   #! arch=sm90 instr=mma|wgmma|tcgen05 in=e4m3 out=fp32 k=32 [b=e5m2] [kind=f8f6f4] [shape_k=8]
+//   (block-scaled kernels: kind=mxf8f6f4|mxf4|mxf4nvf4 scale=ue8m0|ue4m3 vec=32|16, and lines
+//   that carry k/vec scale factors of A and of B after B)
 // selects the probe kernel and its host model as the runner does (gpu::find_probe_kernel,
-// gpu::kernel_preset: a tc::presets block preset or, for tcgen05 kind::f8f6f4, a scaled preset),
+// gpu::kernel_preset: a tc::presets block preset or, for kind::f8f6f4 on tcgen05 and the
+// block-scaled kinds, a scaled preset),
 // runs each line through that model and compares it with the GPU's D in DIR/NAME.out (one value
 // per line). Exit 0: all equal; 1: a mismatch or a bad file (a one-line message naming the file
 // and the bad key or value); 77: no .vec files (nothing recorded yet: the test is reported as
@@ -55,6 +58,9 @@ int check(const fs::path &vec, std::size_t &lines, std::size_t &bad) {
   if (!kernel) return fail("the header selects no probe kernel: " + err);
   const gpu::kernel_model model = gpu::kernel_preset(*kernel, h.arch, err);
   if (!model) return fail(err);
+  if (kernel->sop != gpu::scaled_op::none && h.k % kernel->k != 0) // whole instructions, whole factors
+    return fail("k=" + std::to_string(h.k) + " is not a multiple of " + kernel->name + "'s k " +
+                std::to_string(kernel->k));
   gpu::vec_set v = gpu::kernel_vectors(*kernel, h.k);
   std::ifstream vs(vec), os(fs::path(vec).replace_extension(".out"));
   if (!os) return fail("no matching .out file");
@@ -75,8 +81,11 @@ int check(const fs::path &vec, std::size_t &lines, std::size_t &bad) {
     }
   }
   const gpu::probe_request &r = h.request;
-  const std::string extra = (r.kind.empty() ? "" : " kind=" + r.kind) +
-                            (r.shape_k ? " shape_k=" + std::to_string(r.shape_k) : std::string());
+  const std::string extra =
+      (r.kind.empty() ? "" : " kind=" + r.kind) +
+      (v.vec ? std::string(" scale=") + tc::to_string(v.scale) + " vec=" + std::to_string(v.vec)
+             : std::string()) +
+      (r.shape_k ? " shape_k=" + std::to_string(r.shape_k) : std::string());
   std::printf("%-40s %s %s %s->%s k=%d%s: %zu lines, %zu mismatches\n", name.c_str(), tc::to_string(h.arch),
               tc::to_string(kernel->kind), gpu::in_column(*kernel).c_str(), io::name(v.out), v.k,
               extra.c_str(), v.lines(), mism);
@@ -116,7 +125,11 @@ int print_cases() {
       std::string why;
       if (cc < p.cc_min || cc > p.cc_max || !gpu::kernel_preset(p, a, why)) continue;
       const gpu::probe_request r = gpu::kernel_request(p);
-      const std::string formats = " --b-format " + r.b + " --out " + r.out + " --k " + std::to_string(K);
+      const std::string scales = r.scale_vec == 0 ? std::string()
+                                                  : " --scale-format " + r.scale_format + " --scale-vec " +
+                                                        std::to_string(r.scale_vec);
+      const std::string formats =
+          " --b-format " + r.b + " --out " + r.out + " --k " + std::to_string(K) + scales;
       std::printf("%s|%s|--format %s%s|--arch %s --instr %s --a-format %s%s --shape-k %d%s\n", p.name,
                   gpu::probe_header(p, arch, K).c_str(), r.a.c_str(), formats.c_str(), arch.c_str(),
                   r.instr.c_str(), r.a.c_str(), formats.c_str(), p.k,

@@ -52,6 +52,27 @@ for c in "sm90 mma e4m3 e5m2 fp32 - -" "sm90 mma e5m2 e4m3 fp16 - -" "sm90 wgmma
     "$cli" mma "${opts[@]}" <"$name.vec" >"$name.out"
   done
 done
+# The block-scaled kernels (sm_120a mma.sync ... .block_scale): header keys kind= scale= vec=,
+# lines with K/vec scale factors of A and of B after B. Each case: A B kind scale vec k; K = two
+# instructions per line; `bf16emu mma --kind` answers.
+for c in "e4m3 e4m3 mxf8f6f4 ue8m0 32 32" "e4m3 e2m1 mxf8f6f4 ue8m0 32 32" "e3m2 e2m3 mxf8f6f4 ue8m0 32 32" \
+  "e5m2 e3m2 mxf8f6f4 ue8m0 32 32" "e2m1 e2m1 mxf8f6f4 ue8m0 32 32" "e2m1 e2m1 mxf4 ue8m0 32 64" \
+  "e2m1 e2m1 mxf4nvf4 ue4m3 16 64"; do
+  read -r a b kind sf vec k <<<"$c"
+  K=$((2 * k))
+  head="#! arch=sm120 instr=mma in=$a out=fp32 k=$K" opts=(--arch sm120 --instr mma --a-format "$a" --out fp32 --k "$K")
+  [ "$b" = "$a" ] || head+=" b=$b"
+  head+=" kind=$kind scale=$sf vec=$vec" opts+=(--b-format "$b" --kind "$kind" --scale-format "$sf" --scale-vec "$vec")
+  for gen in probes normal bits cancel; do
+    name=$dir/bs_${kind}_${a}x${b}_$gen
+    {
+      echo "$head"
+      "$vecgen" --format "$a" --b-format "$b" --out fp32 --kind "$gen" --count 200 --k "$K" --seed 6 \
+        --scale-format "$sf" --scale-vec "$vec"
+    } >"$name.vec"
+    "$cli" mma "${opts[@]}" <"$name.vec" >"$name.out"
+  done
+done
 "$checker" "$dir"
 
 # Every probe kernel of the runner's table (bf16emu_gpu_data_check --cases: a new kernel joins
@@ -142,3 +163,29 @@ awk 'BEGIN { h = "0123456789abcdef" }
                       $0 = substr($0, 1, length($0) - 1) substr(h, i + 1, 1); done = 1 } { print }' \
   "$src.out" >"$bad/flip.out"
 expect_fail 'flip.vec: line 1: GPU'
+# Block-scaled files. The scale format matters: the same lines answered with ue8m0 factors (the
+# model's sm120 mxf4nvf4 ue8m0 preset) but headed scale=ue4m3 mismatch; the count is printed.
+bs=$dir/bs_mxf4nvf4_e2m1xe2m1_normal
+cp "$bs.vec" "$bad/scalefmt.vec"
+"$cli" mma --arch sm120 --a-format e2m1 --out fp32 --k 128 --kind mxf4nvf4 --scale-format ue8m0 --scale-vec 16 \
+  <"$bs.vec" >"$bad/scalefmt.out"
+out=$("$checker" "$bad") && { echo "a file with the wrong scale format passed:" >&2; echo "$out" >&2; exit 1; }
+n=$(sed -n 's/^scalefmt.vec .*: \([0-9]*\) lines, \([0-9]*\) mismatches$/\2 of \1/p' <<<"$out")
+case $n in "" | "0 of"*) echo "expected mismatches for the wrong scale format, got: $out" >&2; exit 1 ;; esac
+echo "refused as expected (scale=ue4m3 header, ue8m0 answers: $n lines mismatch)"
+rm -f "$bad"/*
+# Block-scaled headers and lines no kernel or parser takes: HEADER|what the message names.
+bgood="arch=sm120 instr=mma in=e2m1 out=fp32 k=128 kind=mxf4nvf4 scale=ue4m3 vec=16"
+for c in "${bgood/scale=ue4m3/scale=ue9m9}|bad header value scale='ue9m9'" "${bgood/vec=16/vec=24}|bad header value vec='24'" \
+  "${bgood/vec=16/vec=x}|vec=" "${bgood/scale=ue4m3/scale=ue8m0}|scale ue8m0 vec 16 (mxf4nvf4 with ue8m0 factors" \
+  "${bgood/vec=16/vec=32}|no probe kernel for mma kind::mxf4nvf4 e2m1 -> fp32 scale ue4m3 vec 32" \
+  "${bgood/kind=mxf4nvf4/kind=f8f6f4}|need a block-scaled --kind" "${bgood/k=128/k=96}|k=96 is not a multiple of"; do
+  h=${c%%|*} want=${c#*|}
+  awk -v h="#! $h" '/^#!/ { $0 = h } { print }' "$bs.vec" >"$bad/header.vec"
+  cp "$bs.out" "$bad/header.out"
+  expect_fail "header.vec: .*$want"
+done
+# A scale factor that is not a byte pattern.
+awk '!/^#/ && !done { $257 = "0x1ff"; done = 1 } { print }' "$bs.vec" >"$bad/token.vec"
+cp "$bs.out" "$bad/token.out"
+expect_fail "token.vec: line .*scale factor '0x1ff' is not a ue4m3 bit pattern"
