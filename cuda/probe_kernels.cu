@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "f8f6f4.cuh"
 #include "kernels.hpp"
 
 namespace bf16emu::gpu {
@@ -970,15 +971,6 @@ constexpr int kfam(mma_family f) {
   }
 }
 
-// The byte an 8-bit-container element occupies in its register.
-template <mma_elem E> __device__ __forceinline__ std::uint32_t container(std::uint64_t v) {
-  if constexpr (E == mma_elem::e2m1)
-    return std::uint32_t(v & 0xfu) << 2;
-  else if constexpr (E == mma_elem::e3m2 || E == mma_elem::e2m3)
-    return std::uint32_t(v & 0x3fu);
-  else
-    return std::uint32_t(v & 0xffu);
-}
 // Four consecutive elements from k on as 8-bit containers, lowest k in the low byte.
 template <mma_elem E>
 __device__ __forceinline__ std::uint32_t pack8(const std::uint64_t *p, std::size_t line, bool valid, int K,
@@ -986,7 +978,7 @@ __device__ __forceinline__ std::uint32_t pack8(const std::uint64_t *p, std::size
   std::uint32_t r = 0;
 #pragma unroll
   for (int i = 0; i < 4; ++i)
-    r |= container<E>(e16(p, line, valid, K, k + i)) << (8 * i);
+    r |= container8<E>(e16(p, line, valid, K, k + i)) << (8 * i);
   return r;
 }
 

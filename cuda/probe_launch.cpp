@@ -17,11 +17,11 @@ probe_job job_of(const probe_kernel &p, int K) {
 probe_scaled_job scaled_job_of(const probe_kernel &p, int K) {
   auto type = [](format_id f) {
     switch (f) {
-    case format_id::e4m3: return f8f6f4_type::e4m3;
-    case format_id::e5m2: return f8f6f4_type::e5m2;
-    case format_id::e3m2: return f8f6f4_type::e3m2;
-    case format_id::e2m3: return f8f6f4_type::e2m3;
-    default: return f8f6f4_type::e2m1;
+    case format_id::e4m3: return mma_elem::e4m3;
+    case format_id::e5m2: return mma_elem::e5m2;
+    case format_id::e3m2: return mma_elem::e3m2;
+    case format_id::e2m3: return mma_elem::e2m3;
+    default: return mma_elem::e2m1;
     }
   };
   probe_scaled_job j;

@@ -38,6 +38,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "f8f6f4.cuh"
 #include "kernels.hpp"
 
 namespace bf16emu::gpu {
@@ -48,15 +49,8 @@ constexpr int sk_vec(scaled_op op) { return op == scaled_op::mxf4nvf4_ue4m3 ? 16
 // The unit scale factor: ue8m0 2^0, ue4m3 1.0.
 constexpr std::uint32_t sk_one(scaled_op op) { return op == scaled_op::mxf4nvf4_ue4m3 ? 0x38u : 0x7fu; }
 
-// An element's 8-bit container under kind::mxf8f6f4 (see above).
-template <f8f6f4_type T> __device__ __forceinline__ std::uint32_t container8(std::uint64_t bits) {
-  if constexpr (T == f8f6f4_type::e2m1) return std::uint32_t(bits & 0xfu) << 2;
-  if constexpr (T == f8f6f4_type::e3m2 || T == f8f6f4_type::e2m3) return std::uint32_t(bits & 0x3fu);
-  return std::uint32_t(bits & 0xffu);
-}
-
 // Four consecutive k of one line as four 8-bit containers, lowest k in the low byte.
-template <f8f6f4_type T>
+template <mma_elem T>
 __device__ __forceinline__ std::uint32_t pack_bytes(const std::uint64_t *row, bool valid, int k) {
   std::uint32_t r = 0;
   if (valid)
@@ -93,19 +87,19 @@ __device__ __forceinline__ std::uint32_t pack_scales(const std::uint8_t *s, bool
   BF16EMU_BS_ASM("mma.sync.aligned.m16n8k32.row.col.kind::mxf8f6f4.block_scale.scale_vec::1X.f32." #A "." #B \
                  ".f32.ue8m0")
 #define BF16EMU_BS_K32_B(A)                                                                                  \
-  if constexpr (TB == f8f6f4_type::e4m3)                                                                     \
+  if constexpr (TB == mma_elem::e4m3)                                                                        \
     BF16EMU_BS_K32(A, e4m3);                                                                                 \
-  else if constexpr (TB == f8f6f4_type::e5m2)                                                                \
+  else if constexpr (TB == mma_elem::e5m2)                                                                   \
     BF16EMU_BS_K32(A, e5m2);                                                                                 \
-  else if constexpr (TB == f8f6f4_type::e3m2)                                                                \
+  else if constexpr (TB == mma_elem::e3m2)                                                                   \
     BF16EMU_BS_K32(A, e3m2);                                                                                 \
-  else if constexpr (TB == f8f6f4_type::e2m3)                                                                \
+  else if constexpr (TB == mma_elem::e2m3)                                                                   \
     BF16EMU_BS_K32(A, e2m3);                                                                                 \
   else                                                                                                       \
     BF16EMU_BS_K32(A, e2m1)
 
 // One block-scaled instruction on the lane's fragments (f: the f32 accumulator, in place).
-template <scaled_op Op, f8f6f4_type TA, f8f6f4_type TB>
+template <scaled_op Op, mma_elem TA, mma_elem TB>
 __device__ __forceinline__ void issue_scaled(float (&f)[4], const std::uint32_t (&ra)[4],
                                              const std::uint32_t (&rb)[2], std::uint32_t sa,
                                              std::uint32_t sb) {
@@ -117,13 +111,13 @@ __device__ __forceinline__ void issue_scaled(float (&f)[4], const std::uint32_t 
   else if constexpr (Op == scaled_op::mxf4nvf4_ue4m3)
     BF16EMU_BS_ASM(
         "mma.sync.aligned.m16n8k64.row.col.kind::mxf4nvf4.block_scale.scale_vec::4X.f32.e2m1.e2m1.f32.ue4m3");
-  else if constexpr (TA == f8f6f4_type::e4m3) {
+  else if constexpr (TA == mma_elem::e4m3) {
     BF16EMU_BS_K32_B(e4m3);
-  } else if constexpr (TA == f8f6f4_type::e5m2) {
+  } else if constexpr (TA == mma_elem::e5m2) {
     BF16EMU_BS_K32_B(e5m2);
-  } else if constexpr (TA == f8f6f4_type::e3m2) {
+  } else if constexpr (TA == mma_elem::e3m2) {
     BF16EMU_BS_K32_B(e3m2);
-  } else if constexpr (TA == f8f6f4_type::e2m3) {
+  } else if constexpr (TA == mma_elem::e2m3) {
     BF16EMU_BS_K32_B(e2m3);
   } else {
     BF16EMU_BS_K32_B(e2m1);
@@ -139,7 +133,7 @@ __device__ __forceinline__ void issue_scaled(float (&f)[4], const std::uint32_t 
 #undef BF16EMU_BS_OPERANDS
 
 // Each warp takes groups of 8 lines (line = group base + g: row g of A, column g of B, D[g][g]).
-template <scaled_op Op, f8f6f4_type TA, f8f6f4_type TB>
+template <scaled_op Op, mma_elem TA, mma_elem TB>
 __global__ void __launch_bounds__(256)
     mma_block_scaled(const std::uint64_t *__restrict__ a, const std::uint64_t *__restrict__ b,
                      const std::uint64_t *__restrict__ c, const std::uint8_t *__restrict__ sa,
@@ -202,7 +196,7 @@ struct device_arrays {
   }
 };
 
-template <scaled_op Op, f8f6f4_type TA, f8f6f4_type TB> int launch_scaled(const probe_scaled_job &job) {
+template <scaled_op Op, mma_elem TA, mma_elem TB> int launch_scaled(const probe_scaled_job &job) {
   const std::size_t nab = job.lines * std::size_t(job.k), ns = job.lines * std::size_t(job.k / sk_vec(Op));
   device_arrays m;
   const std::uint64_t *a = m.upload(0, job.a, nab), *b = m.upload(1, job.b, nab),
@@ -218,13 +212,13 @@ template <scaled_op Op, f8f6f4_type TA, f8f6f4_type TB> int launch_scaled(const 
   return m.err;
 }
 
-template <f8f6f4_type TA> int launch_mx_b(const probe_scaled_job &job) {
+template <mma_elem TA> int launch_mx_b(const probe_scaled_job &job) {
   switch (job.tb) {
-  case f8f6f4_type::e4m3: return launch_scaled<scaled_op::mxf8f6f4, TA, f8f6f4_type::e4m3>(job);
-  case f8f6f4_type::e5m2: return launch_scaled<scaled_op::mxf8f6f4, TA, f8f6f4_type::e5m2>(job);
-  case f8f6f4_type::e3m2: return launch_scaled<scaled_op::mxf8f6f4, TA, f8f6f4_type::e3m2>(job);
-  case f8f6f4_type::e2m3: return launch_scaled<scaled_op::mxf8f6f4, TA, f8f6f4_type::e2m3>(job);
-  default: return launch_scaled<scaled_op::mxf8f6f4, TA, f8f6f4_type::e2m1>(job);
+  case mma_elem::e4m3: return launch_scaled<scaled_op::mxf8f6f4, TA, mma_elem::e4m3>(job);
+  case mma_elem::e5m2: return launch_scaled<scaled_op::mxf8f6f4, TA, mma_elem::e5m2>(job);
+  case mma_elem::e3m2: return launch_scaled<scaled_op::mxf8f6f4, TA, mma_elem::e3m2>(job);
+  case mma_elem::e2m3: return launch_scaled<scaled_op::mxf8f6f4, TA, mma_elem::e2m3>(job);
+  default: return launch_scaled<scaled_op::mxf8f6f4, TA, mma_elem::e2m1>(job);
   }
 }
 
@@ -235,24 +229,23 @@ int scaled_vec(scaled_op op) { return sk_vec(op); }
 
 bool probe_scaled_supported(const probe_scaled_job &job, int cc_major, int cc_minor) {
   if (job.op == scaled_op::none || job.k <= 0 || job.k % sk_k(job.op) != 0) return false;
-  if (job.op != scaled_op::mxf8f6f4 && (job.ta != f8f6f4_type::e2m1 || job.tb != f8f6f4_type::e2m1))
-    return false;
+  if (job.op != scaled_op::mxf8f6f4 && (job.ta != mma_elem::e2m1 || job.tb != mma_elem::e2m1)) return false;
   return cc_major * 10 + cc_minor == 120; // the sm_120a code (cuda/CMakeLists.txt)
 }
 
 int run_probe_scaled(const probe_scaled_job &job) {
   if (job.lines == 0) return 0;
-  constexpr f8f6f4_type e2m1 = f8f6f4_type::e2m1;
+  constexpr mma_elem e2m1 = mma_elem::e2m1;
   switch (job.op) {
   case scaled_op::mxf4: return launch_scaled<scaled_op::mxf4, e2m1, e2m1>(job);
   case scaled_op::mxf4nvf4_ue4m3: return launch_scaled<scaled_op::mxf4nvf4_ue4m3, e2m1, e2m1>(job);
   default: break;
   }
   switch (job.ta) {
-  case f8f6f4_type::e4m3: return launch_mx_b<f8f6f4_type::e4m3>(job);
-  case f8f6f4_type::e5m2: return launch_mx_b<f8f6f4_type::e5m2>(job);
-  case f8f6f4_type::e3m2: return launch_mx_b<f8f6f4_type::e3m2>(job);
-  case f8f6f4_type::e2m3: return launch_mx_b<f8f6f4_type::e2m3>(job);
+  case mma_elem::e4m3: return launch_mx_b<mma_elem::e4m3>(job);
+  case mma_elem::e5m2: return launch_mx_b<mma_elem::e5m2>(job);
+  case mma_elem::e3m2: return launch_mx_b<mma_elem::e3m2>(job);
+  case mma_elem::e2m3: return launch_mx_b<mma_elem::e2m3>(job);
   default: return launch_mx_b<e2m1>(job);
   }
 }
