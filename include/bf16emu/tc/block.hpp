@@ -441,23 +441,53 @@ template <class In> BF16EMU_TARGET_AVX2 inline __m256i avx2_special(__m256i x) n
 
 // The block's alignment losses summed in term order (as the general path's trace) from the
 // vectors of fast_block_avx2: m0 the products' magnitudes before alignment, ex their biased
-// exponent sums, t the aligned terms, sg their signs.
+// exponent sums, t the aligned terms, sg their signs. Each term is fast_lost's, computed four
+// lanes at a time (both products and their difference are exact in binary64, so the lanes equal
+// fast_lost bit for bit); only the sum runs one term at a time, in term order. A scale outside
+// binary64's normal range (no format the fast path takes reaches it) takes fast_lost itself.
 template <class In, int NV>
 BF16EMU_TARGET_AVX2 BF16EMU_INLINE double avx2_lost(const block_params &p, int base, const __m256i *m0,
                                                     const __m256i *ex, const __m256i *t,
                                                     const __m256i *sg) noexcept {
-  alignas(32) std::uint32_t mv[8 * NV];
-  alignas(32) std::int32_t ev[8 * NV], tv[8 * NV], gv[8 * NV];
-  for (int v = 0; v < NV; ++v) {
-    _mm256_store_si256(reinterpret_cast<__m256i *>(mv + 8 * v), m0[v]);
-    _mm256_store_si256(reinterpret_cast<__m256i *>(ev + 8 * v), ex[v]);
-    _mm256_store_si256(reinterpret_cast<__m256i *>(tv + 8 * v), t[v]);
-    _mm256_store_si256(reinterpret_cast<__m256i *>(gv + 8 * v), sg[v]);
-  }
+  static_assert(2 * (In::frac_bits + 1) <= 31, "a product's magnitude must convert as a signed int32");
+  alignas(32) double lv[8 * NV];
   const double unit = pow2(base);
+  const __m256i off = _mm256_set1_epi32(1023 - 2 * In::bias - p.F);
+  const __m256d unitv = _mm256_set1_pd(unit);
+  const __m256i signbit = _mm256_set1_epi64x(std::int64_t(std::uint64_t{1} << 63));
+  bool normal = true;
+  for (int v = 0; v < NV; ++v) {
+    const __m256i be = _mm256_add_epi32(ex[v], off); // biased binary64 exponent of 2^scale
+    normal &= _mm256_movemask_epi8(_mm256_or_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(1), be),
+                                                   _mm256_cmpgt_epi32(be, _mm256_set1_epi32(2046)))) == 0;
+    const __m256i neg = _mm256_srai_epi32(sg[v], 31);
+    for (int h = 0; h < 2; ++h) {
+      const __m128i m = h ? _mm256_extracti128_si256(m0[v], 1) : _mm256_castsi256_si128(m0[v]);
+      const __m128i e = h ? _mm256_extracti128_si256(be, 1) : _mm256_castsi256_si128(be);
+      const __m128i tt = h ? _mm256_extracti128_si256(t[v], 1) : _mm256_castsi256_si128(t[v]);
+      const __m128i ng = h ? _mm256_extracti128_si256(neg, 1) : _mm256_castsi256_si128(neg);
+      const __m256d scale = _mm256_castsi256_pd(_mm256_slli_epi64(_mm256_cvtepi32_epi64(e), 52));
+      const __m256d l = _mm256_sub_pd(_mm256_mul_pd(_mm256_cvtepi32_pd(m), scale),
+                                      _mm256_mul_pd(_mm256_cvtepi32_pd(tt), unitv));
+      const __m256d sgn = _mm256_castsi256_pd(_mm256_and_si256(_mm256_cvtepi32_epi64(ng), signbit));
+      _mm256_store_pd(lv + 8 * v + 4 * h, _mm256_xor_pd(l, sgn));
+    }
+  }
+  if (!normal) {
+    alignas(32) std::uint32_t mv[8 * NV];
+    alignas(32) std::int32_t ev[8 * NV], tv[8 * NV], gv[8 * NV];
+    for (int v = 0; v < NV; ++v) {
+      _mm256_store_si256(reinterpret_cast<__m256i *>(mv + 8 * v), m0[v]);
+      _mm256_store_si256(reinterpret_cast<__m256i *>(ev + 8 * v), ex[v]);
+      _mm256_store_si256(reinterpret_cast<__m256i *>(tv + 8 * v), t[v]);
+      _mm256_store_si256(reinterpret_cast<__m256i *>(gv + 8 * v), sg[v]);
+    }
+    for (int i = 0; i < 8 * NV; ++i)
+      lv[i] = fast_lost(mv[i], ev[i] - 2 * In::bias - p.F, tv[i], unit, gv[i] < 0);
+  }
   double lost = 0;
   for (int i = 0; i < 8 * NV; ++i)
-    lost += fast_lost(mv[i], ev[i] - 2 * In::bias - p.F, tv[i], unit, gv[i] < 0);
+    lost += lv[i];
   return lost;
 }
 
