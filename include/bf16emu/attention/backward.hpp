@@ -143,12 +143,24 @@ backward_result backward_head(const forward_config &cfg, const head_view &h, con
   // P, dS
   std::vector<double> P(n * n, 0.0), dS(n * n, 0.0);
   const double c = exact ? scale * 1.4426950408889634 : double(float(scale * 1.4426950408889634));
+  std::vector<double> s_ex, dp_ex; // exact: the row's scores and dO V^T, two keys per exact_dot4
   for (long row = 0; row < n; ++row) {
     const double L = fwd.lse[row];
     const double Lc = exact ? L * 1.4426950408889634 : o.mul(L, 1.4426950408889634, B);
-    for (long j = 0; j < n; ++j) {
-      if (cfg.causal && j > row) continue;
-      const double s = dot(&q[row * d], 1, &k[j * d], 1, d);
+    const long keys = cfg.causal ? row + 1 : n;
+    if (exact) {
+      s_ex.resize(keys), dp_ex.resize(keys);
+      const double *qr = &q[row * d], *dr = &dout[row * d];
+      long j = 0;
+      for (double out[4]; j + 2 <= keys; j += 2) {
+        exact_dot4({qr, qr, dr, dr}, {&k[j * d], &k[(j + 1) * d], &v[j * d], &v[(j + 1) * d]}, d, out);
+        s_ex[j] = out[0], s_ex[j + 1] = out[1], dp_ex[j] = out[2], dp_ex[j + 1] = out[3];
+      }
+      for (; j < keys; ++j)
+        s_ex[j] = dot(qr, 1, &k[j * d], 1, d), dp_ex[j] = dot(dr, 1, &v[j * d], 1, d);
+    }
+    for (long j = 0; j < keys; ++j) {
+      const double s = exact ? s_ex[j] : dot(&q[row * d], 1, &k[j * d], 1, d);
       double p;
       if (exact)
         p = std::exp2(s * c - Lc);
@@ -158,7 +170,7 @@ backward_result backward_head(const forward_config &cfg, const head_view &h, con
       } else
         p = exp2_f32(o, o.fma(s, c, -Lc, B), pol.exp == exp_impl::poly_exp2, B);
       P[row * n + j] = p;
-      const double dp = dot(&dout[row * d], 1, &v[j * d], 1, d);
+      const double dp = exact ? dp_ex[j] : dot(&dout[row * d], 1, &v[j * d], 1, d);
       dS[row * n + j] =
           paper ? mul(mul(p, scale), sub(dp, r.delta[row])) : mul(mul(p, sub(dp, r.delta[row])), scale);
     }
@@ -172,14 +184,28 @@ backward_result backward_head(const forward_config &cfg, const head_view &h, con
   for (long j = 0; j < n; ++j) {
     pack_cols(&P[j], n, 1, n, 1, pj);
     pack_cols(&dS[j], n, 1, n, 1, dsj);
-    for (long i = 0; i < d; ++i) {
+    long i = 0;
+    for (double out[4]; exact && i + 2 <= d; i += 2) {
+      const double *p = pj.data(), *g = dsj.data();
+      exact_dot4({p, p, g, g}, {&doT[i * n], &doT[(i + 1) * n], &qT[i * n], &qT[(i + 1) * n]}, n, out);
+      r.dv[j * d + i] = out[0], r.dv[j * d + i + 1] = out[1], r.dk[j * d + i] = out[2],
+                   r.dk[j * d + i + 1] = out[3];
+    }
+    for (; i < d; ++i) {
       r.dv[j * d + i] = dot(pj.data(), 1, &doT[i * n], 1, n); // sum_row P[row, j] dO[row, i]
       r.dk[j * d + i] = dot(dsj.data(), 1, &qT[i * n], 1, n); // sum_row dS[row, j] Q[row, i]
     }
   }
-  for (long row = 0; row < n; ++row)
-    for (long i = 0; i < d; ++i)
-      r.dq[row * d + i] = dot(&dS[row * n], 1, &kT[i * n], 1, n);
+  for (long row = 0; row < n; ++row) {
+    const double *g = &dS[row * n];
+    long i = 0;
+    for (double out[4]; exact && i + 4 <= d; i += 4) {
+      exact_dot4({g, g, g, g}, {&kT[i * n], &kT[(i + 1) * n], &kT[(i + 2) * n], &kT[(i + 3) * n]}, n, out);
+      std::copy(out, out + 4, &r.dq[row * d + i]);
+    }
+    for (; i < d; ++i)
+      r.dq[row * d + i] = dot(g, 1, &kT[i * n], 1, n);
+  }
   (void)add;
   return r;
 }

@@ -56,6 +56,20 @@ inline double softmax_scale(const kernel_policy &p, long d) {
 // the exp2 argument, so its test S >= r_m - tie_tol / scale (binary64) is s >= s_max - tie_tol.
 inline double unscaled_tie_tol(const kernel_policy &p, long d) { return p.tie_tol / softmax_scale(p, d); }
 
+// Four binary64 dot products a[u] . b[u] of length len (unit strides) at once, for the exact
+// policy and the exact baselines: each sum adds its products in index order, as the one-chain
+// loop does (so the same bits), but four chains are in flight to hide the addition latency.
+inline void exact_dot4(const double *const (&a)[4], const double *const (&b)[4], long len, double (&out)[4]) {
+  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  for (long t = 0; t < len; ++t) {
+    s0 += a[0][t] * b[0][t];
+    s1 += a[1][t] * b[1][t];
+    s2 += a[2][t] * b[2][t];
+    s3 += a[3][t] * b[3][t];
+  }
+  out[0] = s0, out[1] = s1, out[2] = s2, out[3] = s3;
+}
+
 namespace fwd_detail {
 
 constexpr double ninf = -std::numeric_limits<double>::infinity();
@@ -246,21 +260,6 @@ template <class Obs> struct fa2_forward {
       s += a[i] * b[i];
     return s;
   }
-  // Four of them against consecutive rows of b (stride d), interleaved: each sum adds its
-  // products in the same order as dot64 (the same bits), but the four chains hide each other's
-  // addition latency.
-  void dot64x4(const double *a, const double *b, double *out) const {
-    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-    const double *b1 = b + d, *b2 = b1 + d, *b3 = b2 + d;
-    for (long i = 0; i < d; ++i) {
-      s0 += a[i] * b[i];
-      s1 += a[i] * b1[i];
-      s2 += a[i] * b2[i];
-      s3 += a[i] * b3[i];
-    }
-    out[0] = s0, out[1] = s1, out[2] = s2, out[3] = s3;
-  }
-
   // 1-2. S = Q K^T for one row over keys [j0, j0 + w), masked entries -inf; returns the row max.
   double score_tile(long row, long j0, long w) {
     const double *qr = &q[row * d];
@@ -271,8 +270,12 @@ template <class Obs> struct fa2_forward {
         S[live++] = 0.0;
       if (exact) {
         long j = 0;
-        for (; j + 4 <= live; j += 4)
-          dot64x4(qr, &k[(j0 + j) * d], &S[j]);
+        for (; j + 4 <= live; j += 4) {
+          const double *kr = &k[(j0 + j) * d];
+          double out[4];
+          exact_dot4({qr, qr, qr, qr}, {kr, kr + d, kr + 2 * d, kr + 3 * d}, d, out);
+          std::copy(out, out + 4, &S[j]);
+        }
         for (; j < live; ++j)
           S[j] = dot64(qr, &k[(j0 + j) * d]);
       } else {
