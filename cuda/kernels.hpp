@@ -99,14 +99,12 @@ enum class mma_family : std::uint8_t {
 };
 // The A x B mixes of the f8f6f4_k32 kernels (every pair with an fp6 or fp4 operand, the sm120
 // presets' list) and of fp8_k16; X(A, B) with mma_elem / format_id names.
-#define BF16EMU_F8F6F4_FP6FP4_PAIRS(X)                                                                       \
-  X(e4m3, e3m2)                                                                                              \
-  X(e4m3, e2m3)                                                                                              \
-  X(e4m3, e2m1)                                                                                              \
-  X(e5m2, e3m2)                                                                                              \
-  X(e5m2, e2m3) X(e5m2, e2m1) X(e3m2, e4m3) X(e3m2, e5m2) X(e3m2, e3m2) X(e3m2, e2m3) X(e3m2, e2m1)          \
-      X(e2m3, e4m3) X(e2m3, e5m2) X(e2m3, e3m2) X(e2m3, e2m3) X(e2m3, e2m1) X(e2m1, e4m3) X(e2m1, e5m2)      \
-          X(e2m1, e3m2) X(e2m1, e2m3) X(e2m1, e2m1)
+// clang-format off
+#define BF16EMU_F8F6F4_FP6FP4_PAIRS(X) \
+  X(e4m3, e3m2) X(e4m3, e2m3) X(e4m3, e2m1) X(e5m2, e3m2) X(e5m2, e2m3) X(e5m2, e2m1) X(e3m2, e4m3) \
+  X(e3m2, e5m2) X(e3m2, e3m2) X(e3m2, e2m3) X(e3m2, e2m1) X(e2m3, e4m3) X(e2m3, e5m2) X(e2m3, e3m2) \
+  X(e2m3, e2m3) X(e2m3, e2m1) X(e2m1, e4m3) X(e2m1, e5m2) X(e2m1, e3m2) X(e2m1, e2m3) X(e2m1, e2m1)
+// clang-format on
 #define BF16EMU_FP8_PAIRS(X) X(e4m3, e4m3) X(e4m3, e5m2) X(e5m2, e4m3) X(e5m2, e5m2)
 enum class mma_elem : std::uint8_t { e4m3, e5m2, e3m2, e2m3, e2m1, tf32, bf16, f16, f64 };
 struct mma_job {
