@@ -18,8 +18,8 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "f8f6f4.cuh"
 #include "kernels.hpp"
+#include "probe_device.cuh"
 
 namespace bf16emu::gpu {
 namespace {
@@ -127,16 +127,6 @@ __device__ __forceinline__ void mma_sync_issue(std::uint32_t (&acc)[4], const st
 #endif
 }
 
-// The warp's share of a grid-stride loop over groups of 8 lines: fn(line, valid, g, t) with
-// g = lane/4, t = lane%4 and line = the group's first line + g (valid: line < lines).
-template <class Fn> __device__ __forceinline__ void for_each_group8(std::size_t lines, Fn fn) {
-  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  const std::size_t warp = (std::size_t(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
-  const std::size_t nwarps = (std::size_t(gridDim.x) * blockDim.x) >> 5;
-  for (std::size_t base = warp * 8; base < lines; base += nwarps * 8)
-    fn(base + g, base + g < lines, g, t);
-}
-
 // Fragment layouts (PTX ISA, "Matrix Fragments for mma.m16n8k16 / m16n8k8 / m16n8k32"), with
 // g = lane/4 and t = lane%4:
 //   16-bit A: reg0 = row g, cols 2t,2t+1; reg1 = row g+8; reg2 = row g, cols 2t+8,2t+9; reg3 = row g+8.
@@ -154,14 +144,7 @@ __global__ void __launch_bounds__(256)
   constexpr int k = kin(T);
   for_each_group8(lines, [&](std::size_t line, bool valid, int g, int t) { // row g of A, column g of B
     std::uint32_t acc[4] = {0, 0, 0, 0};
-    if constexpr (O == out_type::fp16) {
-      // reg0 holds C[g][2t] (low half) and C[g][2t+1] (high half).
-      if (valid && g == 2 * t) acc[0] = c[line] & 0xffffu;
-      if (valid && g == 2 * t + 1) acc[0] = (c[line] & 0xffffu) << 16;
-    } else {
-      if (valid && g == 2 * t) acc[0] = c[line];
-      if (valid && g == 2 * t + 1) acc[1] = c[line];
-    }
+    diag_c<O == out_type::fp16>(acc, c, line, valid, g, t);
     for (int k0 = 0; k0 < K; k0 += k) {
       std::uint32_t ra[4] = {0, 0, 0, 0}, rb[2];
       if constexpr (elem_bytes(T) == 2) {
@@ -182,15 +165,7 @@ __global__ void __launch_bounds__(256)
       }
       mma_sync_issue<T, O>(acc, ra, rb);
     }
-    if (valid) {
-      if constexpr (O == out_type::fp16) {
-        if (g == 2 * t) d[line] = acc[0] & 0xffffu;
-        if (g == 2 * t + 1) d[line] = acc[0] >> 16;
-      } else {
-        if (g == 2 * t) d[line] = acc[0];
-        if (g == 2 * t + 1) d[line] = acc[1];
-      }
-    }
+    diag_d<O == out_type::fp16>(acc, d, line, valid, g, t);
   });
 }
 
@@ -558,10 +533,6 @@ __global__ void __launch_bounds__(128)
 #undef BF16EMU_OUT
 #undef BF16EMU_IN
 
-constexpr unsigned probe_blocks(std::size_t lines) { // 64 lines per block
-  return unsigned(std::min<std::size_t>((lines + 63) / 64, 8192));
-}
-
 template <in_type T, out_type O>
 int launch(const probe_job &job, const std::uint32_t *a, const std::uint32_t *b, const std::uint32_t *c,
            std::uint32_t *d) {
@@ -715,20 +686,6 @@ constexpr int k16(probe16_op op) {
                                                                             : 32;
 }
 
-__device__ __forceinline__ std::uint64_t e16(const std::uint64_t *p, std::size_t line, bool valid, int K,
-                                             int k) {
-  return valid ? p[line * std::size_t(K) + k] : 0u;
-}
-// n consecutive elements of `bits` bits from k on, lowest k in the low bits.
-__device__ __forceinline__ std::uint32_t pack16(const std::uint64_t *p, std::size_t line, bool valid, int K,
-                                                int k, int bits) {
-  std::uint32_t r = 0;
-  const std::uint64_t mask = (std::uint64_t{1} << bits) - 1;
-  for (int i = 0; i < 32 / bits; ++i)
-    r |= std::uint32_t(e16(p, line, valid, K, k + i) & mask) << (i * bits);
-  return r;
-}
-
 #define BF16EMU_MMA_K32(ptx)                                                                                 \
   asm volatile(ptx " {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"                                \
                : "+f"(f[0]), "+f"(f[1]), "+f"(f[2]), "+f"(f[3])                                              \
@@ -818,24 +775,6 @@ __device__ __forceinline__ void issue16(std::uint32_t (&acc)[4], const std::uint
   }
 #endif
 }
-// The m16n8 accumulator registers of lane (g, t) and the diagonal element (g, g) of a line: C
-// in (f32: c0 = (g, 2t), c1 = (g, 2t+1); f16 (H): reg0 = the two halves), D out.
-template <bool H>
-__device__ __forceinline__ void diag_c(std::uint32_t (&acc)[4], const std::uint64_t *c, std::size_t line,
-                                       bool valid, int g, int t) {
-  if (!valid || g / 2 != t) return;
-  if constexpr (H)
-    acc[0] = std::uint32_t(c[line] & 0xffffu) << (16 * (g % 2));
-  else
-    acc[g % 2] = std::uint32_t(c[line]);
-}
-template <bool H>
-__device__ __forceinline__ void diag_d(const std::uint32_t (&acc)[4], std::uint64_t *d, std::size_t line,
-                                       bool valid, int g, int t) {
-  if (!valid || g / 2 != t) return;
-  d[line] = H ? (acc[0] >> (16 * (g % 2))) & 0xffffu : acc[g % 2];
-}
-
 template <probe16_op Op>
 __global__ void __launch_bounds__(256)
     mma_probe16(const std::uint64_t *__restrict__ a, const std::uint64_t *__restrict__ b,
@@ -845,8 +784,7 @@ __global__ void __launch_bounds__(256)
   for_each_group8(lines, [&](std::size_t line, bool valid, int g, int t) { // row g of A, column g of B
     if constexpr (Op == probe16_op::f64) {
       double acc[2] = {0, 0};
-      if (valid && g == 2 * t) acc[0] = __longlong_as_double((long long)c[line]);
-      if (valid && g == 2 * t + 1) acc[1] = __longlong_as_double((long long)c[line]);
+      diag_c<false>(acc, c, line, valid, g, t);
       for (int k0 = 0; k0 < K; k0 += k) {
         const double x = __longlong_as_double((long long)e16(a, line, valid, K, k0 + t));
         const double y = __longlong_as_double((long long)e16(b, line, valid, K, k0 + t));
@@ -858,8 +796,7 @@ __global__ void __launch_bounds__(256)
         acc[0] = acc[1] = x + y; // not launched
 #endif
       }
-      if (valid && g == 2 * t) d[line] = std::uint64_t(__double_as_longlong(acc[0]));
-      if (valid && g == 2 * t + 1) d[line] = std::uint64_t(__double_as_longlong(acc[1]));
+      diag_d<false>(acc, d, line, valid, g, t);
     } else {
       std::uint32_t acc[4] = {0, 0, 0, 0};
       diag_c<half16(Op)>(acc, c, line, valid, g, t);
@@ -971,17 +908,6 @@ constexpr int kfam(mma_family f) {
   }
 }
 
-// Four consecutive elements from k on as 8-bit containers, lowest k in the low byte.
-template <mma_elem E>
-__device__ __forceinline__ std::uint32_t pack8(const std::uint64_t *p, std::size_t line, bool valid, int K,
-                                               int k) {
-  std::uint32_t r = 0;
-#pragma unroll
-  for (int i = 0; i < 4; ++i)
-    r |= container8<E>(e16(p, line, valid, K, k + i)) << (8 * i);
-  return r;
-}
-
 // Two A registers (row g, row g+8), one B register.
 #define BF16EMU_MMA_A2B1(ptx)                                                                                \
   asm volatile(ptx " {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"                                         \
@@ -1076,8 +1002,7 @@ __global__ void __launch_bounds__(256)
   for_each_group8(lines, [&](std::size_t line, bool valid, int g, int t) { // row g of A, column g of B
     if constexpr (F == mma_family::f64_k8 || F == mma_family::f64_k16) {
       double acc[4] = {0, 0, 0, 0};
-      if (valid && g == 2 * t) acc[0] = __longlong_as_double((long long)c[line]);
-      if (valid && g == 2 * t + 1) acc[1] = __longlong_as_double((long long)c[line]);
+      diag_c<false>(acc, c, line, valid, g, t);
       for (int k0 = 0; k0 < K; k0 += k) {
         double x[4] = {0, 0, 0, 0}, y[4] = {0, 0, 0, 0};
 #pragma unroll
@@ -1087,8 +1012,7 @@ __global__ void __launch_bounds__(256)
         }
         issue_f64<F>(acc, x, y);
       }
-      if (valid && g == 2 * t) d[line] = std::uint64_t(__double_as_longlong(acc[0]));
-      if (valid && g == 2 * t + 1) d[line] = std::uint64_t(__double_as_longlong(acc[1]));
+      diag_d<false>(acc, d, line, valid, g, t);
     } else {
       std::uint32_t acc[4] = {0, 0, 0, 0};
       diag_c<H>(acc, c, line, valid, g, t);

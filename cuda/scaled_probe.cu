@@ -38,8 +38,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "f8f6f4.cuh"
 #include "kernels.hpp"
+#include "probe_device.cuh"
 
 namespace bf16emu::gpu {
 namespace {
@@ -49,23 +49,6 @@ constexpr int sk_vec(scaled_op op) { return op == scaled_op::mxf4nvf4_ue4m3 ? 16
 // The unit scale factor: ue8m0 2^0, ue4m3 1.0.
 constexpr std::uint32_t sk_one(scaled_op op) { return op == scaled_op::mxf4nvf4_ue4m3 ? 0x38u : 0x7fu; }
 
-// Four consecutive k of one line as four 8-bit containers, lowest k in the low byte.
-template <mma_elem T>
-__device__ __forceinline__ std::uint32_t pack_bytes(const std::uint64_t *row, bool valid, int k) {
-  std::uint32_t r = 0;
-  if (valid)
-    for (int i = 0; i < 4; ++i)
-      r |= container8<T>(row[k + i]) << (8 * i);
-  return r;
-}
-// Eight consecutive k of one line as e2m1 nibbles, lowest k in the low nibble.
-__device__ __forceinline__ std::uint32_t pack_nibbles(const std::uint64_t *row, bool valid, int k) {
-  std::uint32_t r = 0;
-  if (valid)
-    for (int i = 0; i < 8; ++i)
-      r |= std::uint32_t(row[k + i] & 0xfu) << (4 * i);
-  return r;
-}
 // The n scale factors of one k-step of a line as the bytes of a scale register (byte j = chunk j).
 __device__ __forceinline__ std::uint32_t pack_scales(const std::uint8_t *s, bool valid, int n,
                                                      std::uint32_t one) {
@@ -140,41 +123,33 @@ __global__ void __launch_bounds__(256)
                      const std::uint8_t *__restrict__ sb, std::uint64_t *__restrict__ d, int K,
                      std::size_t lines) {
   constexpr int k = sk_k(Op), vec = sk_vec(Op), per = k / vec;
-  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  const int S = K / vec; // scale factors per line
-  const std::size_t warp = (std::size_t(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
-  const std::size_t nwarps = (std::size_t(gridDim.x) * blockDim.x) >> 5;
-  for (std::size_t base = warp * 8; base < lines; base += nwarps * 8) {
-    const std::size_t line = base + g;
-    const bool valid = line < lines;
-    const std::uint64_t *arow = a + (valid ? line * std::size_t(K) : 0),
-                        *brow = b + (valid ? line * std::size_t(K) : 0);
+  const int S = K / vec;                                                   // scale factors per line
+  for_each_group8(lines, [&](std::size_t line, bool valid, int g, int t) { // row g of A, column g of B
+    const int lane = threadIdx.x & 31;
     const std::uint8_t *sarow = sa + (valid ? line * std::size_t(S) : 0),
                        *sbrow = sb + (valid ? line * std::size_t(S) : 0);
     float f[4] = {0, 0, 0, 0};
-    if (valid && g == 2 * t) f[0] = __uint_as_float(std::uint32_t(c[line]));
-    if (valid && g == 2 * t + 1) f[1] = __uint_as_float(std::uint32_t(c[line]));
+    diag_c<false>(f, c, line, valid, g, t);
     for (int k0 = 0; k0 < K; k0 += k) {
       std::uint32_t ra[4] = {0, 0, 0, 0}, rb[2] = {0, 0};
       if constexpr (k == 32) {
-        ra[0] = pack_bytes<TA>(arow, valid, k0 + 4 * t);
-        ra[2] = pack_bytes<TA>(arow, valid, k0 + 16 + 4 * t);
-        rb[0] = pack_bytes<TB>(brow, valid, k0 + 4 * t);
-        rb[1] = pack_bytes<TB>(brow, valid, k0 + 16 + 4 * t);
-      } else {
-        ra[0] = pack_nibbles(arow, valid, k0 + 8 * t);
-        ra[2] = pack_nibbles(arow, valid, k0 + 32 + 8 * t);
-        rb[0] = pack_nibbles(brow, valid, k0 + 8 * t);
-        rb[1] = pack_nibbles(brow, valid, k0 + 32 + 8 * t);
+        ra[0] = pack8<TA>(a, line, valid, K, k0 + 4 * t);
+        ra[2] = pack8<TA>(a, line, valid, K, k0 + 16 + 4 * t);
+        rb[0] = pack8<TB>(b, line, valid, K, k0 + 4 * t);
+        rb[1] = pack8<TB>(b, line, valid, K, k0 + 16 + 4 * t);
+      } else { // e2m1 nibbles, lowest k in the low nibble
+        ra[0] = pack16(a, line, valid, K, k0 + 8 * t, 4);
+        ra[2] = pack16(a, line, valid, K, k0 + 32 + 8 * t, 4);
+        rb[0] = pack16(b, line, valid, K, k0 + 8 * t, 4);
+        rb[1] = pack16(b, line, valid, K, k0 + 32 + 8 * t, 4);
       }
       const int s0 = k0 / vec;
       const std::uint32_t rsa = pack_scales(sarow + s0, valid && (lane & 1) == 0, per, sk_one(Op));
       const std::uint32_t rsb = pack_scales(sbrow + s0, valid, per, sk_one(Op));
       issue_scaled<Op, TA, TB>(f, ra, rb, rsa, rsb);
     }
-    if (valid && g == 2 * t) d[line] = __float_as_uint(f[0]);
-    if (valid && g == 2 * t + 1) d[line] = __float_as_uint(f[1]);
-  }
+    diag_d<false>(f, d, line, valid, g, t);
+  });
 }
 
 // Device copies of the job's arrays; freed on scope exit. err: the first CUDA error (0: none).
@@ -204,8 +179,7 @@ template <scaled_op Op, mma_elem TA, mma_elem TB> int launch_scaled(const probe_
   const std::uint8_t *sa = m.upload(3, job.sa, ns), *sb = m.upload(4, job.sb, ns);
   if (m.err == 0 && m.check(cudaMalloc(&m.p[5], job.lines * sizeof(std::uint64_t)))) {
     auto *d = static_cast<std::uint64_t *>(m.p[5]);
-    const unsigned blocks = unsigned(std::min<std::size_t>((job.lines + 63) / 64, 8192));
-    mma_block_scaled<Op, TA, TB><<<blocks, 256>>>(a, b, c, sa, sb, d, job.k, job.lines);
+    mma_block_scaled<Op, TA, TB><<<probe_blocks(job.lines), 256>>>(a, b, c, sa, sb, d, job.k, job.lines);
     if (m.check(cudaGetLastError()) && m.check(cudaDeviceSynchronize()))
       m.check(cudaMemcpy(job.d, d, job.lines * sizeof(std::uint64_t), cudaMemcpyDeviceToHost));
   }
