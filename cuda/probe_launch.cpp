@@ -13,39 +13,45 @@ probe_job job_of(const probe_kernel &p, int K) {
   return j;
 }
 
-// The block-scaled job of kernel p (operand types from its formats), K values per line.
+// The kernel-side element type of an operand format (run_mma, run_probe_scaled).
+mma_elem elem_of(format_id f) {
+  switch (f) {
+  case format_id::e4m3: return mma_elem::e4m3;
+  case format_id::e5m2: return mma_elem::e5m2;
+  case format_id::e3m2: return mma_elem::e3m2;
+  case format_id::e2m3: return mma_elem::e2m3;
+  case format_id::tf32: return mma_elem::tf32;
+  case format_id::bf16: return mma_elem::bf16;
+  case format_id::fp16: return mma_elem::f16;
+  case format_id::fp64: return mma_elem::f64;
+  default: return mma_elem::e2m1;
+  }
+}
+
+// The block-scaled job of kernel p, K values per line.
 probe_scaled_job scaled_job_of(const probe_kernel &p, int K) {
-  auto type = [](format_id f) {
-    switch (f) {
-    case format_id::e4m3: return mma_elem::e4m3;
-    case format_id::e5m2: return mma_elem::e5m2;
-    case format_id::e3m2: return mma_elem::e3m2;
-    case format_id::e2m3: return mma_elem::e2m3;
-    default: return mma_elem::e2m1;
-    }
-  };
   probe_scaled_job j;
-  j.op = p.sop, j.ta = type(p.a), j.tb = type(p.b), j.k = K;
+  j.op = p.sop, j.ta = elem_of(p.a), j.tb = elem_of(p.b), j.k = K;
+  return j;
+}
+
+mma_job mma_job_of(const probe_kernel &p, int K) {
+  mma_job j;
+  j.fam = p.fam, j.a = elem_of(p.a), j.b = elem_of(p.b), j.out16 = p.out == format_id::fp16, j.k = K;
   return j;
 }
 
 } // namespace
 
-static mma_job mma_job_of(const probe_kernel &p, int K) {
-  mma_job j;
-  j.fam = p.mma.fam, j.a = p.mma.a, j.b = p.mma.b, j.out16 = p.out == format_id::fp16, j.k = K;
-  return j;
-}
-
 int kernel_instr_k(const probe_kernel &p) {
-  return p.mma.fam != mma_family::none ? mma_family_k(p.mma.fam)
-         : p.sop != scaled_op::none    ? scaled_instr_k(p.sop)
-         : p.p16                       ? probe16_instr_k(p.op16)
-                                       : instr_k(p.ta);
+  return p.fam != mma_family::none  ? mma_family_k(p.fam)
+         : p.sop != scaled_op::none ? scaled_instr_k(p.sop)
+         : p.p16                    ? probe16_instr_k(p.op16)
+                                    : instr_k(p.ta);
 }
 
 bool kernel_supported(const probe_kernel &p, int K, int cc_major, int cc_minor) {
-  if (p.mma.fam != mma_family::none) return mma_supported(mma_job_of(p, K), cc_major, cc_minor);
+  if (p.fam != mma_family::none) return mma_supported(mma_job_of(p, K), cc_major, cc_minor);
   if (p.sop != scaled_op::none) return probe_scaled_supported(scaled_job_of(p, K), cc_major, cc_minor);
   if (p.p16) {
     probe16_job j;
@@ -57,7 +63,7 @@ bool kernel_supported(const probe_kernel &p, int K, int cc_major, int cc_minor) 
 
 int run_kernel(const probe_kernel &p, const vec_set &v, std::vector<std::uint64_t> &d) {
   d.assign(v.lines(), 0);
-  if (p.mma.fam != mma_family::none) {
+  if (p.fam != mma_family::none) {
     mma_job j = mma_job_of(p, v.k);
     j.lines = v.lines(), j.ab = v.a.data(), j.bb = v.b.data(), j.c = v.c.data(), j.d = d.data();
     return run_mma(j);

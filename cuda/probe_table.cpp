@@ -23,13 +23,45 @@ constexpr int kAny = 1000; // no upper compute-capability bound (PTX of compute_
 
 probe_kernel plain(const char *name, K kind, F a, F b, F out, int k, const char *ptx, int cc_min, int cc_max,
                    instr op, in_type ta, in_type tb, out_type to) {
-  return {name, kind, "", a, b, out, k, ptx, cc_min, cc_max, false, false, op, ta, tb, to, probe16_op::f64,
-          {}};
+  return {name,
+          kind,
+          "",
+          a,
+          b,
+          out,
+          k,
+          ptx,
+          cc_min,
+          cc_max,
+          false,
+          false,
+          op,
+          ta,
+          tb,
+          to,
+          probe16_op::f64,
+          mma_family::none};
 }
 // tcgen05 kind::f8f6f4 with fp8 operands (sm_100a), modelled by tc::scaled_presets.
 probe_kernel tc5_f8(const char *name, F a, F b, F out, const char *ptx, in_type ta, in_type tb, out_type to) {
-  return {name, K::tcgen05, "f8f6f4",        a, b, out, 32, ptx, 100, 100, false, true, instr::tcgen05, ta,
-          tb,   to,         probe16_op::f64, {}};
+  return {name,
+          K::tcgen05,
+          "f8f6f4",
+          a,
+          b,
+          out,
+          32,
+          ptx,
+          100,
+          100,
+          false,
+          true,
+          instr::tcgen05,
+          ta,
+          tb,
+          to,
+          probe16_op::f64,
+          mma_family::none};
 }
 probe_kernel p16(const char *name, const char *opt_kind, F a, F b, F out, int k, const char *ptx, int cc_min,
                  int cc_max, probe16_op op) {
@@ -50,78 +82,85 @@ probe_kernel p16(const char *name, const char *opt_kind, F a, F b, F out, int k,
           in_type::bf16,
           out_type::fp32,
           op,
-          {}};
+          mma_family::none};
 }
 
-// The second issue-16 batch (run_mma): name and instruction text kept in `strings` (a deque:
-// the pointers stay valid), the formats both as format_id and as the kernel's mma_elem.
-probe_kernel fam(std::deque<std::string> &strings, const std::string &name, const std::string &ptx,
-                 const char *opt_kind, F a, F b, F out, int k, int cc_min, int cc_max, mma_family f,
-                 mma_elem ea, mma_elem eb) {
-  strings.push_back(name);
-  const char *n = strings.back().c_str();
-  strings.push_back(ptx);
-  return {n,
+// The formats column of a kernel name: A, or AxB for two formats ("e4m3xe5m2").
+std::string ab_name(F a, F b) {
+  return std::string(io::name(a)) + (b != a ? std::string("x") + io::name(b) : "");
+}
+
+// A name or instruction text made at run time, kept for the table's lifetime (a deque: the
+// pointers stay valid).
+const char *keep(std::string s) {
+  static std::deque<std::string> strings;
+  strings.push_back(std::move(s));
+  return strings.back().c_str();
+}
+
+// An mma.sync row of the issue-16 kernels (run_mma, or with sop the block-scaled run_probe_scaled),
+// its name and instruction text made at run time; `scaled`: the host model is tc::scaled_presets.
+probe_kernel issue16_row(const std::string &name, const std::string &ptx, const char *opt_kind, F a, F b,
+                         F out, int k, int cc_min, int cc_max, mma_family f, bool scaled = false,
+                         scaled_op sop = scaled_op::none) {
+  return {keep(name),
           K::mma,
           opt_kind,
           a,
           b,
           out,
           k,
-          strings.back().c_str(),
+          keep(ptx),
           cc_min,
           cc_max,
           false,
-          false,
+          scaled,
           instr::mma_sync,
           in_type::bf16,
           in_type::bf16,
           out_type::fp32,
           probe16_op::f64,
-          {f, ea, eb}};
+          f,
+          sop};
 }
 
 // Issue 16, second batch: sm120 kind::f8f6f4 with fp6/fp4 operands, fp8 m16n8k16, tf32 m16n8k4,
 // bf16 m16n8k8, sm90 f64 m16n8k8 / m16n8k16 (kernels.hpp mma_family). The m16n8k4 f64 shape is
 // not issued: it has the formats and k of m8n8k4 (mma_fp64_fp64), which the options select.
 void add_second_batch(std::vector<probe_kernel> &t) {
-  static std::deque<std::string> strings;
-  using E = mma_elem;
   const auto oname = [](F o) { return std::string(o == F::fp16 ? "fp16" : "fp32"); };
   const auto ptx_out = [](F o) { return std::string(o == F::fp16 ? "f16" : "f32"); };
-  const auto mix = [](const char *a, const char *b) {
-    return std::string(a) + (std::string(a) == b ? std::string() : std::string("x") + b);
-  };
   for (F o : {F::fp32, F::fp16}) {
 #define BF16EMU_ROW(A, B)                                                                                    \
-  t.push_back(                                                                                               \
-      fam(strings, "mma_f8f6f4_" + mix(#A, #B) + "_" + oname(o),                                             \
-          "mma.sync.aligned.m16n8k32.row.col.kind::f8f6f4." + ptx_out(o) + "." #A "." #B "." + ptx_out(o),   \
-          "f8f6f4", F::A, F::B, o, 32, 120, 120, mma_family::f8f6f4_k32, E::A, E::B));
+  t.push_back(issue16_row("mma_f8f6f4_" + ab_name(F::A, F::B) + "_" + oname(o),                              \
+                          "mma.sync.aligned.m16n8k32.row.col.kind::f8f6f4." + ptx_out(o) +                   \
+                              "." #A "." #B "." + ptx_out(o),                                                \
+                          "f8f6f4", F::A, F::B, o, 32, 120, 120, mma_family::f8f6f4_k32));
     BF16EMU_F8F6F4_FP6FP4_PAIRS(BF16EMU_ROW)
 #undef BF16EMU_ROW
   }
   for (F o : {F::fp32, F::fp16}) {
 #define BF16EMU_ROW(A, B)                                                                                    \
-  t.push_back(fam(strings, "mma_" + mix(#A, #B) + "_" + oname(o) + "_k16",                                   \
+  t.push_back(                                                                                               \
+      issue16_row("mma_" + ab_name(F::A, F::B) + "_" + oname(o) + "_k16",                                    \
                   "mma.sync.aligned.m16n8k16.row.col." + ptx_out(o) + "." #A "." #B "." + ptx_out(o), "",    \
-                  F::A, F::B, o, 16, 120, 120, mma_family::fp8_k16, E::A, E::B));
+                  F::A, F::B, o, 16, 120, 120, mma_family::fp8_k16));
     BF16EMU_FP8_PAIRS(BF16EMU_ROW)
 #undef BF16EMU_ROW
   }
-  t.push_back(fam(strings, "mma_tf32_fp32_k4", "mma.sync.aligned.m16n8k4.row.col.f32.tf32.tf32.f32", "",
-                  F::tf32, F::tf32, F::fp32, 4, 80, kAny, mma_family::tf32_k4, E::tf32, E::tf32));
-  t.push_back(fam(strings, "mma_bf16_fp32_k8", "mma.sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32", "",
-                  F::bf16, F::bf16, F::fp32, 8, 80, kAny, mma_family::bf16_k8, E::bf16, E::bf16));
-  t.push_back(fam(strings, "mma_fp64_fp64_k8", "mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64", "",
-                  F::fp64, F::fp64, F::fp64, 8, 90, 90, mma_family::f64_k8, E::f64, E::f64));
+  t.push_back(issue16_row("mma_tf32_fp32_k4", "mma.sync.aligned.m16n8k4.row.col.f32.tf32.tf32.f32", "",
+                          F::tf32, F::tf32, F::fp32, 4, 80, kAny, mma_family::tf32_k4));
+  t.push_back(issue16_row("mma_bf16_fp32_k8", "mma.sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32", "",
+                          F::bf16, F::bf16, F::fp32, 8, 80, kAny, mma_family::bf16_k8));
+  t.push_back(issue16_row("mma_fp64_fp64_k8", "mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64", "", F::fp64,
+                          F::fp64, F::fp64, 8, 90, 90, mma_family::f64_k8));
   // m8n8k4 with C and D of one format (the sm_75 code; the C/D mixes: find_probe_kernel).
-  t.push_back(fam(strings, "mma_fp16_fp32_m8n8k4", "mma.sync.aligned.m8n8k4.row.col.f32.f16.f16.f32", "",
-                  F::fp16, F::fp16, F::fp32, 4, 75, 75, mma_family::m8n8k4, E::f16, E::f16));
-  t.push_back(fam(strings, "mma_fp16_fp16_m8n8k4", "mma.sync.aligned.m8n8k4.row.col.f16.f16.f16.f16", "",
-                  F::fp16, F::fp16, F::fp16, 4, 75, 75, mma_family::m8n8k4, E::f16, E::f16));
-  t.push_back(fam(strings, "mma_fp64_fp64_k16", "mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64", "",
-                  F::fp64, F::fp64, F::fp64, 16, 90, 90, mma_family::f64_k16, E::f64, E::f64));
+  t.push_back(issue16_row("mma_fp16_fp32_m8n8k4", "mma.sync.aligned.m8n8k4.row.col.f32.f16.f16.f32", "",
+                          F::fp16, F::fp16, F::fp32, 4, 75, 75, mma_family::m8n8k4));
+  t.push_back(issue16_row("mma_fp16_fp16_m8n8k4", "mma.sync.aligned.m8n8k4.row.col.f16.f16.f16.f16", "",
+                          F::fp16, F::fp16, F::fp16, 4, 75, 75, mma_family::m8n8k4));
+  t.push_back(issue16_row("mma_fp64_fp64_k16", "mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64", "",
+                          F::fp64, F::fp64, F::fp64, 16, 90, 90, mma_family::f64_k16));
 }
 
 std::vector<probe_kernel> make_table() {
@@ -233,37 +272,13 @@ std::vector<probe_kernel> make_table() {
 // The block-scaled kernels (cuda/scaled_probe.cu, sm_120a, f32 out), after the others:
 // kind::mxf8f6f4 with A and B any of the five f8f6f4 formats, kind::mxf4, kind::mxf4nvf4 (ue4m3).
 std::vector<probe_kernel> with_block_scaled(std::vector<probe_kernel> t) {
-  static std::deque<std::string> text; // the names and instruction texts the rows point to
   auto row = [&](const std::string &name, const char *kind, F a, F b, int k, const std::string &ptx,
                  scaled_op op) {
-    text.push_back(name);
-    const char *n = text.back().c_str();
-    text.push_back(ptx);
-    probe_kernel p{n,
-                   K::mma,
-                   kind,
-                   a,
-                   b,
-                   F::fp32,
-                   k,
-                   text.back().c_str(),
-                   120,
-                   120,
-                   false,
-                   true,
-                   instr::mma_sync,
-                   in_type::bf16,
-                   in_type::bf16,
-                   out_type::fp32,
-                   probe16_op::f64,
-                   {}};
-    p.sop = op;
-    t.push_back(p);
+    t.push_back(issue16_row(name, ptx, kind, a, b, F::fp32, k, 120, 120, mma_family::none, true, op));
   };
   for (const F a : tc::f8f6f4_formats)
     for (const F b : tc::f8f6f4_formats) {
-      const std::string in = std::string(io::name(a)) + (b != a ? std::string("x") + io::name(b) : "");
-      row("mma_mxf8f6f4_" + in + "_fp32", "mxf8f6f4", a, b, 32,
+      row("mma_mxf8f6f4_" + ab_name(a, b) + "_fp32", "mxf8f6f4", a, b, 32,
           std::string("mma.sync.aligned.m16n8k32.row.col.kind::mxf8f6f4.block_scale.scale_vec::1X.f32.") +
               io::name(a) + "." + io::name(b) + ".f32.ue8m0",
           scaled_op::mxf8f6f4);
@@ -305,9 +320,7 @@ int kernel_vec(const probe_kernel &p) {
   return p.sop == scaled_op::none ? 0 : p.sop == scaled_op::mxf4nvf4_ue4m3 ? 16 : 32;
 }
 
-std::string in_column(const probe_kernel &p) {
-  return std::string(io::name(p.a)) + (p.b != p.a ? std::string("x") + io::name(p.b) : std::string());
-}
+std::string in_column(const probe_kernel &p) { return ab_name(p.a, p.b); }
 
 probe_request kernel_request(const probe_kernel &p) {
   probe_request r;

@@ -30,11 +30,9 @@ struct probe_kernel {
   in_type ta, tb;       // run_probe: A and B types
   out_type to;          // run_probe: C/D type
   probe16_op op16;      // run_probe16: the op
-  // run_mma (the second issue-16 batch, kernels.hpp mma_family); fam none: run_probe / run_probe16.
-  struct mma_probe {
-    mma_family fam = mma_family::none;
-    mma_elem a = mma_elem::e4m3, b = mma_elem::e4m3;
-  } mma;
+  // run_mma (the second issue-16 batch, kernels.hpp mma_family; A and B elements from a and b);
+  // none: run_probe / run_probe16.
+  mma_family fam = mma_family::none;
   scaled_op sop = scaled_op::none; // block-scaled kernels (run_probe_scaled, scale factors on each line)
 };
 // The instruction k the kernel code issues (instr_k, probe16_instr_k or mma_family_k).
