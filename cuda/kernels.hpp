@@ -123,16 +123,27 @@ int mma_family_k(mma_family f);
 // with compute_80 PTX, sm_90a, sm_100a, sm_120a).
 bool mma_supported(const mma_job &job, int cc_major, int cc_minor);
 int run_mma(const mma_job &job);
-// Block-scaled probes (issue 16; cuda/scaled_probe.cu): sm_120a mma.sync ... .block_scale, f32
-// out, one line per output element on the diagonal of the m16n8 tile (8 lines per instruction),
-// K/k instructions chained in increasing k, each with the line's scale factors of that k-step.
-// (No kernel for mxf4nvf4 with ue8m0 factors: see scaled_probe.cu.)
-//   mxf8f6f4        m16n8k32 kind::mxf8f6f4.block_scale.scale_vec::1X ... .ue8m0 (A, B any f8f6f4 type)
-//   mxf4            m16n8k64 kind::mxf4.block_scale.scale_vec::2X.f32.e2m1.e2m1.f32.ue8m0
-//   mxf4nvf4_ue4m3  m16n8k64 kind::mxf4nvf4.block_scale.scale_vec::4X.f32.e2m1.e2m1.f32.ue4m3
-enum class scaled_op : std::uint8_t { none, mxf8f6f4, mxf4, mxf4nvf4_ue4m3 };
+// Block-scaled probes (issue 16; cuda/scaled_probe.cu), f32 out, K/k instructions chained in
+// increasing k, each with the line's scale factors of that k-step:
+//   op mma_sync: sm_120a mma.sync ... .block_scale, one line per output element on the diagonal of
+//     the m16n8 tile (8 lines per instruction). (No kernel for mxf4nvf4 with ue8m0 factors: see
+//     scaled_probe.cu.)
+//   op tcgen05: sm_100a tcgen05.mma.cta_group::1 ... .block_scale, M128 N128, 128 lines per
+//     instruction on the diagonal of D, the scale factors in tensor memory.
+//   mxf8f6f4        k32 kind::mxf8f6f4.block_scale.scale_vec::1X, ue8m0 (A, B any f8f6f4 type)
+//   mxf4            k64 kind::mxf4.block_scale.scale_vec::2X, e2m1, ue8m0
+//   mxf4nvf4_ue4m3  k64 kind::mxf4nvf4.block_scale.scale_vec::4X, e2m1, ue4m3
+//   mxf4nvf4_ue8m0  k64 kind::mxf4nvf4.block_scale.scale_vec::4X, e2m1, ue8m0 (tcgen05 only)
+// and, on the same tcgen05 kernel without scale factors (sa, sb unused), f32 or f16 out:
+//   f8f6f4          k32 kind::f8f6f4, A and B any f8f6f4 type (tcgen05 only; fp8 x fp8 is also
+//                   the tcgen05 probe of run_probe)
+enum class scaled_op : std::uint8_t { none, mxf8f6f4, mxf4, mxf4nvf4_ue4m3, mxf4nvf4_ue8m0, f8f6f4 };
+// Whether the op's lines carry scale factors.
+constexpr bool block_scaled(scaled_op op) { return op != scaled_op::none && op != scaled_op::f8f6f4; }
 struct probe_scaled_job {
   scaled_op op = scaled_op::mxf8f6f4;
+  instr unit = instr::mma_sync;                      // mma_sync (sm_120a) or tcgen05 (sm_100a)
+  bool out16 = false;                                // f16 C/D (kind::f8f6f4 only; else f32)
   mma_elem ta = mma_elem::e4m3, tb = mma_elem::e4m3; // A and B (e2m1 for the fp4 kinds)
   int k = 32;                  // values of A (and of B) per line: a multiple of the instruction's k
   std::size_t lines = 0;       // number of dot products
@@ -142,10 +153,12 @@ struct probe_scaled_job {
   const std::uint8_t *sa, *sb; // lines*(k/vec) scale factors of A and of B, in increasing k
   std::uint64_t *d;            // lines (fp32 bits)
 };
-// The instruction's k (32, 64, 64) and k-elements per scale factor (32, 32, 16).
+// The instruction's k (32, 64, 64, 64, 32) and k-elements per scale factor (32, 32, 16, 16; 0 for
+// f8f6f4).
 int scaled_instr_k(scaled_op op);
 int scaled_vec(scaled_op op);
-// Whether this build can run the job on the device (the sm_120a code: compute capability 12.0).
+// Whether this build can run the job on the device (the sm_120a code: compute capability 12.0;
+// the sm_100a code: 10.0).
 bool probe_scaled_supported(const probe_scaled_job &job, int cc_major, int cc_minor);
 int run_probe_scaled(const probe_scaled_job &job);
 

@@ -103,4 +103,162 @@ __device__ __forceinline__ void diag_d(const A (&acc)[N], D *d, std::size_t line
     d[line] = D(bits_of_acc(acc[g % 2]));
 }
 
+// ------------------------------------------------------------------------------------------------
+// tcgen05 (sm_100a) pieces shared by the kind::f16 / tf32 / f8f6f4 probe (probe_kernels.cu) and the
+// block-scaled one (scaled_probe.cu). PTX ISA 9.7.16 ("TensorCore 5th Generation Family
+// Instructions"); one CTA of 128 threads (4 warps), cta_group::1. Outside sm_100a code the bodies
+// are empty: no kernel of another arch calls them.
+#if defined(__CUDA_ARCH__) && (defined(__CUDA_ARCH_FEAT_SM100_ALL) || defined(__CUDA_ARCH_FEAT_SM103_ALL))
+#define BF16EMU_TC5 1
+#endif
+
+// Shared-memory matrix descriptor of an operand stored K-major without swizzle in the canonical
+// layout (core matrices of 8 rows x 16 bytes; LBO = 128 bytes between the two core matrices along
+// k, SBO = 256 between 8-row groups): start address >> 4 in bits 0..13, LBO >> 4 in 16..29,
+// SBO >> 4 in 32..45, base offset 0, swizzle mode 0 (none) in bits 62..63. tcgen05 adds the
+// version bits 46..48 = 0b001 (9.7.16.4.1).
+[[maybe_unused]] __device__ __forceinline__ std::uint64_t smem_desc(const void *p) {
+  const auto addr = static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
+  constexpr std::uint64_t lbo = 128, sbo = 256;
+  return std::uint64_t((addr & 0x3ffffu) >> 4) | ((lbo >> 4) << 16) | ((sbo >> 4) << 32);
+}
+[[maybe_unused]] __device__ __forceinline__ std::uint64_t tc5_smem_desc(const void *p) {
+  return smem_desc(p) | (std::uint64_t{1} << 46);
+}
+// Byte offset of the 16-byte core-matrix row `half` (0, 1) of operand row `row` in that layout.
+constexpr int kmajor_offset(int row, int half) { return (row >> 3) * 256 + half * 128 + (row & 7) * 16; }
+
+// bar.sync between tcgen05 operations of different threads (9.7.16.6.4): fence, barrier, fence.
+[[maybe_unused]] __device__ __forceinline__ void tc5_sync() {
+#ifdef BF16EMU_TC5
+  asm volatile("tcgen05.fence::before_thread_sync;\n" ::: "memory");
+  __syncthreads();
+  asm volatile("tcgen05.fence::after_thread_sync;\n" ::: "memory");
+#endif
+}
+
+// The CTA's tensor-core state: `cols` columns of tensor memory (tcgen05.alloc by warp 0, 9.7.16.7.1;
+// its address written to *slot) and the mbarrier that tcgen05.commit arrives on. Returns the
+// tensor-memory base address, after every thread has seen it.
+[[maybe_unused]] __device__ __forceinline__ std::uint32_t tc5_begin(std::uint32_t *slot, std::uint64_t *mbar,
+                                                                    std::uint32_t cols) {
+#ifdef BF16EMU_TC5
+  if ((threadIdx.x >> 5) == 0) {
+    const auto s = static_cast<std::uint32_t>(__cvta_generic_to_shared(slot));
+    asm volatile("tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [%0], %1;\n" ::"r"(s), "r"(cols)
+                 : "memory");
+    asm volatile("tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned;\n" ::: "memory");
+  }
+  if (threadIdx.x == 0) {
+    const auto bar = static_cast<std::uint32_t>(__cvta_generic_to_shared(mbar));
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(bar) : "memory");
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  tc5_sync();
+  return *slot;
+#else
+  (void)slot, (void)mbar, (void)cols;
+  return 0;
+#endif
+}
+
+// One tcgen05.mma.cta_group::1 of kind KIND (a string literal) with enable-input-d = 1: D in tensor
+// memory at DT accumulates A x B (shared-memory descriptors AD, BD; instruction descriptor ID).
+#define BF16EMU_TC5_MMA(KIND, DT, AD, BD, ID)                                                                \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\ntcgen05.mma.cta_group::1.kind::" KIND                \
+               " [%0], %1, %2, %3, p;\n}\n" ::"r"(DT),                                                       \
+               "l"(AD), "l"(BD), "r"(ID)                                                                     \
+               : "memory")
+
+// After thread 0 has issued this step's tcgen05.mma: thread 0 commits (tcgen05.commit
+// .mbarrier::arrive::one, 9.7.16.11.1), every thread waits for the barrier's phase
+// (mbarrier.try_wait.parity), which flips for the next step.
+[[maybe_unused]] __device__ __forceinline__ void tc5_commit_wait(std::uint64_t *mbar, std::uint32_t &phase) {
+#ifdef BF16EMU_TC5
+  const auto bar = static_cast<std::uint32_t>(__cvta_generic_to_shared(mbar));
+  if (threadIdx.x == 0)
+    asm volatile("tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [%0];\n" ::"r"(bar)
+                 : "memory");
+  std::uint32_t done = 0;
+  while (!done)
+    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                 "selp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(done)
+                 : "r"(bar), "r"(phase)
+                 : "memory");
+  phase ^= 1u;
+  asm volatile("tcgen05.fence::after_thread_sync;\n" ::: "memory");
+#else
+  (void)mbar, (void)phase;
+#endif
+}
+
+#define BF16EMU_T32                                                                                          \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, "    \
+  "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
+#define BF16EMU_REGS32(c, x)                                                                                 \
+  c(x[0]), c(x[1]), c(x[2]), c(x[3]), c(x[4]), c(x[5]), c(x[6]), c(x[7]), c(x[8]), c(x[9]), c(x[10]),        \
+      c(x[11]), c(x[12]), c(x[13]), c(x[14]), c(x[15]), c(x[16]), c(x[17]), c(x[18]), c(x[19]), c(x[20]),    \
+      c(x[21]), c(x[22]), c(x[23]), c(x[24]), c(x[25]), c(x[26]), c(x[27]), c(x[28]), c(x[29]), c(x[30]),    \
+      c(x[31])
+#define BF16EMU_OUT(x) "=r"(x)
+#define BF16EMU_IN(x) "r"(x)
+
+// The accumulator element of this thread's line on the diagonal of D (M = 128, cta_group::1:
+// row i in lane i, column j in column j, 9.7.16.10.10 layout D): warp w reaches lanes
+// 32w..32w+31 only (9.7.16.2.1), so each warp moves the 32 columns 32w.. of its 32 rows with
+// .32x32b.x32 and each thread keeps register `lane`. tc5_put_diag: C in (tcgen05.st + wait::st);
+// tc5_get_diag: D out (tcgen05.ld + wait::ld).
+[[maybe_unused]] __device__ __forceinline__ void tc5_put_diag(std::uint32_t tmem, std::uint32_t v) {
+#ifdef BF16EMU_TC5
+  const int w = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const std::uint32_t mine = tmem + (std::uint32_t(32 * w) << 16) + std::uint32_t(32 * w);
+  std::uint32_t r[32];
+#pragma unroll
+  for (int i = 0; i < 32; ++i)
+    r[i] = i == lane ? v : 0u;
+  asm volatile("tcgen05.st.sync.aligned.32x32b.x32.b32 [%32], " BF16EMU_T32
+               ";\n" ::BF16EMU_REGS32(BF16EMU_IN, r),
+               "r"(mine)
+               : "memory");
+  asm volatile("tcgen05.wait::st.sync.aligned;\n" ::: "memory");
+#else
+  (void)tmem, (void)v;
+#endif
+}
+[[maybe_unused]] __device__ __forceinline__ std::uint32_t tc5_get_diag(std::uint32_t tmem) {
+#ifdef BF16EMU_TC5
+  const int w = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const std::uint32_t mine = tmem + (std::uint32_t(32 * w) << 16) + std::uint32_t(32 * w);
+  std::uint32_t r[32];
+  asm volatile("tcgen05.ld.sync.aligned.32x32b.x32.b32 " BF16EMU_T32 ", [%32];\n"
+               : BF16EMU_REGS32(BF16EMU_OUT, r)
+               : "r"(mine)
+               : "memory");
+  asm volatile("tcgen05.wait::ld.sync.aligned;\n" ::: "memory");
+  std::uint32_t v = 0;
+#pragma unroll
+  for (int i = 0; i < 32; ++i)
+    if (i == lane) v = r[i];
+  return v;
+#else
+  (void)tmem;
+  return 0;
+#endif
+}
+#undef BF16EMU_T32
+#undef BF16EMU_REGS32
+#undef BF16EMU_OUT
+#undef BF16EMU_IN
+
+// Every warp has read D (tc5_sync), then warp 0 frees the tensor memory (tcgen05.dealloc).
+[[maybe_unused]] __device__ __forceinline__ void tc5_end(std::uint32_t tmem, std::uint32_t cols) {
+#ifdef BF16EMU_TC5
+  if ((threadIdx.x >> 5) == 0)
+    asm volatile("tcgen05.dealloc.cta_group::1.sync.aligned.b32 %0, %1;\n" ::"r"(tmem), "r"(cols) : "memory");
+#else
+  (void)tmem, (void)cols;
+#endif
+}
+
 } // namespace bf16emu::gpu

@@ -280,14 +280,6 @@ __device__ __forceinline__ void wgmma_issue(std::uint32_t (&acc)[32], std::uint6
 #endif
 }
 
-// Descriptor: start address >> 4 in bits 0..13, LBO >> 4 in 16..29, SBO >> 4 in 32..45, base
-// offset 0, swizzle mode 0 (none) in bits 62..63.
-[[maybe_unused]] __device__ __forceinline__ std::uint64_t smem_desc(const void *p) {
-  const auto addr = static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
-  constexpr std::uint64_t lbo = 128, sbo = 256;
-  return std::uint64_t((addr & 0x3ffffu) >> 4) | ((lbo >> 4) << 16) | ((sbo >> 4) << 32);
-}
-
 // Writes the 16 bytes of core-matrix column `half` of operand row `row` for k in [k0, k0 + k).
 template <in_type T>
 __device__ __forceinline__ void fill_row(unsigned char *s, const std::uint32_t *p, std::size_t line,
@@ -300,7 +292,7 @@ __device__ __forceinline__ void fill_row(unsigned char *s, const std::uint32_t *
   for (int i = 0; i < 4; ++i)
     w[i] = pack<T>(p, line, valid, K, kfirst + i * (4 / elem_bytes(T)));
   v.x = w[0], v.y = w[1], v.z = w[2], v.w = w[3];
-  *reinterpret_cast<uint4 *>(s + (row >> 3) * 256 + half * 128 + (row & 7) * 16) = v;
+  *reinterpret_cast<uint4 *>(s + kmajor_offset(row, half)) = v;
 }
 
 // D fragment of m64nN (f32): value i of thread (warp w, lane l): row 16w + l/4 + 8*((i/2)%2),
@@ -391,10 +383,6 @@ __global__ void __launch_bounds__(128)
 // element in its low half (tcgen05.st/ld of C and D); the fill layout above is what the
 // no-swizzle K-major descriptor describes for tcgen05 as for wgmma.
 
-#if defined(__CUDA_ARCH__) && (defined(__CUDA_ARCH_FEAT_SM100_ALL) || defined(__CUDA_ARCH_FEAT_SM103_ALL))
-#define BF16EMU_TC5 1
-#endif
-
 constexpr int kTc5M = 128, kTc5N = 128; // the instruction's M and N; N TMEM columns allocated
 
 // The type code of Table 42: kind::f16 F16 0, BF16 1; kind::tf32 TF32 2; kind::f8f6f4 E4M3 0, E5M2 1.
@@ -411,17 +399,6 @@ static_assert(tc5_idesc<in_type::bf16, in_type::bf16, out_type::fp32>() == 0x082
 static_assert(tc5_idesc<in_type::e4m3, in_type::e5m2, out_type::fp16>() == 0x08200400u,
               "kind::f8f6f4 e4m3 x e5m2 -> f16, M128 N128");
 
-#define BF16EMU_T32                                                                                          \
-  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, "    \
-  "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
-#define BF16EMU_REGS32(c, x)                                                                                 \
-  c(x[0]), c(x[1]), c(x[2]), c(x[3]), c(x[4]), c(x[5]), c(x[6]), c(x[7]), c(x[8]), c(x[9]), c(x[10]),        \
-      c(x[11]), c(x[12]), c(x[13]), c(x[14]), c(x[15]), c(x[16]), c(x[17]), c(x[18]), c(x[19]), c(x[20]),    \
-      c(x[21]), c(x[22]), c(x[23]), c(x[24]), c(x[25]), c(x[26]), c(x[27]), c(x[28]), c(x[29]), c(x[30]),    \
-      c(x[31])
-#define BF16EMU_OUT(x) "=r"(x)
-#define BF16EMU_IN(x) "r"(x)
-
 template <in_type T, in_type TB, out_type O>
 __global__ void __launch_bounds__(128)
     tcgen05_probe(const std::uint32_t *__restrict__ a, const std::uint32_t *__restrict__ b,
@@ -432,106 +409,41 @@ __global__ void __launch_bounds__(128)
   __shared__ alignas(1024) unsigned char sb[kTc5N * 32];
   __shared__ alignas(8) std::uint64_t mbar;
   __shared__ std::uint32_t tmem_slot;
-  const int tid = threadIdx.x, w = tid >> 5, lane = tid & 31;
+  const int tid = threadIdx.x;
   constexpr int k = kin(T);
-  const auto bar = static_cast<std::uint32_t>(__cvta_generic_to_shared(&mbar));
-  if (w == 0) {
-    const auto slot = static_cast<std::uint32_t>(__cvta_generic_to_shared(&tmem_slot));
-    asm volatile("tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [%0], %1;\n" ::"r"(slot),
-                 "r"(std::uint32_t(kTc5N))
-                 : "memory");
-    asm volatile("tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned;\n" ::: "memory");
-  }
-  if (tid == 0) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(bar) : "memory");
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-  }
-  asm volatile("tcgen05.fence::before_thread_sync;\n" ::: "memory");
-  __syncthreads();
-  asm volatile("tcgen05.fence::after_thread_sync;\n" ::: "memory");
-  const std::uint32_t tmem = tmem_slot;
-  // This warp's lanes 32w.. and columns 32w..32w+31: the diagonal elements of its 32 rows.
-  const std::uint32_t mine = tmem + (std::uint32_t(32 * w) << 16) + std::uint32_t(32 * w);
-  const std::uint64_t adesc = smem_desc(sa) | (std::uint64_t{1} << 46),
-                      bdesc = smem_desc(sb) | (std::uint64_t{1} << 46);
+  const std::uint32_t tmem = tc5_begin(&tmem_slot, &mbar, kTc5N);
+  const std::uint64_t adesc = tc5_smem_desc(sa), bdesc = tc5_smem_desc(sb);
   constexpr std::uint32_t idesc = tc5_idesc<T, TB, O>();
   std::uint32_t phase = 0;
   for (std::size_t base = std::size_t(blockIdx.x) * kTc5N; base < lines;
        base += std::size_t(gridDim.x) * kTc5N) {
     const std::size_t line = base + std::size_t(tid);
     const bool valid = line < lines;
-    std::uint32_t r[32];
-#pragma unroll
-    for (int i = 0; i < 32; ++i)
-      r[i] = (i == lane && valid) ? (O == out_type::fp16 ? c[line] & 0xffffu : c[line]) : 0u;
-    asm volatile("tcgen05.st.sync.aligned.32x32b.x32.b32 [%32], " BF16EMU_T32
-                 ";\n" ::BF16EMU_REGS32(BF16EMU_IN, r),
-                 "r"(mine)
-                 : "memory");
-    asm volatile("tcgen05.wait::st.sync.aligned;\n" ::: "memory");
+    tc5_put_diag(tmem, valid ? (O == out_type::fp16 ? c[line] & 0xffffu : c[line]) : 0u);
     for (int k0 = 0; k0 < K; k0 += k) {
       fill_row<T>(sa, a, line, valid, K, k0, tid, 0), fill_row<T>(sa, a, line, valid, K, k0, tid, 1);
       fill_row<TB>(sb, b, line, valid, K, k0, tid, 0), fill_row<TB>(sb, b, line, valid, K, k0, tid, 1);
       asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-      asm volatile("tcgen05.fence::before_thread_sync;\n" ::: "memory");
-      __syncthreads();
-      asm volatile("tcgen05.fence::after_thread_sync;\n" ::: "memory");
+      tc5_sync();
       if (tid == 0) {
         if constexpr (T == in_type::e4m3 || T == in_type::e5m2)
-          asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-                       "tcgen05.mma.cta_group::1.kind::f8f6f4 [%0], %1, %2, %3, p;\n}\n" ::"r"(tmem),
-                       "l"(adesc), "l"(bdesc), "r"(idesc)
-                       : "memory");
+          BF16EMU_TC5_MMA("f8f6f4", tmem, adesc, bdesc, idesc);
         else if constexpr (T == in_type::tf32)
-          asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-                       "tcgen05.mma.cta_group::1.kind::tf32 [%0], %1, %2, %3, p;\n}\n" ::"r"(tmem),
-                       "l"(adesc), "l"(bdesc), "r"(idesc)
-                       : "memory");
+          BF16EMU_TC5_MMA("tf32", tmem, adesc, bdesc, idesc);
         else
-          asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-                       "tcgen05.mma.cta_group::1.kind::f16 [%0], %1, %2, %3, p;\n}\n" ::"r"(tmem),
-                       "l"(adesc), "l"(bdesc), "r"(idesc)
-                       : "memory");
-        asm volatile(
-            "tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [%0];\n" ::"r"(bar)
-            : "memory");
+          BF16EMU_TC5_MMA("f16", tmem, adesc, bdesc, idesc);
       }
-      std::uint32_t done = 0;
-      while (!done)
-        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-                     "selp.u32 %0, 1, 0, p;\n}\n"
-                     : "=r"(done)
-                     : "r"(bar), "r"(phase)
-                     : "memory");
-      phase ^= 1u;
-      asm volatile("tcgen05.fence::after_thread_sync;\n" ::: "memory");
+      tc5_commit_wait(&mbar, phase);
     }
-    asm volatile("tcgen05.ld.sync.aligned.32x32b.x32.b32 " BF16EMU_T32 ", [%32];\n"
-                 : BF16EMU_REGS32(BF16EMU_OUT, r)
-                 : "r"(mine)
-                 : "memory");
-    asm volatile("tcgen05.wait::ld.sync.aligned;\n" ::: "memory");
-    std::uint32_t v = 0;
-#pragma unroll
-    for (int i = 0; i < 32; ++i)
-      if (i == lane) v = r[i];
+    const std::uint32_t v = tc5_get_diag(tmem);
     if (valid) d[line] = O == out_type::fp16 ? v & 0xffffu : v;
-    asm volatile("tcgen05.fence::before_thread_sync;\n" ::: "memory");
-    __syncthreads(); // every warp has read D before the next group writes C
-    asm volatile("tcgen05.fence::after_thread_sync;\n" ::: "memory");
+    tc5_sync(); // every warp has read D before the next group writes C
   }
-  if (w == 0)
-    asm volatile("tcgen05.dealloc.cta_group::1.sync.aligned.b32 %0, %1;\n" ::"r"(tmem),
-                 "r"(std::uint32_t(kTc5N))
-                 : "memory");
+  tc5_end(tmem, kTc5N);
 #else
   (void)a, (void)b, (void)c, (void)d, (void)K, (void)lines;
 #endif
 }
-#undef BF16EMU_T32
-#undef BF16EMU_REGS32
-#undef BF16EMU_OUT
-#undef BF16EMU_IN
 
 template <in_type T, out_type O>
 int launch(const probe_job &job, const std::uint32_t *a, const std::uint32_t *b, const std::uint32_t *c,

@@ -31,7 +31,8 @@ mma_elem elem_of(format_id f) {
 // The block-scaled job of kernel p, K values per line.
 probe_scaled_job scaled_job_of(const probe_kernel &p, int K) {
   probe_scaled_job j;
-  j.op = p.sop, j.ta = elem_of(p.a), j.tb = elem_of(p.b), j.k = K;
+  j.op = p.sop, j.unit = p.op, j.out16 = p.out == format_id::fp16, j.ta = elem_of(p.a), j.tb = elem_of(p.b);
+  j.k = K;
   return j;
 }
 

@@ -102,9 +102,9 @@ const char *keep(std::string s) {
 // its name and instruction text made at run time; `scaled`: the host model is tc::scaled_presets.
 probe_kernel issue16_row(const std::string &name, const std::string &ptx, const char *opt_kind, F a, F b,
                          F out, int k, int cc_min, int cc_max, mma_family f, bool scaled = false,
-                         scaled_op sop = scaled_op::none) {
+                         scaled_op sop = scaled_op::none, K kind = K::mma) {
   return {keep(name),
-          K::mma,
+          kind,
           opt_kind,
           a,
           b,
@@ -115,7 +115,7 @@ probe_kernel issue16_row(const std::string &name, const std::string &ptx, const 
           cc_max,
           false,
           scaled,
-          instr::mma_sync,
+          kind == K::tcgen05 ? instr::tcgen05 : instr::mma_sync,
           in_type::bf16,
           in_type::bf16,
           out_type::fp32,
@@ -161,6 +161,17 @@ void add_second_batch(std::vector<probe_kernel> &t) {
                           F::fp16, F::fp16, F::fp16, 4, 75, 75, mma_family::m8n8k4));
   t.push_back(issue16_row("mma_fp64_fp64_k16", "mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64", "",
                           F::fp64, F::fp64, F::fp64, 16, 90, 90, mma_family::f64_k16));
+  // tcgen05 kind::f8f6f4 with fp6/fp4 operands (sm_100a; the block-scaled kernel of scaled_probe.cu
+  // without scale factors), modelled by tc::scaled_presets as the fp8 rows.
+  for (F o : {F::fp32, F::fp16}) {
+#define BF16EMU_ROW(A, B)                                                                                    \
+  t.push_back(issue16_row(                                                                                   \
+      "tcgen05_f8f6f4_" + ab_name(F::A, F::B) + "_" + oname(o),                                              \
+      std::string("tcgen05.mma.cta_group::1.kind::f8f6f4 (") + ptx_out(o) + " acc), k32", "f8f6f4", F::A,    \
+      F::B, o, 32, 100, 100, mma_family::none, true, scaled_op::f8f6f4, K::tcgen05));
+    BF16EMU_F8F6F4_FP6FP4_PAIRS(BF16EMU_ROW)
+#undef BF16EMU_ROW
+  }
 }
 
 std::vector<probe_kernel> make_table() {
@@ -269,26 +280,43 @@ std::vector<probe_kernel> make_table() {
   return t;
 }
 
-// The block-scaled kernels (cuda/scaled_probe.cu, sm_120a, f32 out), after the others:
-// kind::mxf8f6f4 with A and B any of the five f8f6f4 formats, kind::mxf4, kind::mxf4nvf4 (ue4m3).
+// The block-scaled kernels (cuda/scaled_probe.cu, f32 out), after the others: kind::mxf8f6f4 with A
+// and B any of the five f8f6f4 formats, kind::mxf4, kind::mxf4nvf4; mma.sync on sm_120a (no
+// mxf4nvf4 with ue8m0 factors: ptxas refuses its scale_vec::4X form), then tcgen05 on sm_100a
+// (mxf4nvf4 with both factor formats: the descriptor, not the instruction text, names it). The
+// tcgen05 instruction text is the preset's (tc/scaled.hpp).
 std::vector<probe_kernel> with_block_scaled(std::vector<probe_kernel> t) {
-  auto row = [&](const std::string &name, const char *kind, F a, F b, int k, const std::string &ptx,
-                 scaled_op op) {
-    t.push_back(issue16_row(name, ptx, kind, a, b, F::fp32, k, 120, 120, mma_family::none, true, op));
-  };
-  for (const F a : tc::f8f6f4_formats)
-    for (const F b : tc::f8f6f4_formats) {
-      row("mma_mxf8f6f4_" + ab_name(a, b) + "_fp32", "mxf8f6f4", a, b, 32,
-          std::string("mma.sync.aligned.m16n8k32.row.col.kind::mxf8f6f4.block_scale.scale_vec::1X.f32.") +
-              io::name(a) + "." + io::name(b) + ".f32.ue8m0",
-          scaled_op::mxf8f6f4);
-    }
-  row("mma_mxf4_e2m1_fp32", "mxf4", F::e2m1, F::e2m1, 64,
-      "mma.sync.aligned.m16n8k64.row.col.kind::mxf4.block_scale.scale_vec::2X.f32.e2m1.e2m1.f32.ue8m0",
-      scaled_op::mxf4);
-  row("mma_mxf4nvf4_ue4m3_fp32", "mxf4nvf4", F::e2m1, F::e2m1, 64,
-      "mma.sync.aligned.m16n8k64.row.col.kind::mxf4nvf4.block_scale.scale_vec::4X.f32.e2m1.e2m1.f32.ue4m3",
-      scaled_op::mxf4nvf4_ue4m3);
+  for (const K kind : {K::mma, K::tcgen05}) {
+    const bool t5 = kind == K::tcgen05;
+    const std::string unit = t5 ? "tcgen05" : "mma";
+    const int cc = t5 ? 100 : 120;
+    auto row = [&](const std::string &stem, const char *opt, F a, F b, int k, const std::string &ptx,
+                   scaled_op op) {
+      t.push_back(issue16_row(unit + "_" + stem + "_fp32", ptx, opt, a, b, F::fp32, k, cc, cc,
+                              mma_family::none, true, op, kind));
+    };
+    for (const F a : tc::f8f6f4_formats)
+      for (const F b : tc::f8f6f4_formats)
+        row("mxf8f6f4_" + ab_name(a, b), "mxf8f6f4", a, b, 32,
+            t5 ? "tcgen05.mma.cta_group::1.kind::mxf8f6f4.block_scale.scale_vec::1X, k32"
+               : std::string(
+                     "mma.sync.aligned.m16n8k32.row.col.kind::mxf8f6f4.block_scale.scale_vec::1X.f32.") +
+                     io::name(a) + "." + io::name(b) + ".f32.ue8m0",
+            scaled_op::mxf8f6f4);
+    row("mxf4_e2m1", "mxf4", F::e2m1, F::e2m1, 64,
+        t5 ? "tcgen05.mma.cta_group::1.kind::mxf4.block_scale.scale_vec::2X, k64"
+           : "mma.sync.aligned.m16n8k64.row.col.kind::mxf4.block_scale.scale_vec::2X.f32.e2m1.e2m1.f32.ue8m0",
+        scaled_op::mxf4);
+    if (t5)
+      row("mxf4nvf4_ue8m0", "mxf4nvf4", F::e2m1, F::e2m1, 64,
+          "tcgen05.mma.cta_group::1.kind::mxf4nvf4.block_scale.scale_vec::4X (ue8m0), k64",
+          scaled_op::mxf4nvf4_ue8m0);
+    row("mxf4nvf4_ue4m3", "mxf4nvf4", F::e2m1, F::e2m1, 64,
+        t5 ? "tcgen05.mma.cta_group::1.kind::mxf4nvf4.block_scale.scale_vec::4X (ue4m3), k64"
+           : "mma.sync.aligned.m16n8k64.row.col.kind::mxf4nvf4.block_scale.scale_vec::4X.f32.e2m1.e2m1.f32."
+             "ue4m3",
+        scaled_op::mxf4nvf4_ue4m3);
+  }
   return t;
 }
 
@@ -311,13 +339,15 @@ const std::vector<probe_kernel> &probe_kernels() {
 }
 
 tc::scale_kind kernel_scale(const probe_kernel &p) {
-  return p.sop == scaled_op::none             ? tc::scale_kind::none
+  return !block_scaled(p.sop)                 ? tc::scale_kind::none
          : p.sop == scaled_op::mxf4nvf4_ue4m3 ? tc::scale_kind::ue4m3
                                               : tc::scale_kind::ue8m0;
 }
 
 int kernel_vec(const probe_kernel &p) {
-  return p.sop == scaled_op::none ? 0 : p.sop == scaled_op::mxf4nvf4_ue4m3 ? 16 : 32;
+  return !block_scaled(p.sop)                                                       ? 0
+         : p.sop == scaled_op::mxf4nvf4_ue4m3 || p.sop == scaled_op::mxf4nvf4_ue8m0 ? 16
+                                                                                    : 32;
 }
 
 std::string in_column(const probe_kernel &p) { return ab_name(p.a, p.b); }
@@ -326,7 +356,7 @@ probe_request kernel_request(const probe_kernel &p) {
   probe_request r;
   r.instr = tc::to_string(p.kind), r.kind = p.opt_kind, r.a = io::name(p.a), r.b = io::name(p.b);
   r.out = io::name(p.out), r.shape_k = p.k;
-  if (p.sop != scaled_op::none)
+  if (block_scaled(p.sop))
     r.scale_format = tc::to_string(kernel_scale(p)), r.scale_vec = unsigned(kernel_vec(p));
   return r;
 }
@@ -412,13 +442,13 @@ const probe_kernel *find_probe_kernel(const probe_request &r, std::string &why) 
         (scaled ? std::string(" scale ") + tc::to_string(scale) +
                       (r.scale_vec ? " vec " + std::to_string(r.scale_vec) : std::string())
                 : std::string()) +
-        (r.kind == "mxf4nvf4" && scale == tc::scale_kind::ue8m0
-             ? " (mxf4nvf4 with ue8m0 factors: ptxas refuses scale_vec::4X, the model's sm120 preset; "
-               "no kernel issues it)"
+        (r.kind == "mxf4nvf4" && scale == tc::scale_kind::ue8m0 && kind == tc::instr_kind::mma
+             ? " (mxf4nvf4 with ue8m0 factors: ptxas refuses mma.sync scale_vec::4X, the model's sm120 "
+               "preset; no mma kernel issues it, --instr tcgen05 does)"
              : "") +
         "; " + tc::to_string(kind) + " kernels:" + have +
-        (kind == tc::instr_kind::tcgen05 ? " (fp8 operands: --kind f8f6f4; the block-scaled kinds are "
-                                           "issued on sm_120a mma only, tcgen05's are compile-checked)"
+        (kind == tc::instr_kind::tcgen05 ? " (fp8 operands: --kind f8f6f4; block-scaled: --kind mxf8f6f4, "
+                                           "mxf4, mxf4nvf4)"
                                          : "");
   return nullptr;
 }
@@ -465,7 +495,7 @@ std::string probe_header(const probe_kernel &p, const std::string &arch, int K) 
                   " out=" + io::name(p.out) + " k=" + std::to_string(K);
   if (p.b != p.a) h += std::string(" b=") + io::name(p.b);
   if (*p.opt_kind) h += std::string(" kind=") + p.opt_kind;
-  if (p.sop != scaled_op::none)
+  if (block_scaled(p.sop))
     h += std::string(" scale=") + tc::to_string(kernel_scale(p)) + " vec=" + std::to_string(kernel_vec(p));
   // The kernel the header selects without shape_k= is the first of these formats.
   probe_request r = kernel_request(p);

@@ -44,8 +44,10 @@
 namespace bf16emu::gpu {
 namespace {
 
-constexpr int sk_k(scaled_op op) { return op == scaled_op::mxf8f6f4 ? 32 : 64; }
-constexpr int sk_vec(scaled_op op) { return op == scaled_op::mxf4nvf4_ue4m3 ? 16 : 32; }
+constexpr int sk_k(scaled_op op) { return op == scaled_op::mxf8f6f4 || op == scaled_op::f8f6f4 ? 32 : 64; }
+constexpr int sk_vec(scaled_op op) {
+  return !block_scaled(op) ? 0 : op == scaled_op::mxf4nvf4_ue4m3 || op == scaled_op::mxf4nvf4_ue8m0 ? 16 : 32;
+}
 // The unit scale factor: ue8m0 2^0, ue4m3 1.0.
 constexpr std::uint32_t sk_one(scaled_op op) { return op == scaled_op::mxf4nvf4_ue4m3 ? 0x38u : 0x7fu; }
 
@@ -152,6 +154,185 @@ __global__ void __launch_bounds__(256)
   });
 }
 
+// ------------------------------------------------------------------------------------------------
+// sm_100a: tcgen05.mma.cta_group::1.kind::{mxf8f6f4, mxf4, mxf4nvf4}.block_scale with f32 D and,
+// without scale factors, kind::f8f6f4 with f32 or f16 D (the fp6/fp4 mixes), M = 128, N = 128:
+// 128 lines per instruction, line t = row t of A, row t of B^T (column t of B), D[t][t].
+// The sequence around the instruction (tensor memory, descriptors, commit and wait, C and D on the
+// diagonal) is the kind::f16 / tf32 / f8f6f4 probe's (probe_kernels.cu, probe_device.cuh). Never
+// run on a device: see docs/gpu-validation.md. PTX ISA 9.x sources and what is assumed:
+//   Instruction descriptor, 9.7.16.4.2 Table 43 (mxf8f6f4) and Table 44 (mxf4, mxf4nvf4): SFB_ID
+//     bits 4-5 and SFA_ID bits 29-30 (both 0 here); atype 7-9, btype 10-12 (mxf8f6f4: E4M3 0,
+//     E5M2 1, E2M3 3, E3M2 4, E2M1 5; mxf4*: E2M1 1, btype in 10-11); K-major (bits 15, 16 = 0);
+//     N >> 3 at 17-22; scale type bit 23 (UE8M0 1, UE4M3 0); M >> 7 at 27-28; bit 31 (mxf4*) 0 =
+//     dense K 64. D is f32 (the block-scaled descriptors have no dtype field). kind::f8f6f4:
+//     Table 42 (dtype bits 4-5, F16 0, F32 1; M >> 4 at 24-28), an f16 D in the low half of its
+//     32-bit column as in the probe above.
+//   Operands in shared memory, K-major, no swizzle, the canonical layout of the probe above (two
+//     16-byte core-matrix rows per operand row and instruction). Packing, 9.7.16.10.4.4 and .6:
+//     kind::mxf4 / mxf4nvf4 pack two e2m1 per byte, no padding (32 values per 16 bytes);
+//     kind::mxf8f6f4 packs 16 fp6 or fp4 values contiguously and pads them to 16 bytes (the
+//     .b6x16_p32 / .b4x16_p64 formats of 5.5.1.1.1: 96 or 64 bits of data, then the padding);
+//     fp8 takes a byte per value. Assumed: within a 16-byte row the values run from bit 0 up in
+//     increasing k (the figures give it as a picture), the padding is zero, and kind::f8f6f4
+//     takes its fp6/fp4 operands in the same padded form (the packing sections name the mx kinds).
+//   Scale factors, 9.7.16.10.7: scale_A is M x SFA_N, scale_B SFB_M x N, with 1 / 2 / 4 factors
+//     per row (scale_vec::1X / 2X / 4X, Table 56) in the bytes of a 32-bit tensor-memory word
+//     (SF_ID 0: byte 0 for 1X, bytes 0-1 for 2X, all four for 4X; chunk j in byte j, assumed), and
+//     "duplicated to all 32 lane partitions". Assumed, from that sentence and the 4x32dp128bit
+//     copies that fill them (tcgen05.cp .32x128b.warpx4): row r of scale_A (column r of scale_B)
+//     sits in lane r % 32 of every 32-lane partition, column base + r / 32, so each scale matrix
+//     takes 4 columns. Each warp writes its own partition's copy with tcgen05.st .32x32b.x4.
+//   A wrong assumption shows on a device as lines whose D ignores or misplaces a scale factor;
+//   the probe's vectors give every line and chunk its own factors (cuda/vectors.cpp).
+constexpr int kTc5Lines = 128;                              // M = N = 128
+constexpr int kSfaCol = 128, kSfbCol = 160, kTc5Cols = 256; // D in columns 0..127
+
+// Descriptor type codes (Tables 42 to 44): kind::f8f6f4 and mxf8f6f4 E4M3 0, E5M2 1, E2M3 3,
+// E3M2 4, E2M1 5; mxf4 / mxf4nvf4 E2M1 1.
+template <scaled_op Op> constexpr std::uint32_t bs_type(mma_elem e) {
+  if (Op != scaled_op::mxf8f6f4 && Op != scaled_op::f8f6f4) return 1;
+  return e == mma_elem::e4m3   ? 0
+         : e == mma_elem::e5m2 ? 1
+         : e == mma_elem::e2m3 ? 3
+         : e == mma_elem::e3m2 ? 4
+                               : 5;
+}
+// kind::f8f6f4 (Table 42): dtype bits 4-5 (F16 0, F32 1), M >> 4 at 24-28; the block-scaled kinds
+// (Tables 43, 44): scale type bit 23 (UE8M0 1, UE4M3 0), M >> 7 at 27-28, SF IDs 0.
+template <scaled_op Op, mma_elem TA, mma_elem TB, bool H> constexpr std::uint32_t bs_idesc() {
+  constexpr std::uint32_t ab =
+      (bs_type<Op>(TA) << 7) | (bs_type<Op>(TB) << 10) | (std::uint32_t(kTc5Lines >> 3) << 17);
+  if constexpr (Op == scaled_op::f8f6f4)
+    return ab | ((H ? 0u : 1u) << 4) | (std::uint32_t(kTc5Lines >> 4) << 24);
+  constexpr std::uint32_t ue8m0 = Op == scaled_op::mxf4nvf4_ue4m3 ? 0u : 1u;
+  return ab | (ue8m0 << 23) | (std::uint32_t(kTc5Lines >> 7) << 27);
+}
+static_assert(bs_idesc<scaled_op::mxf8f6f4, mma_elem::e4m3, mma_elem::e2m1, false>() == 0x08a01400u,
+              "mxf8f6f4 e4m3 x e2m1, ue8m0, M128 N128");
+static_assert(bs_idesc<scaled_op::mxf4nvf4_ue4m3, mma_elem::e2m1, mma_elem::e2m1, false>() == 0x08200480u,
+              "mxf4nvf4 e2m1, ue4m3, M128 N128");
+static_assert(bs_idesc<scaled_op::f8f6f4, mma_elem::e3m2, mma_elem::e2m1, true>() == 0x08201600u,
+              "f8f6f4 e3m2 x e2m1 -> f16, M128 N128");
+
+// Bits per value in shared memory, and values per 16-byte core-matrix row.
+template <scaled_op Op, mma_elem E> constexpr int smem_bits() {
+  return Op != scaled_op::mxf8f6f4 && Op != scaled_op::f8f6f4 ? 4
+         : E == mma_elem::e4m3 || E == mma_elem::e5m2         ? 8
+         : E == mma_elem::e2m1                                ? 4
+                                                              : 6;
+}
+constexpr int per_row16(scaled_op op) { return sk_k(op) / 2; }
+
+// Operand row `row` (line `line`) for k in [k0, k0 + 2n): two 16-byte core-matrix rows of n values
+// of `bits` bits each from bit 0 up, the rest of each 16 bytes zero.
+template <int n, int bits>
+__device__ __forceinline__ void fill_packed(unsigned char *s, const std::uint64_t *p, std::size_t line,
+                                            bool valid, int K, int k0, int row) {
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    std::uint32_t w[4] = {0, 0, 0, 0};
+#pragma unroll
+    for (int i = 0; i < n; ++i) {
+      const auto v = std::uint32_t(e16(p, line, valid, K, k0 + half * n + i) & ((1u << bits) - 1));
+      const int pos = i * bits;
+      w[pos >> 5] |= v << (pos & 31);
+      if ((pos & 31) + bits > 32) w[(pos >> 5) + 1] |= v >> (32 - (pos & 31));
+    }
+    *reinterpret_cast<uint4 *>(s + kmajor_offset(row, half)) = make_uint4(w[0], w[1], w[2], w[3]);
+  }
+}
+
+// tcgen05.st .32x32b.x4 (9.7.16.8.4): lane l of warp w writes columns taddr.. taddr + 3 of lane 32w + l.
+__device__ __forceinline__ void tc5_put4(std::uint32_t taddr, const std::uint32_t (&r)[4]) {
+#ifdef BF16EMU_TC5
+  asm volatile("tcgen05.st.sync.aligned.32x32b.x4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(taddr), "r"(r[0]),
+               "r"(r[1]), "r"(r[2]), "r"(r[3])
+               : "memory");
+#else
+  (void)taddr, (void)r;
+#endif
+}
+
+#define BF16EMU_TC5_BS(KIND)                                                                                 \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\ntcgen05.mma.cta_group::1.kind::" KIND                \
+               " [%0], %1, %2, %3, [%4], [%5], p;\n}\n" ::"r"(dt),                                           \
+               "l"(ad), "l"(bd), "r"(idesc), "r"(sfa), "r"(sfb)                                              \
+               : "memory")
+// One instruction, accumulating into D (enable-input-d = 1).
+template <scaled_op Op>
+__device__ __forceinline__ void tc5_issue_scaled(std::uint32_t dt, std::uint64_t ad, std::uint64_t bd,
+                                                 std::uint32_t idesc, std::uint32_t sfa, std::uint32_t sfb) {
+#ifdef BF16EMU_TC5
+  if constexpr (Op == scaled_op::f8f6f4)
+    BF16EMU_TC5_MMA("f8f6f4", dt, ad, bd, idesc);
+  else if constexpr (Op == scaled_op::mxf8f6f4)
+    BF16EMU_TC5_BS("mxf8f6f4.block_scale.scale_vec::1X");
+  else if constexpr (Op == scaled_op::mxf4)
+    BF16EMU_TC5_BS("mxf4.block_scale.scale_vec::2X");
+  else
+    BF16EMU_TC5_BS("mxf4nvf4.block_scale.scale_vec::4X");
+#else
+  (void)dt, (void)ad, (void)bd, (void)idesc, (void)sfa, (void)sfb;
+#endif
+}
+#undef BF16EMU_TC5_BS
+
+template <scaled_op Op, mma_elem TA, mma_elem TB, bool H>
+__global__ void __launch_bounds__(128)
+    tcgen05_block_scaled(const std::uint64_t *__restrict__ a, const std::uint64_t *__restrict__ b,
+                         const std::uint64_t *__restrict__ c, const std::uint8_t *__restrict__ sa,
+                         const std::uint8_t *__restrict__ sb, std::uint64_t *__restrict__ d, int K,
+                         std::size_t lines) {
+#ifdef BF16EMU_TC5
+  __shared__ alignas(1024) unsigned char smem_a[kTc5Lines * 32];
+  __shared__ alignas(1024) unsigned char smem_b[kTc5Lines * 32];
+  __shared__ alignas(8) std::uint64_t mbar;
+  __shared__ std::uint32_t tmem_slot;
+  constexpr int k = sk_k(Op), vec = block_scaled(Op) ? sk_vec(Op) : k, n = per_row16(Op);
+  const int tid = threadIdx.x, lane = tid & 31, S = K / vec;
+  const std::uint32_t tmem = tc5_begin(&tmem_slot, &mbar, kTc5Cols);
+  const std::uint32_t partition = std::uint32_t(32 * (tid >> 5)) << 16; // this warp's lanes
+  const std::uint64_t adesc = tc5_smem_desc(smem_a), bdesc = tc5_smem_desc(smem_b);
+  constexpr std::uint32_t idesc = bs_idesc<Op, TA, TB, H>(), cmask = H ? 0xffffu : 0xffffffffu;
+  std::uint32_t phase = 0;
+  for (std::size_t base = std::size_t(blockIdx.x) * kTc5Lines; base < lines;
+       base += std::size_t(gridDim.x) * kTc5Lines) {
+    const std::size_t line = base + std::size_t(tid);
+    const bool valid = line < lines;
+    tc5_put_diag(tmem, valid ? std::uint32_t(c[line]) & cmask : 0u);
+    for (int k0 = 0; k0 < K; k0 += k) {
+      fill_packed<n, smem_bits<Op, TA>()>(smem_a, a, line, valid, K, k0, tid);
+      fill_packed<n, smem_bits<Op, TB>()>(smem_b, b, line, valid, K, k0, tid);
+      if constexpr (block_scaled(Op)) { // column j of each scale matrix: lines base + 32j + lane
+        std::uint32_t fa[4], fb[4];
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          const std::size_t row = base + std::size_t(32 * j + lane);
+          const bool ok = row < lines;
+          const std::size_t at = ok ? row * std::size_t(S) + std::size_t(k0 / vec) : 0;
+          fa[j] = pack_scales(sa + at, ok, k / vec, sk_one(Op));
+          fb[j] = pack_scales(sb + at, ok, k / vec, sk_one(Op));
+        }
+        tc5_put4(tmem + partition + kSfaCol, fa);
+        tc5_put4(tmem + partition + kSfbCol, fb);
+        asm volatile("tcgen05.wait::st.sync.aligned;\n" ::: "memory");
+      }
+      asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+      tc5_sync();
+      if (tid == 0) tc5_issue_scaled<Op>(tmem, adesc, bdesc, idesc, tmem + kSfaCol, tmem + kSfbCol);
+      tc5_commit_wait(&mbar, phase);
+    }
+    const std::uint32_t v = tc5_get_diag(tmem);
+    if (valid) d[line] = v & cmask;
+    tc5_sync(); // every warp has read D before the next group writes C
+  }
+  tc5_end(tmem, kTc5Cols);
+#else
+  (void)a, (void)b, (void)c, (void)sa, (void)sb, (void)d, (void)K, (void)lines;
+#endif
+}
+
 // Device copies of the job's arrays; freed on scope exit. err: the first CUDA error (0: none).
 struct device_arrays {
   void *p[6] = {};
@@ -171,28 +352,47 @@ struct device_arrays {
   }
 };
 
-template <scaled_op Op, mma_elem TA, mma_elem TB> int launch_scaled(const probe_scaled_job &job) {
-  const std::size_t nab = job.lines * std::size_t(job.k), ns = job.lines * std::size_t(job.k / sk_vec(Op));
+template <scaled_op Op, mma_elem TA, mma_elem TB, bool H> int launch_scaled(const probe_scaled_job &job) {
+  const std::size_t nab = job.lines * std::size_t(job.k),
+                    ns = block_scaled(Op) ? job.lines * std::size_t(job.k / sk_vec(Op)) : 0;
   device_arrays m;
   const std::uint64_t *a = m.upload(0, job.a, nab), *b = m.upload(1, job.b, nab),
                       *c = m.upload(2, job.c, job.lines);
   const std::uint8_t *sa = m.upload(3, job.sa, ns), *sb = m.upload(4, job.sb, ns);
   if (m.err == 0 && m.check(cudaMalloc(&m.p[5], job.lines * sizeof(std::uint64_t)))) {
     auto *d = static_cast<std::uint64_t *>(m.p[5]);
-    mma_block_scaled<Op, TA, TB><<<probe_blocks(job.lines), 256>>>(a, b, c, sa, sb, d, job.k, job.lines);
+    if (job.unit == instr::tcgen05) {
+      const unsigned blocks = unsigned(std::min<std::size_t>((job.lines + kTc5Lines - 1) / kTc5Lines, 1024));
+      tcgen05_block_scaled<Op, TA, TB, H><<<blocks, 128>>>(a, b, c, sa, sb, d, job.k, job.lines);
+    } else if constexpr (!H && block_scaled(Op) && Op != scaled_op::mxf4nvf4_ue8m0) {
+      // (no mma.sync kernel for the others: probe_scaled_supported)
+      mma_block_scaled<Op, TA, TB><<<probe_blocks(job.lines), 256>>>(a, b, c, sa, sb, d, job.k, job.lines);
+    } else {
+      m.check(cudaErrorNotSupported);
+    }
     if (m.check(cudaGetLastError()) && m.check(cudaDeviceSynchronize()))
       m.check(cudaMemcpy(job.d, d, job.lines * sizeof(std::uint64_t), cudaMemcpyDeviceToHost));
   }
   return m.err;
 }
 
-template <mma_elem TA> int launch_mx_b(const probe_scaled_job &job) {
+// The f8f6f4-type kinds (mxf8f6f4, f8f6f4) for each A x B pair and D format.
+template <scaled_op Op, mma_elem TA, bool H> int launch_b(const probe_scaled_job &job) {
   switch (job.tb) {
-  case mma_elem::e4m3: return launch_scaled<scaled_op::mxf8f6f4, TA, mma_elem::e4m3>(job);
-  case mma_elem::e5m2: return launch_scaled<scaled_op::mxf8f6f4, TA, mma_elem::e5m2>(job);
-  case mma_elem::e3m2: return launch_scaled<scaled_op::mxf8f6f4, TA, mma_elem::e3m2>(job);
-  case mma_elem::e2m3: return launch_scaled<scaled_op::mxf8f6f4, TA, mma_elem::e2m3>(job);
-  default: return launch_scaled<scaled_op::mxf8f6f4, TA, mma_elem::e2m1>(job);
+  case mma_elem::e4m3: return launch_scaled<Op, TA, mma_elem::e4m3, H>(job);
+  case mma_elem::e5m2: return launch_scaled<Op, TA, mma_elem::e5m2, H>(job);
+  case mma_elem::e3m2: return launch_scaled<Op, TA, mma_elem::e3m2, H>(job);
+  case mma_elem::e2m3: return launch_scaled<Op, TA, mma_elem::e2m3, H>(job);
+  default: return launch_scaled<Op, TA, mma_elem::e2m1, H>(job);
+  }
+}
+template <scaled_op Op, bool H> int launch_ab(const probe_scaled_job &job) {
+  switch (job.ta) {
+  case mma_elem::e4m3: return launch_b<Op, mma_elem::e4m3, H>(job);
+  case mma_elem::e5m2: return launch_b<Op, mma_elem::e5m2, H>(job);
+  case mma_elem::e3m2: return launch_b<Op, mma_elem::e3m2, H>(job);
+  case mma_elem::e2m3: return launch_b<Op, mma_elem::e2m3, H>(job);
+  default: return launch_b<Op, mma_elem::e2m1, H>(job);
   }
 }
 
@@ -203,24 +403,24 @@ int scaled_vec(scaled_op op) { return sk_vec(op); }
 
 bool probe_scaled_supported(const probe_scaled_job &job, int cc_major, int cc_minor) {
   if (job.op == scaled_op::none || job.k <= 0 || job.k % sk_k(job.op) != 0) return false;
-  if (job.op != scaled_op::mxf8f6f4 && (job.ta != mma_elem::e2m1 || job.tb != mma_elem::e2m1)) return false;
-  return cc_major * 10 + cc_minor == 120; // the sm_120a code (cuda/CMakeLists.txt)
+  const bool f8f6f4_types = job.op == scaled_op::mxf8f6f4 || job.op == scaled_op::f8f6f4;
+  if (!f8f6f4_types && (job.ta != mma_elem::e2m1 || job.tb != mma_elem::e2m1)) return false;
+  if (job.out16 && job.op != scaled_op::f8f6f4) return false;
+  const int cc = cc_major * 10 + cc_minor; // the sm_100a and sm_120a code (cuda/CMakeLists.txt)
+  if (job.unit == instr::tcgen05) return cc == 100;
+  return block_scaled(job.op) && job.op != scaled_op::mxf4nvf4_ue8m0 && cc == 120;
 }
 
 int run_probe_scaled(const probe_scaled_job &job) {
   if (job.lines == 0) return 0;
   constexpr mma_elem e2m1 = mma_elem::e2m1;
   switch (job.op) {
-  case scaled_op::mxf4: return launch_scaled<scaled_op::mxf4, e2m1, e2m1>(job);
-  case scaled_op::mxf4nvf4_ue4m3: return launch_scaled<scaled_op::mxf4nvf4_ue4m3, e2m1, e2m1>(job);
-  default: break;
-  }
-  switch (job.ta) {
-  case mma_elem::e4m3: return launch_mx_b<mma_elem::e4m3>(job);
-  case mma_elem::e5m2: return launch_mx_b<mma_elem::e5m2>(job);
-  case mma_elem::e3m2: return launch_mx_b<mma_elem::e3m2>(job);
-  case mma_elem::e2m3: return launch_mx_b<mma_elem::e2m3>(job);
-  default: return launch_mx_b<e2m1>(job);
+  case scaled_op::mxf4: return launch_scaled<scaled_op::mxf4, e2m1, e2m1, false>(job);
+  case scaled_op::mxf4nvf4_ue4m3: return launch_scaled<scaled_op::mxf4nvf4_ue4m3, e2m1, e2m1, false>(job);
+  case scaled_op::mxf4nvf4_ue8m0: return launch_scaled<scaled_op::mxf4nvf4_ue8m0, e2m1, e2m1, false>(job);
+  case scaled_op::f8f6f4:
+    return job.out16 ? launch_ab<scaled_op::f8f6f4, true>(job) : launch_ab<scaled_op::f8f6f4, false>(job);
+  default: return launch_ab<scaled_op::mxf8f6f4, false>(job);
   }
 }
 
