@@ -110,12 +110,27 @@ template <in_type T, out_type O>
 __device__ __forceinline__ void mma_sync_issue(std::uint32_t (&acc)[4], const std::uint32_t (&ra)[4],
                                                const std::uint32_t (&rb)[2]) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  if constexpr (O == out_type::fp16) {
-    static_assert(T == in_type::fp16, "f16 accumulator: fp16 inputs only");
+  if constexpr (O == out_type::fp16 && T == in_type::fp16) {
     asm volatile("mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 {%0,%1}, {%2,%3,%4,%5}, {%6,%7}, "
                  "{%0,%1};\n"
                  : "+r"(acc[0]), "+r"(acc[1])
                  : "r"(ra[0]), "r"(ra[1]), "r"(ra[2]), "r"(ra[3]), "r"(rb[0]), "r"(rb[1]));
+  } else if constexpr (O == out_type::fp16) { // fp8 with an f16 accumulator (m16n8k32, sm_89+)
+    static_assert(T == in_type::e4m3 || T == in_type::e5m2, "f16 accumulator: fp16 or fp8 inputs");
+#if __CUDA_ARCH__ >= 890
+    if constexpr (T == in_type::e4m3)
+      asm volatile("mma.sync.aligned.m16n8k32.row.col.f16.e4m3.e4m3.f16 {%0,%1}, {%2,%3,%4,%5}, {%6,%7}, "
+                   "{%0,%1};\n"
+                   : "+r"(acc[0]), "+r"(acc[1])
+                   : "r"(ra[0]), "r"(ra[1]), "r"(ra[2]), "r"(ra[3]), "r"(rb[0]), "r"(rb[1]));
+    else
+      asm volatile("mma.sync.aligned.m16n8k32.row.col.f16.e5m2.e5m2.f16 {%0,%1}, {%2,%3,%4,%5}, {%6,%7}, "
+                   "{%0,%1};\n"
+                   : "+r"(acc[0]), "+r"(acc[1])
+                   : "r"(ra[0]), "r"(ra[1]), "r"(ra[2]), "r"(ra[3]), "r"(rb[0]), "r"(rb[1]));
+#else
+    acc[0] = acc[1] = 0xffffffffu; // fp8 mma.sync needs sm_89; the host never launches this below that
+#endif
   } else {
     float f[4] = {__uint_as_float(acc[0]), __uint_as_float(acc[1]), __uint_as_float(acc[2]),
                   __uint_as_float(acc[3])};
@@ -228,11 +243,25 @@ __device__ __forceinline__ void wgmma_issue(std::uint32_t (&acc)[32], std::uint6
                    : BF16EMU_ACC32(f)
                    : "l"(da), "l"(db), "r"(one)
                    : "memory");
-  } else if constexpr (O == out_type::fp16) {
-    static_assert(T == in_type::fp16, "f16 accumulator: fp16 inputs only");
+  } else if constexpr (O == out_type::fp16 && T == in_type::fp16) {
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
                  "wgmma.mma_async.sync.aligned.m64n64k16.f16.f16.f16 " BF16EMU_R16
                  ", %16, %17, p, 1, 1, 0, 0;\n}\n"
+                 : BF16EMU_ACC16(acc)
+                 : "l"(da), "l"(db), "r"(one)
+                 : "memory");
+  } else if constexpr (O == out_type::fp16 && T == in_type::e4m3) { // fp8: no transpose operands
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k32.f16.e4m3.e4m3 " BF16EMU_R16
+                 ", %16, %17, p, 1, 1;\n}\n"
+                 : BF16EMU_ACC16(acc)
+                 : "l"(da), "l"(db), "r"(one)
+                 : "memory");
+  } else if constexpr (O == out_type::fp16) {
+    static_assert(T == in_type::e5m2, "f16 accumulator: fp16 or fp8 inputs");
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k32.f16.e5m2.e5m2 " BF16EMU_R16
+                 ", %16, %17, p, 1, 1;\n}\n"
                  : BF16EMU_ACC16(acc)
                  : "l"(da), "l"(db), "r"(one)
                  : "memory");
@@ -508,7 +537,10 @@ int dispatch(const probe_job &job, const std::uint32_t *a, const std::uint32_t *
     return h ? launch_mixed<in_type::e5m2, in_type::e4m3, out_type::fp16>(job, a, b, c, d)
              : launch_mixed<in_type::e5m2, in_type::e4m3, out_type::fp32>(job, a, b, c, d);
   }
-  if (job.out == out_type::fp16) return launch<in_type::fp16, out_type::fp16>(job, a, b, c, d);
+  if (job.out == out_type::fp16)
+    return job.type == in_type::e4m3   ? launch<in_type::e4m3, out_type::fp16>(job, a, b, c, d)
+           : job.type == in_type::e5m2 ? launch<in_type::e5m2, out_type::fp16>(job, a, b, c, d)
+                                       : launch<in_type::fp16, out_type::fp16>(job, a, b, c, d);
   switch (job.type) {
   case in_type::bf16: return launch<in_type::bf16, out_type::fp32>(job, a, b, c, d);
   case in_type::fp16: return launch<in_type::fp16, out_type::fp32>(job, a, b, c, d);
@@ -554,17 +586,17 @@ bool supported(const probe_job &job, int cc_major, int cc_minor) {
   const auto fp8 = [](in_type t) { return t == in_type::e4m3 || t == in_type::e5m2; };
   if (job.type != job.type_b) { // fp8 mixes: wgmma and tcgen05 (the mma.sync ones are probe16's)
     if (job.op == instr::mma_sync || !fp8(job.type) || !fp8(job.type_b)) return false;
-  } else if (job.out == out_type::fp16 && job.type != in_type::fp16 &&
-             !(job.op == instr::tcgen05 && fp8(job.type))) {
+  } else if (job.out == out_type::fp16 && job.type != in_type::fp16 && !fp8(job.type)) {
     return false;
   }
   if (job.k <= 0 || job.k % kin(job.type) != 0) return false;
-  // This build carries sm_80 and sm_90a machine code (plus their PTX). wgmma and the fp8 mma.sync
-  // exist only in the sm_90a code, which runs on compute capability 9.0 alone.
+  // This build carries sm_80 machine code (plus its PTX), sm_89 and sm_90a code (cuda/CMakeLists.txt).
+  // wgmma exists only in the sm_90a code, which runs on compute capability 9.0 alone; the fp8
+  // mma.sync in the sm_89 and sm_90a code (8.9, 9.0; the model has sm89 and sm90 rows).
   if (job.op == instr::wgmma) return cc == 90;
   // tcgen05: the sm_100a code (cc 10.0 only), kind::f16, kind::tf32, kind::f8f6f4 (fp8 operands).
   if (job.op == instr::tcgen05) return cc == 100;
-  if (job.type == in_type::e4m3 || job.type == in_type::e5m2) return cc == 90;
+  if (job.type == in_type::e4m3 || job.type == in_type::e5m2) return cc == 89 || cc == 90; // sm_89, sm_90a
   return cc >= 80;
 }
 
@@ -637,7 +669,7 @@ __device__ __forceinline__ void issue16(std::uint32_t (&acc)[4], const std::uint
                                         const std::uint32_t (&rb)[2]) {
   f32_view<half16(Op)> view(acc);
   [[maybe_unused]] float(&f)[4] = view.f;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 750 // m16n8k8 .f16: sm_75 (the sm_75 code); the others below
   if constexpr (Op == probe16_op::fp16_k8_f16) {
     asm volatile("mma.sync.aligned.m16n8k8.row.col.f16.f16.f16.f16 {%0,%1}, {%2,%3}, {%4}, {%0,%1};\n"
                  : "+r"(acc[0]), "+r"(acc[1])
@@ -770,7 +802,7 @@ bool probe16_supported(const probe16_job &job, int cc_major, int cc_minor) {
   case probe16_op::e4m3_e5m2:
   case probe16_op::e5m2_e4m3:
   case probe16_op::e4m3_e5m2_f16:
-  case probe16_op::e5m2_e4m3_f16: return cc == 90; // the sm_90a code carries them (as the fp8 probes above)
+  case probe16_op::e5m2_e4m3_f16: return cc == 89 || cc == 90; // the sm_89 and sm_90a code (as above)
   case probe16_op::f8f6f4_e4m3_e4m3:
   case probe16_op::f8f6f4_e4m3_e5m2:
   case probe16_op::f8f6f4_e5m2_e4m3:
@@ -779,6 +811,8 @@ bool probe16_supported(const probe16_job &job, int cc_major, int cc_minor) {
   case probe16_op::f8f6f4_e4m3_e5m2_f16:
   case probe16_op::f8f6f4_e5m2_e4m3_f16:
   case probe16_op::f8f6f4_e5m2_e5m2_f16: return cc == 120; // the sm_120a code (cuda/CMakeLists.txt)
+  case probe16_op::fp16_k8_f32:
+  case probe16_op::fp16_k8_f16: return cc >= 75; // the sm_75 code, and sm_80 (+ PTX) from 8.0 on
   default: return cc >= 80;
   }
 }
@@ -1058,8 +1092,8 @@ bool mma_supported(const mma_job &job, int cc_major, int cc_minor) {
   case mma_family::f8f6f4_k32:
     return cc == 120; // the sm_120a code
   // PTX ISA: sm_89+. The sm_80 code (and its compute_80 PTX) cannot carry it; of the devices the
-  // build has code for (9.0, 10.0, 12.0) the model has a preset on sm120 only (and sm89).
-  case mma_family::fp8_k16: return cc == 120;
+  // build has code for (8.9, 9.0, 10.0, 12.0) the model has presets on sm89 and sm120.
+  case mma_family::fp8_k16: return cc == 89 || cc == 120;
   case mma_family::f64_k8:
   case mma_family::f64_k16:
     return cc == 90; // PTX ISA: sm_90; the sm_90a code

@@ -144,7 +144,8 @@ void add_second_batch(std::vector<probe_kernel> &t) {
   t.push_back(                                                                                               \
       issue16_row("mma_" + ab_name(F::A, F::B) + "_" + oname(o) + "_k16",                                    \
                   "mma.sync.aligned.m16n8k16.row.col." + ptx_out(o) + "." #A "." #B "." + ptx_out(o), "",    \
-                  F::A, F::B, o, 16, 120, 120, mma_family::fp8_k16));
+                  F::A, F::B, o, 16, 120, 120, mma_family::fp8_k16));                                        \
+  t.back().cc_also = 89;
     BF16EMU_FP8_PAIRS(BF16EMU_ROW)
 #undef BF16EMU_ROW
   }
@@ -195,22 +196,26 @@ std::vector<probe_kernel> make_table() {
       plain("mma_tf32_fp32", K::mma, F::tf32, F::tf32, F::fp32, 8,
             "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", 80, kAny, M, tf, tf, o32),
       plain("mma_e4m3_fp32", K::mma, F::e4m3, F::e4m3, F::fp32, 32,
-            "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32", 90, 90, M, e4, e4, o32),
+            "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32", 89, 90, M, e4, e4, o32),
       plain("mma_e5m2_fp32", K::mma, F::e5m2, F::e5m2, F::fp32, 32,
-            "mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e5m2.f32", 90, 90, M, e5, e5, o32),
+            "mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e5m2.f32", 89, 90, M, e5, e5, o32),
+      plain("mma_e4m3_fp16", K::mma, F::e4m3, F::e4m3, F::fp16, 32,
+            "mma.sync.aligned.m16n8k32.row.col.f16.e4m3.e4m3.f16", 89, 90, M, e4, e4, o16),
+      plain("mma_e5m2_fp16", K::mma, F::e5m2, F::e5m2, F::fp16, 32,
+            "mma.sync.aligned.m16n8k32.row.col.f16.e5m2.e5m2.f16", 89, 90, M, e5, e5, o16),
       // Issue 16: m16n8k8 fp16, the fp8 mixes, kind::f8f6f4, f64.
       p16("mma_fp16_fp32_k8", "", F::fp16, F::fp16, F::fp32, 8,
-          "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32", 80, kAny, probe16_op::fp16_k8_f32),
+          "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32", 75, kAny, probe16_op::fp16_k8_f32),
       p16("mma_fp16_fp16_k8", "", F::fp16, F::fp16, F::fp16, 8,
-          "mma.sync.aligned.m16n8k8.row.col.f16.f16.f16.f16", 80, kAny, probe16_op::fp16_k8_f16),
+          "mma.sync.aligned.m16n8k8.row.col.f16.f16.f16.f16", 75, kAny, probe16_op::fp16_k8_f16),
       p16("mma_e4m3xe5m2_fp32", "", F::e4m3, F::e5m2, F::fp32, 32,
-          "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e5m2.f32", 90, 90, probe16_op::e4m3_e5m2),
+          "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e5m2.f32", 89, 90, probe16_op::e4m3_e5m2),
       p16("mma_e5m2xe4m3_fp32", "", F::e5m2, F::e4m3, F::fp32, 32,
-          "mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e4m3.f32", 90, 90, probe16_op::e5m2_e4m3),
+          "mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e4m3.f32", 89, 90, probe16_op::e5m2_e4m3),
       p16("mma_e4m3xe5m2_fp16", "", F::e4m3, F::e5m2, F::fp16, 32,
-          "mma.sync.aligned.m16n8k32.row.col.f16.e4m3.e5m2.f16", 90, 90, probe16_op::e4m3_e5m2_f16),
+          "mma.sync.aligned.m16n8k32.row.col.f16.e4m3.e5m2.f16", 89, 90, probe16_op::e4m3_e5m2_f16),
       p16("mma_e5m2xe4m3_fp16", "", F::e5m2, F::e4m3, F::fp16, 32,
-          "mma.sync.aligned.m16n8k32.row.col.f16.e5m2.e4m3.f16", 90, 90, probe16_op::e5m2_e4m3_f16),
+          "mma.sync.aligned.m16n8k32.row.col.f16.e5m2.e4m3.f16", 89, 90, probe16_op::e5m2_e4m3_f16),
       p16("mma_f8f6f4_e4m3_fp32", "f8f6f4", F::e4m3, F::e4m3, F::fp32, 32,
           "mma.sync.aligned.m16n8k32.row.col.kind::f8f6f4.f32.e4m3.e4m3.f32", 120, 120,
           probe16_op::f8f6f4_e4m3_e4m3),
@@ -250,6 +255,10 @@ std::vector<probe_kernel> make_table() {
             "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3", 90, 90, W, e4, e4, o32),
       plain("wgmma_e5m2_fp32", K::wgmma, F::e5m2, F::e5m2, F::fp32, 32,
             "wgmma.mma_async.sync.aligned.m64n64k32.f32.e5m2.e5m2", 90, 90, W, e5, e5, o32),
+      plain("wgmma_e4m3_fp16", K::wgmma, F::e4m3, F::e4m3, F::fp16, 32,
+            "wgmma.mma_async.sync.aligned.m64n64k32.f16.e4m3.e4m3", 90, 90, W, e4, e4, o16),
+      plain("wgmma_e5m2_fp16", K::wgmma, F::e5m2, F::e5m2, F::fp16, 32,
+            "wgmma.mma_async.sync.aligned.m64n64k32.f16.e5m2.e5m2", 90, 90, W, e5, e5, o16),
       plain("wgmma_e4m3xe5m2_fp32", K::wgmma, F::e4m3, F::e5m2, F::fp32, 32,
             "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e5m2", 90, 90, W, e4, e5, o32),
       plain("wgmma_e5m2xe4m3_fp32", K::wgmma, F::e5m2, F::e4m3, F::fp32, 32,
@@ -351,6 +360,18 @@ int kernel_vec(const probe_kernel &p) {
 }
 
 std::string in_column(const probe_kernel &p) { return ab_name(p.a, p.b); }
+
+bool kernel_runs_on(const probe_kernel &p, int cc) {
+  return (cc >= p.cc_min && cc <= p.cc_max) || (p.cc_also != 0 && cc == p.cc_also);
+}
+
+std::string kernel_ccs(const probe_kernel &p) {
+  const auto cc = [](int c) { return std::to_string(c / 10) + "." + std::to_string(c % 10); };
+  std::string s = "cc " + (p.cc_also != 0 && p.cc_also < p.cc_min ? cc(p.cc_also) + ", " : std::string());
+  s += cc(p.cc_min) + (p.cc_max == p.cc_min ? "" : p.cc_max == p.cc_min + 1 ? ", " + cc(p.cc_max) : "+");
+  if (p.cc_also > p.cc_max) s += ", " + cc(p.cc_also);
+  return s;
+}
 
 probe_request kernel_request(const probe_kernel &p) {
   probe_request r;

@@ -34,7 +34,12 @@ struct probe_kernel {
   // none: run_probe / run_probe16.
   mma_family fam = mma_family::none;
   scaled_op sop = scaled_op::none; // block-scaled kernels (run_probe_scaled, scale factors on each line)
+  int cc_also = 0;                 // one more compute capability outside [cc_min, cc_max] that runs it
 };
+// Whether a device of compute capability cc (major*10+minor) has the kernel's code, and that set
+// as text ("cc 8.0+", "cc 9.0", "cc 8.9, 12.0").
+bool kernel_runs_on(const probe_kernel &p, int cc);
+std::string kernel_ccs(const probe_kernel &p);
 // The instruction k the kernel code issues (instr_k, probe16_instr_k or mma_family_k).
 int kernel_instr_k(const probe_kernel &p);
 

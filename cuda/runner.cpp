@@ -156,22 +156,12 @@ std::string cc_name(const device_info &dev) {
   return "sm_" + std::to_string(dev.cc_major * 10 + dev.cc_minor);
 }
 
-// "cc 8.0+" / "cc 9.0" / "cc 12.0": the devices whose code the build carries for a kernel.
-std::string runs_on(const probe_kernel &p) {
-  char buf[48];
-  if (p.cc_min == p.cc_max)
-    std::snprintf(buf, sizeof buf, "cc %d.%d", p.cc_min / 10, p.cc_min % 10);
-  else
-    std::snprintf(buf, sizeof buf, "cc %d.%d+", p.cc_min / 10, p.cc_min % 10);
-  return buf;
-}
-
 void run_probe_chunk(probe_state &st, const vec_set &v) {
   if (v.lines() == 0) return;
   const probe_kernel &p = *st.kernel;
   if (!kernel_supported(p, v.k, st.dev.cc_major, st.dev.cc_minor))
     usage_error("this device (" + cc_name(st.dev) + ") or this build cannot run " + p.ptx + " (" +
-                runs_on(p) + ") with k " + std::to_string(v.k) + " (a multiple of " + std::to_string(p.k) +
+                kernel_ccs(p) + ") with k " + std::to_string(v.k) + " (a multiple of " + std::to_string(p.k) +
                 ")");
   std::vector<std::uint64_t> d;
   if (const int err = run_kernel(p, v, d)) cuda_fail("probe kernel", err);
@@ -298,7 +288,7 @@ int cmd_probe_list(const options &o) {
     // 3. Device rule; 4. model presets on the devices it runs on.
     std::string archs;
     for (int cc : kListCcs) {
-      const bool want = cc >= p.cc_min && cc <= p.cc_max, have = kernel_supported(p, p.k, cc / 10, cc % 10);
+      const bool want = kernel_runs_on(p, cc), have = kernel_supported(p, p.k, cc / 10, cc % 10);
       ++checked;
       if (want != have) fail(p, "device rule: cc " + std::to_string(cc) + (have ? " accepted" : " refused"));
       if (!have) continue;
@@ -328,7 +318,7 @@ int cmd_probe_list(const options &o) {
     if (archs.empty() && p.cc_max >= 80) fail(p, "no model preset on any device that runs it");
     std::printf("%-28s %-6s %-7s %-10s %-5s %3d %-8s %-28s %s\n", p.name, tc::to_string(p.kind),
                 *p.opt_kind ? p.opt_kind : "-", in_column(p).c_str(), io::name(p.out), p.k,
-                runs_on(p).c_str(), archs.c_str(), p.ptx);
+                kernel_ccs(p).c_str(), archs.c_str(), p.ptx);
   }
   std::printf("RESULT probe-list kernels=%zu device_rules_checked=%zu model_lines=%zu errors=%zu\n",
               sel.size(), checked, model_lines_run, errors);

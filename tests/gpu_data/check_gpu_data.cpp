@@ -3,6 +3,7 @@
 //   bf16emu_gpu_data_check DIR
 //   bf16emu_gpu_data_check --headers   (every probe kernel's header selects that kernel again)
 //   bf16emu_gpu_data_check --cases     (per kernel: header, vecgen and `bf16emu mma` options)
+//   bf16emu_gpu_data_check --coverage  (every NVIDIA preset has a probe kernel on its arch)
 //
 // For every DIR/NAME.vec (the `bf16emu mma` line format, written by `bf16emu-gpu probe --save`
 // or `bf16emu-gpu gemm --save-lines`), reads the header line (gpu::probe_header writes it)
@@ -123,7 +124,7 @@ int print_cases() {
       const std::string arch = tc::to_string(a);
       const int cc = std::stoi(arch.substr(2)), K = 2 * p.k;
       std::string why;
-      if (cc < p.cc_min || cc > p.cc_max || !gpu::kernel_preset(p, a, why)) continue;
+      if (!gpu::kernel_runs_on(p, cc) || !gpu::kernel_preset(p, a, why)) continue;
       const gpu::probe_request r = gpu::kernel_request(p);
       const std::string scales = r.scale_vec == 0 ? std::string()
                                                   : " --scale-format " + r.scale_format + " --scale-vec " +
@@ -140,11 +141,115 @@ int print_cases() {
   return n == gpu::probe_kernels().size() ? 0 : 1;
 }
 
+// --coverage: every NVIDIA preset of the model (tc::presets, tc::scaled_presets; each A x B pair
+// of the f8f6f4 kinds apart) is issued by a probe kernel that a device of the preset's
+// architecture runs, and the runner compares that kernel with the preset itself or with another
+// preset of the same architecture whose bits equal it on the kernel's vectors (probes and 3 x 64
+// random lines, two instructions each: the sm120 kind::f8f6f4 rows that both tc::presets and
+// tc::scaled_presets carry, and sm90 f64 m16n8k4, which the m8n8k4 kernel issues). The presets no
+// kernel can issue with this toolkit are listed below with the reason; the check also fails if
+// one of them gains a kernel (the list must then shrink).
+struct no_kernel {
+  tc::arch arch;
+  const char *ptx, *why;
+};
+constexpr const char *kNoSm70 = "nvcc 13 has no sm_70 target";
+constexpr const char *kCdMix = "a probe line carries one C/D format (ptxas accepts D f32 with C f16)";
+constexpr const char *kCdRejected = "ptxas for sm_75 rejects D f16 with C f32";
+constexpr no_kernel kNoKernel[] = {
+    {tc::arch::sm70, "mma.sync.aligned.m8n8k4.row.col.f32.f16.f16.f32", kNoSm70},
+    {tc::arch::sm70, "mma.sync.aligned.m8n8k4.row.col.f16.f16.f16.f16", kNoSm70},
+    {tc::arch::sm70, "mma.sync.aligned.m8n8k4.row.col.f32.f16.f16.f16", kNoSm70},
+    {tc::arch::sm70, "mma.sync.aligned.m8n8k4.row.col.f16.f16.f16.f32", kNoSm70},
+    {tc::arch::sm75, "mma.sync.aligned.m8n8k4.row.col.f32.f16.f16.f16", kCdMix},
+    {tc::arch::sm75, "mma.sync.aligned.m8n8k4.row.col.f16.f16.f16.f32", kCdRejected},
+    {tc::arch::sm120,
+     "mma.sync.aligned.m16n8k64.row.col.kind::mxf4nvf4.block_scale.scale_vec::4X.f32.e2m1.e2m1.f32.ue8m0",
+     "ptxas 13.0 refuses mma.sync scale_vec::4X with ue8m0 for sm_120a, sm_120f and sm_121a (Illegal "
+     "modifier)"},
+};
+
+// The CUDA architecture number of a model arch ("sm89" -> 89).
+int arch_cc(tc::arch a) { return std::stoi(std::string(tc::to_string(a)).substr(2)); }
+
+// Whether two models give the same D on kernel k's vectors.
+bool same_bits(const gpu::probe_kernel &k, const gpu::kernel_model &x, const gpu::kernel_model &y) {
+  std::uint64_t seed = 1;
+  for (gpu::gen_kind g :
+       {gpu::gen_kind::probes, gpu::gen_kind::normal, gpu::gen_kind::bits, gpu::gen_kind::cancel}) {
+    gpu::vec_set v = gpu::kernel_vectors(k, 2 * k.k);
+    gpu::generate(v, g, 64, seed++);
+    std::vector<std::uint64_t> dx, dy;
+    gpu::model_kernel_lines(x, v, dx, 1);
+    gpu::model_kernel_lines(y, v, dy, 1);
+    if (dx.empty() || dx != dy) return false;
+  }
+  return true;
+}
+
+int check_coverage() {
+  std::size_t own = 0, equal = 0, listed = 0, bad = 0;
+  // One preset (`self`, as a kernel model) and the request naming it.
+  auto one = [&](tc::arch arch, const char *ptx, const gpu::probe_request &r, const gpu::kernel_model &self) {
+    std::string why;
+    const gpu::probe_kernel *k = gpu::find_probe_kernel(r, why);
+    int how = 0; // 1: compared with this preset; 2: with an equal one; 0: none
+    if (k && gpu::kernel_runs_on(*k, arch_cc(arch))) {
+      const gpu::kernel_model m = gpu::kernel_preset(*k, arch, why);
+      how = m.block == self.block && m.scaled == self.scaled ? 1 : m && same_bits(*k, m, self) ? 2 : 0;
+      if (!how)
+        why =
+            std::string(k->name) + " is compared with " + (m ? m.ptx() : "no preset") + ", whose bits differ";
+    } else if (k) {
+      why = std::string(k->name) + " does not run on " + tc::to_string(arch);
+    }
+    const bool excused = std::any_of(std::begin(kNoKernel), std::end(kNoKernel), [&](const no_kernel &e) {
+      return e.arch == arch && std::string(e.ptx) == ptx;
+    });
+    if (how && !excused) return void(++(how == 1 ? own : equal));
+    if (!how && excused) return void(++listed);
+    ++bad;
+    std::printf("%s %s (%s x %s -> %s): %s\n", tc::to_string(arch), ptx, r.a.c_str(), r.b.c_str(),
+                r.out.c_str(), how ? "listed as having no kernel, but one issues it" : why.c_str());
+  };
+  for (const tc::preset &P : tc::presets) {
+    gpu::probe_request r;
+    r.instr = tc::to_string(P.kind), r.a = io::name(P.in), r.b = io::name(P.b), r.c = io::name(P.c);
+    r.out = io::name(P.out), r.shape_k = P.kind == tc::instr_kind::mma ? P.k : 0;
+    if (std::string(P.ptx).find("kind::f8f6f4") != std::string::npos) r.kind = "f8f6f4";
+    gpu::kernel_model self;
+    self.block = &P;
+    one(P.arch, P.ptx, r, self);
+  }
+  for (const tc::scaled_preset &S : tc::scaled_presets)
+    for (format_id a : tc::f8f6f4_formats)
+      for (format_id b : tc::f8f6f4_formats) {
+        if (!tc::takes_formats(S, a, b)) continue;
+        gpu::probe_request r;
+        r.instr = tc::to_string(S.instr), r.kind = S.kind, r.a = io::name(a), r.b = io::name(b);
+        r.out = io::name(S.out);
+        if (S.params.scale != tc::scale_kind::none)
+          r.scale_format = tc::to_string(S.params.scale), r.scale_vec = unsigned(S.params.vec);
+        gpu::kernel_model self;
+        self.scaled = &S;
+        one(S.arch, S.ptx, r, self);
+      }
+  std::printf(
+      "preset coverage: %zu NVIDIA presets (A x B pairs of the f8f6f4 kinds apart) issued by a probe "
+      "kernel on their architecture (%zu compared with the preset itself, %zu with an equal one), %zu "
+      "listed without a kernel, %zu wrong\n",
+      own + equal, own, equal, listed, bad);
+  for (const no_kernel &e : kNoKernel)
+    std::printf("  no kernel: %s %s: %s\n", tc::to_string(e.arch), e.ptx, e.why);
+  return bad == 0 && listed == std::size(kNoKernel) ? 0 : 1;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   if (argc > 1 && std::string(argv[1]) == "--headers") return check_headers();
   if (argc > 1 && std::string(argv[1]) == "--cases") return print_cases();
+  if (argc > 1 && std::string(argv[1]) == "--coverage") return check_coverage();
   const fs::path dir = argc > 1 ? argv[1] : ".";
   std::vector<fs::path> files;
   std::error_code ec;
