@@ -74,20 +74,31 @@ const tc::preset *model_preset(tc::arch arch, bool wgmma, format_id in, format_i
   return p;
 }
 
-const tc::preset *model_preset(tc::arch arch, tc::instr_kind kind, format_id in, format_id b, format_id out,
-                               int k, std::string &why) {
-  const tc::preset *p = tc::find_preset(arch, kind, in, b, out, out, k);
+const tc::preset *model_preset(tc::arch arch, tc::instr_kind kind, format_id in, format_id b, format_id c,
+                               format_id out, int k, std::string &why) {
+  const tc::preset *p = tc::find_preset(arch, kind, in, b, c, out, k);
   if (!p)
     why = std::string("the model has no preset for arch ") + tc::to_string(arch) + ", " +
           tc::to_string(kind) + ", " + io::name(in) +
-          (b != in ? std::string(" x ") + io::name(b) : std::string()) + " -> " + io::name(out) +
+          (b != in ? std::string(" x ") + io::name(b) : std::string()) +
+          (c != out ? std::string(", C ") + io::name(c) : std::string()) + " -> " + io::name(out) +
           (k ? ", k " + std::to_string(k) : std::string());
   return p;
 }
 
 namespace {
+// Line n's C, read in its own format (vec_set::c_format) and given as the D format, as the presets
+// take it (tc::c_as_out: C becomes the D format before the first block).
+template <class Out> fp<Out> c_of(const vec_set &v, std::size_t n) {
+  switch (v.c_format()) {
+  case format_id::fp16: return tc::c_as_out<Out>(fp<binary16>::from_bits(v.c[n]));
+  case format_id::fp32: return tc::c_as_out<Out>(fp<binary32>::from_bits(v.c[n]));
+  default: return tc::c_as_out<Out>(fp<binary64>::from_bits(v.c[n]));
+  }
+}
+
 // d[n] = dot(a, b, c) for every line n of v, in parallel: a and b are line n's rows of A and B as
-// fp<A> / fp<B> (per-worker scratch rows), c its C as fp<Out>.
+// fp<A> / fp<B> (per-worker scratch rows), c its C as fp<Out> (c_of).
 template <class A, class B, class Out, class Dot>
 void each_line(const vec_set &v, std::vector<std::uint64_t> &d, int threads, Dot dot) {
   const std::size_t K = std::size_t(v.k);
@@ -98,7 +109,7 @@ void each_line(const vec_set &v, std::vector<std::uint64_t> &d, int threads, Dot
   parallel_for(v.lines(), nt, [&](std::uint64_t n, unsigned w) {
     for (std::size_t i = 0; i < K; ++i)
       a[w][i] = fp<A>::from_bits(v.a[n * K + i]), b[w][i] = fp<B>::from_bits(v.b[n * K + i]);
-    d[n] = std::uint64_t(dot(a[w].data(), b[w].data(), fp<Out>::from_bits(v.c[n])).bits);
+    d[n] = std::uint64_t(dot(a[w].data(), b[w].data(), c_of<Out>(v, n)).bits);
   });
 }
 } // namespace
@@ -137,7 +148,7 @@ void model_lines(const vec_set &v, const tc::scaled_preset &p, std::vector<std::
           for (std::size_t i = 0; i < K; ++i)
             a[i] = fp<A>::from_bits(v.a[n * K + i]), b[i] = fp<B>::from_bits(v.b[n * K + i]);
           d[n] = std::uint64_t(tc::scaled_dot<A, B, Out>(p.params, a.data(), b.data(), v.k, &v.sa[n * S],
-                                                         &v.sb[n * S], fp<Out>::from_bits(v.c[n]))
+                                                         &v.sb[n * S], c_of<Out>(v, n))
                                    .bits);
         });
       };
@@ -195,8 +206,7 @@ void trace_line(std::ostream &os, const vec_set &v, std::size_t line, const tc::
     for (std::size_t i = 0; i < K; ++i)
       a[i] = fp<In>::from_bits(v.a[line * K + i]), b[i] = fp<InB>::from_bits(v.b[line * K + i]);
     auto tr = tc::make_block_tracer([&](const tc::block_trace &t) { print_block(os, t, v.out); });
-    tc::preset_dot<In, Out, decltype(tr), InB, Out>(p, a.data(), 1, b.data(), 1, v.k,
-                                                    fp<Out>::from_bits(v.c[line]), tr);
+    tc::preset_dot<In, Out, decltype(tr), InB, Out>(p, a.data(), 1, b.data(), 1, v.k, c_of<Out>(v, line), tr);
   });
 }
 

@@ -19,12 +19,12 @@ namespace bf16emu::gpu {
 
 // The preset for (arch, instruction, formats); nullptr (and a message in `why`) if none.
 const tc::preset *model_preset(tc::arch arch, bool wgmma, format_id in, format_id out, std::string &why);
-// The same for A and B formats that may differ and an instruction k (0: the first listed), as
-// tc::find_preset (C in D's format: no probe kernel issues the m8n8k4 C/D mixes).
-const tc::preset *model_preset(tc::arch arch, tc::instr_kind kind, format_id in, format_id b, format_id out,
-                               int k, std::string &why);
+// The same for A and B formats that may differ, a C format (c: the m8n8k4 C/D mixes; D's format
+// elsewhere) and an instruction k (0: the first listed), as tc::find_preset.
+const tc::preset *model_preset(tc::arch arch, tc::instr_kind kind, format_id in, format_id b, format_id c,
+                               format_id out, int k, std::string &why);
 
-// D of every line of v (A in v.in, B in v.b_format(), C and D in v.out) on the preset, by
+// D of every line of v (A in v.in, B in v.b_format(), C in v.c_format(), D in v.out) on the preset, by
 // tc::preset_dot, in parallel (threads <= 0: all hardware threads). The uint32 form is for the
 // formats up to 32 bits.
 void model_lines(const vec_set &v, const tc::preset &p, std::vector<std::uint64_t> &d, int threads = 0);

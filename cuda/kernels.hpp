@@ -111,12 +111,13 @@ struct mma_job {
   mma_family fam = mma_family::none;
   mma_elem a = mma_elem::e4m3, b = mma_elem::e4m3;
   bool out16 = false;      // f16 C/D (otherwise f32, or f64 for the f64 families)
+  bool c16 = false;        // m8n8k4 only: C f16 with an f32 D (out16 false)
   int k = 0;               // values of A (and of B) per line: a multiple of mma_family_k(fam)
   std::size_t lines = 0;   // number of dot products
   const std::uint64_t *ab; // A: lines*k right-aligned bit patterns (tf32: the 19-bit pattern)
   const std::uint64_t *bb; // B: lines*k
-  const std::uint64_t *c;  // lines (fp32/fp16/f64 bits, right-aligned)
-  std::uint64_t *d;        // lines, same encoding as c
+  const std::uint64_t *c;  // lines (fp32/fp16/f64 bits, right-aligned; f16 with c16)
+  std::uint64_t *d;        // lines, in D's format
 };
 int mma_family_k(mma_family f);
 // Whether this build carries the family's code for the device (cuda/CMakeLists.txt: sm_80 code

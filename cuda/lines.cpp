@@ -65,7 +65,7 @@ bool read_lines(std::istream &is, vec_set &v, std::string &err) {
       }
       (i < 2 * K + S ? v.sa : v.sb).push_back(sc);
     }
-    if (!value(tok[2 * K + 2 * S], v.out, bits, why)) {
+    if (!value(tok[2 * K + 2 * S], v.c_format(), bits, why)) {
       err = "line " + std::to_string(number) + ": " + why;
       return false;
     }

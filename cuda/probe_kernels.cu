@@ -992,39 +992,53 @@ __global__ void __launch_bounds__(256)
 // a0..a3 = A[r][0..3]; B .col: b0..b3 = B[0..3][r]: every thread holds its own line's A row and
 // B column. C/D .f16: c_i = (r, i); .f32: row (lane&1) + (i&2) (+4 from lane 16), col (i&4) +
 // (lane&2) + (i&1). 32 lines per warp, line 8q + row on the diagonal of computation q's tile.
-template <bool H>
+// HC, HD: C and D in f16 (both, or C only: the first instruction of a line is .f32.f16.f16.f16 on
+// the line's f16 C, the next ones .f32.f16.f16.f32 on the D before them, as tc::c_as_out reads C).
+template <bool HC, bool HD>
 __global__ void __launch_bounds__(256)
     mma_m8n8k4_probe(const std::uint64_t *__restrict__ a, const std::uint64_t *__restrict__ b,
                      const std::uint64_t *__restrict__ c, std::uint64_t *__restrict__ d, int K,
                      std::size_t lines) {
+  static_assert(HC || !HD, "D f16 with C f32: ptxas rejects it");
   const int lane = threadIdx.x & 31, q = (lane >> 2) & 3, hi = lane >> 4, r = (lane & 3) + 4 * hi;
   const std::size_t warp = (std::size_t(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
   const std::size_t nwarps = (std::size_t(gridDim.x) * blockDim.x) >> 5;
-  // The tile element C/D register i of this lane holds.
-  const auto row_of = [&](int i) { return H ? r : (lane & 1) + (i & 2) + 4 * hi; };
-  const auto col_of = [&](int i) { return H ? i : (i & 4) + (lane & 2) + (i & 1); };
+  // The tile element that C/D register i of this lane holds (h: the f16 layout).
+  const auto row_of = [&](bool h, int i) { return h ? r : (lane & 1) + (i & 2) + 4 * hi; };
+  const auto col_of = [&](bool h, int i) { return h ? i : (i & 4) + (lane & 2) + (i & 1); };
   for (std::size_t base = warp * 32; base < lines; base += nwarps * 32) {
     const std::size_t first = base + 8 * q, line = first + r; // this lane's line (A row r, B column r)
     const bool valid = line < lines;
-    std::uint32_t acc[8] = {0, 0, 0, 0, 0, 0, 0, 0}; // f32 bits, or (H) four f16x2 registers
+    std::uint32_t cin[8] = {0, 0, 0, 0, 0, 0, 0, 0}; // C: f32 bits, or (HC) four f16x2 registers
 #pragma unroll
     for (int i = 0; i < 8; ++i)
-      if (row_of(i) == col_of(i) && first + row_of(i) < lines) {
-        const std::uint64_t ci = c[first + row_of(i)];
-        if constexpr (H)
-          acc[i / 2] |= std::uint32_t(ci & 0xffffu) << (16 * (i % 2));
+      if (row_of(HC, i) == col_of(HC, i) && first + row_of(HC, i) < lines) {
+        const std::uint64_t ci = c[first + row_of(HC, i)];
+        if constexpr (HC)
+          cin[i / 2] |= std::uint32_t(ci & 0xffffu) << (16 * (i % 2));
         else
-          acc[i] = std::uint32_t(ci);
+          cin[i] = std::uint32_t(ci);
       }
+    std::uint32_t acc[8]; // D, in place from the first instruction on where C has D's format
+#pragma unroll
+    for (int i = 0; i < 8; ++i)
+      acc[i] = HC == HD ? cin[i] : 0u;
     for (int k0 = 0; k0 < K; k0 += 4) {
       const std::uint32_t ra[2] = {pack16(a, line, valid, K, k0, 16), pack16(a, line, valid, K, k0 + 2, 16)};
       const std::uint32_t rb[2] = {pack16(b, line, valid, K, k0, 16), pack16(b, line, valid, K, k0 + 2, 16)};
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 750
-      if constexpr (H)
+      if constexpr (HD)
         asm volatile("mma.sync.aligned.m8n8k4.row.col.f16.f16.f16.f16 {%0,%1,%2,%3}, {%4,%5}, {%6,%7}, "
                      "{%0,%1,%2,%3};\n"
                      : "+r"(acc[0]), "+r"(acc[1]), "+r"(acc[2]), "+r"(acc[3])
                      : "r"(ra[0]), "r"(ra[1]), "r"(rb[0]), "r"(rb[1]));
+      else if (HC && k0 == 0)
+        asm volatile("mma.sync.aligned.m8n8k4.row.col.f32.f16.f16.f16 {%0,%1,%2,%3,%4,%5,%6,%7}, {%8,%9}, "
+                     "{%10,%11}, {%12,%13,%14,%15};\n"
+                     : "=r"(acc[0]), "=r"(acc[1]), "=r"(acc[2]), "=r"(acc[3]), "=r"(acc[4]), "=r"(acc[5]),
+                       "=r"(acc[6]), "=r"(acc[7])
+                     : "r"(ra[0]), "r"(ra[1]), "r"(rb[0]), "r"(rb[1]), "r"(cin[0]), "r"(cin[1]), "r"(cin[2]),
+                       "r"(cin[3]));
       else
         asm volatile("mma.sync.aligned.m8n8k4.row.col.f32.f16.f16.f32 {%0,%1,%2,%3,%4,%5,%6,%7}, {%8,%9}, "
                      "{%10,%11}, {%0,%1,%2,%3,%4,%5,%6,%7};\n"
@@ -1037,8 +1051,8 @@ __global__ void __launch_bounds__(256)
     }
 #pragma unroll
     for (int i = 0; i < 8; ++i)
-      if (row_of(i) == col_of(i) && first + row_of(i) < lines)
-        d[first + row_of(i)] = H ? (acc[i / 2] >> (16 * (i % 2))) & 0xffffu : acc[i];
+      if (row_of(HD, i) == col_of(HD, i) && first + row_of(HD, i) < lines)
+        d[first + row_of(HD, i)] = HD ? (acc[i / 2] >> (16 * (i % 2))) & 0xffffu : acc[i];
   }
 }
 
@@ -1047,7 +1061,8 @@ int launch_fam(const mma_job &job, const std::uint64_t *a, const std::uint64_t *
                std::uint64_t *d) {
   const unsigned blocks = probe_blocks(job.lines);
   if constexpr (F == mma_family::m8n8k4)
-    mma_m8n8k4_probe<H><<<blocks, 256>>>(a, b, c, d, job.k, job.lines);
+    job.c16 ? mma_m8n8k4_probe<true, false><<<blocks, 256>>>(a, b, c, d, job.k, job.lines)
+            : mma_m8n8k4_probe<H, H><<<blocks, 256>>>(a, b, c, d, job.k, job.lines);
   else
     mma_fam_probe<F, TA, TB, H><<<blocks, 256>>>(a, b, c, d, job.k, job.lines);
   return int(cudaGetLastError());
@@ -1088,6 +1103,7 @@ int mma_family_k(mma_family f) { return kfam(f); }
 bool mma_supported(const mma_job &job, int cc_major, int cc_minor) {
   const int cc = cc_major * 10 + cc_minor;
   if (kfam(job.fam) == 0 || job.k <= 0 || job.k % kfam(job.fam) != 0) return false;
+  if (job.c16 && (job.fam != mma_family::m8n8k4 || job.out16)) return false; // the one C/D mix
   switch (job.fam) {
   case mma_family::f8f6f4_k32:
     return cc == 120; // the sm_120a code

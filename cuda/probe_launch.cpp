@@ -39,6 +39,7 @@ probe_scaled_job scaled_job_of(const probe_kernel &p, int K) {
 mma_job mma_job_of(const probe_kernel &p, int K) {
   mma_job j;
   j.fam = p.fam, j.a = elem_of(p.a), j.b = elem_of(p.b), j.out16 = p.out == format_id::fp16, j.k = K;
+  j.c16 = !j.out16 && p.c == format_id::fp16;
   return j;
 }
 

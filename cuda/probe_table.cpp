@@ -155,11 +155,16 @@ void add_second_batch(std::vector<probe_kernel> &t) {
                           F::bf16, F::bf16, F::fp32, 8, 80, kAny, mma_family::bf16_k8));
   t.push_back(issue16_row("mma_fp64_fp64_k8", "mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64", "", F::fp64,
                           F::fp64, F::fp64, 8, 90, 90, mma_family::f64_k8));
-  // m8n8k4 with C and D of one format (the sm_75 code; the C/D mixes: find_probe_kernel).
+  // m8n8k4 (the sm_75 code) with C and D of one format, and with C fp16, D fp32 (the first
+  // instruction of a line takes C in f16, the next ones the f32 D before them); ptxas rejects D f16
+  // with C f32 (find_probe_kernel says so).
   t.push_back(issue16_row("mma_fp16_fp32_m8n8k4", "mma.sync.aligned.m8n8k4.row.col.f32.f16.f16.f32", "",
                           F::fp16, F::fp16, F::fp32, 4, 75, 75, mma_family::m8n8k4));
   t.push_back(issue16_row("mma_fp16_fp16_m8n8k4", "mma.sync.aligned.m8n8k4.row.col.f16.f16.f16.f16", "",
                           F::fp16, F::fp16, F::fp16, 4, 75, 75, mma_family::m8n8k4));
+  t.push_back(issue16_row("mma_fp16_fp32_c16_m8n8k4", "mma.sync.aligned.m8n8k4.row.col.f32.f16.f16.f16", "",
+                          F::fp16, F::fp16, F::fp32, 4, 75, 75, mma_family::m8n8k4));
+  t.back().c = F::fp16;
   t.push_back(issue16_row("mma_fp64_fp64_k16", "mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64", "",
                           F::fp64, F::fp64, F::fp64, 16, 90, 90, mma_family::f64_k16));
   // tcgen05 kind::f8f6f4 with fp6/fp4 operands (sm_100a; the block-scaled kernel of scaled_probe.cu
@@ -377,6 +382,7 @@ probe_request kernel_request(const probe_kernel &p) {
   probe_request r;
   r.instr = tc::to_string(p.kind), r.kind = p.opt_kind, r.a = io::name(p.a), r.b = io::name(p.b);
   r.out = io::name(p.out), r.shape_k = p.k;
+  if (p.c) r.c = io::name(*p.c);
   if (block_scaled(p.sop))
     r.scale_format = tc::to_string(kernel_scale(p)), r.scale_vec = unsigned(kernel_vec(p));
   return r;
@@ -431,19 +437,18 @@ const probe_kernel *find_probe_kernel(const probe_request &r, std::string &why) 
   if (!r.out.empty() && !parse_named(r.out, parse_out_format, out, "--out", why)) return nullptr;
   c = out;
   if (!r.c.empty() && !parse_named(r.c, parse_out_format, c, "--c-format", why)) return nullptr;
-  if (c != out) {
-    why =
-        "--c-format " + std::string(io::name(c)) + " --out " + io::name(out) +
-        ": no probe kernel issues C/D format mixes (m8n8k4: ptxas rejects D f16 with C f32, \".dtype must be "
-        "'.f32' when .ctype is '.f32'\"; D f32 with C f16 assembles but a probe line carries one C/D format; "
-        "the host model has both: `bf16emu mma --c-format`)";
-    return nullptr;
-  }
   for (const probe_kernel &p : probe_kernels())
     if (p.kind == kind && r.kind == p.opt_kind && p.a == a && p.b == b && p.out == out &&
-        (r.shape_k == 0 || r.shape_k == p.k) && kernel_scale(p) == scale &&
+        p.c.value_or(p.out) == c && (r.shape_k == 0 || r.shape_k == p.k) && kernel_scale(p) == scale &&
         (r.scale_vec == 0 || int(r.scale_vec) == kernel_vec(p)))
       return &p;
+  if (c != out) {
+    why = "--c-format " + std::string(io::name(c)) + " --out " + io::name(out) +
+          ": no probe kernel issues this C/D format mix (the one kernel with a C format of its own is m8n8k4 "
+          "with C fp16 and D fp32, `--format fp16 --shape-k 4`; ptxas rejects D f16 with C f32, \".dtype "
+          "must be '.f32' when .ctype is '.f32'\"; the host model has both: `bf16emu mma --c-format`)";
+    return nullptr;
+  }
   // The kernels of this instruction with A's format (all of them when none has it).
   std::string have, all;
   for (const probe_kernel &p : probe_kernels())
@@ -477,7 +482,7 @@ const probe_kernel *find_probe_kernel(const probe_request &r, std::string &why) 
 kernel_model kernel_preset(const probe_kernel &p, tc::arch arch, std::string &why) {
   kernel_model m;
   if (!p.scaled) {
-    m.block = model_preset(arch, p.kind, p.a, p.b, p.out, p.k, why);
+    m.block = model_preset(arch, p.kind, p.a, p.b, p.c.value_or(p.out), p.out, p.k, why);
     return m;
   }
   m.scaled = tc::find_scaled_preset(arch, p.kind, p.opt_kind, kernel_scale(p), kernel_vec(p), p.out);
@@ -507,6 +512,7 @@ vec_set kernel_vectors(const probe_kernel &p, int K) {
   vec_set v;
   v.in = p.a, v.out = p.out, v.k = K;
   if (p.b != p.a) v.in_b = p.b;
+  v.in_c = p.c;
   v.scale = kernel_scale(p), v.vec = kernel_vec(p);
   return v;
 }
@@ -515,6 +521,7 @@ std::string probe_header(const probe_kernel &p, const std::string &arch, int K) 
   std::string h = "#! arch=" + arch + " instr=" + tc::to_string(p.kind) + " in=" + io::name(p.a) +
                   " out=" + io::name(p.out) + " k=" + std::to_string(K);
   if (p.b != p.a) h += std::string(" b=") + io::name(p.b);
+  if (p.c) h += std::string(" c=") + io::name(*p.c);
   if (*p.opt_kind) h += std::string(" kind=") + p.opt_kind;
   if (block_scaled(p.sop))
     h += std::string(" scale=") + tc::to_string(kernel_scale(p)) + " vec=" + std::to_string(kernel_vec(p));
@@ -531,11 +538,11 @@ bool parse_probe_header(const std::string &text, probe_header_fields &h, std::st
   for (const std::string &tok : io::split_tokens(text)) {
     const auto eq = tok.find('=');
     const std::string key = tok.substr(0, eq);
-    static const char *const keys[] = {"arch", "instr", "in",    "out", "k",
-                                       "b",    "kind",  "scale", "vec", "shape_k"};
+    static const char *const keys[] = {"arch", "instr", "in",    "out", "k",      "b",
+                                       "c",    "kind",  "scale", "vec", "shape_k"};
     if (eq == std::string::npos || std::find(std::begin(keys), std::end(keys), key) == std::end(keys)) {
       why = "unknown header key '" + io::shorten(tok) +
-            "' (arch= instr= in= out= k= [b= kind= scale= vec= shape_k=])";
+            "' (arch= instr= in= out= k= [b= c= kind= scale= vec= shape_k=])";
       return false;
     }
     if (!kv.emplace(key, tok.substr(eq + 1)).second) {
@@ -546,7 +553,7 @@ bool parse_probe_header(const std::string &text, probe_header_fields &h, std::st
   for (const char *key : {"arch", "instr", "in", "out", "k"})
     if (!kv.count(key)) {
       why = std::string("header without ") + key +
-            "= (arch= instr= in= out= k= [b= kind= scale= vec= shape_k=])";
+            "= (arch= instr= in= out= k= [b= c= kind= scale= vec= shape_k=])";
       return false;
     }
   auto bad = [&](const char *key) {
@@ -560,10 +567,12 @@ bool parse_probe_header(const std::string &text, probe_header_fields &h, std::st
   if (!parse_in_format(kv.at("in"), f)) return bad("in");
   if (kv.count("b") && !parse_in_format(kv.at("b"), f)) return bad("b");
   if (!parse_out_format(kv.at("out"), f)) return bad("out");
+  if (kv.count("c") && !parse_out_format(kv.at("c"), f)) return bad("c");
   probe_request &r = h.request;
   r = probe_request{};
   r.instr = kv.at("instr"), r.a = kv.at("in"), r.out = kv.at("out");
   if (kv.count("b")) r.b = kv.at("b");
+  if (kv.count("c")) r.c = kv.at("c");
   if (kv.count("kind")) r.kind = kv.at("kind");
   if (kv.count("scale")) {
     r.scale_format = kv.at("scale");

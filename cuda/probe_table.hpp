@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,7 @@ struct probe_kernel {
   mma_family fam = mma_family::none;
   scaled_op sop = scaled_op::none; // block-scaled kernels (run_probe_scaled, scale factors on each line)
   int cc_also = 0;                 // one more compute capability outside [cc_min, cc_max] that runs it
+  std::optional<format_id> c = std::nullopt; // C's format where it differs from D's (m8n8k4 C/D mix)
 };
 // Whether a device of compute capability cc (major*10+minor) has the kernel's code, and that set
 // as text ("cc 8.0+", "cc 9.0", "cc 8.9, 12.0").
@@ -88,10 +90,10 @@ int run_kernel(const probe_kernel &p, const vec_set &v, std::vector<std::uint64_
 std::string in_column(const probe_kernel &p);
 
 // The `#!` header line of a .vec of kernel p with K values per line (`bf16emu-gpu probe --save`):
-//   #! arch=A instr=I in=F out=F k=K [b=F] [kind=KIND] [scale=ue8m0|ue4m3 vec=32|16] [shape_k=N]
-// b= (B's format), kind= and shape_k= only where they differ from the defaults (B in A's format,
-// no kind, the first kernel of these formats); scale= and vec= for the block-scaled kernels (their
-// lines carry k/vec scale factors of A and of B). parse_probe_header reads it back.
+//   #! arch=A instr=I in=F out=F k=K [b=F] [c=F] [kind=KIND] [scale=ue8m0|ue4m3 vec=32|16] [shape_k=N]
+// b= (B's format), c= (C's), kind= and shape_k= only where they differ from the defaults (B in A's
+// format, C in D's, no kind, the first kernel of these formats); scale= and vec= for the block-scaled kernels
+// (their lines carry k/vec scale factors of A and of B). parse_probe_header reads it back.
 std::string probe_header(const probe_kernel &p, const std::string &arch, int K);
 // A header's text (after "#!"): the arch, K and the request that selects the kernel (whose
 // selection find_probe_kernel then makes, as the runner's options do). False and a one-line reason

@@ -1,7 +1,7 @@
 // bf16emu-gpu: runs the CUDA twin's kernels and compares them bit for bit with the CPU model.
 //
 //   bf16emu-gpu probe     [--instr mma|wgmma|tcgen05] [--format F] [--b-format F] [--out fp32|fp16|fp64]
-//                         [--shape-k 8|16] [--kind f8f6f4|mxf8f6f4|mxf4|mxf4nvf4]
+//                         [--c-format F] [--shape-k 4|8|16|32] [--kind f8f6f4|mxf8f6f4|mxf4|mxf4nvf4]
 //                         [--scale-format ue8m0|ue4m3] [--scale-vec 32|16] [--k K] [--arch A]
 //                         [--input FILE | --random probes|normal|bits|cancel --count N --seed S]
 //                         [--print] [--no-compare] [--save DIR --name NAME --save-lines N] [--self-test]

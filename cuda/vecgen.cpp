@@ -16,13 +16,14 @@ namespace {
 
 void usage() {
   std::fputs("usage: bf16emu-vecgen [--format bf16|fp16|tf32|e4m3|e5m2|fp64] [--b-format F]\n"
-             "                      [--out fp32|fp16|fp64]\n"
+             "                      [--out fp32|fp16|fp64] [--c-format fp32|fp16]\n"
              "                      [--kind probes|normal|bits|cancel] [--count N] [--seed S] [--k K]\n"
              "                      [--scale-format ue8m0|ue4m3 --scale-vec 32|16] [--no-notes]\n"
              "Writes one line per dot product: K values of A, K values of B, then C (hex bit\n"
              "patterns; tf32 as its 19-bit pattern). K defaults to the instruction's k (16 for\n"
              "bf16/fp16, 8 for tf32, 32 for fp8, 4 for fp64). --b-format: B's format (e4m3 x e5m2\n"
-             "mixes). --scale-format/--scale-vec (block-scaled kinds): K/vec scale factors of A, then of\n"
+             "mixes). --c-format: C's format where it differs from --out (the m8n8k4 C/D mixes).\n"
+             "--scale-format/--scale-vec (block-scaled kinds): K/vec scale factors of A, then of\n"
              "B, after B on each line (`bf16emu mma --kind`). probes: the discriminating probes of the\n"
              "tensor-core notes (commented); --count is ignored for them.\n",
              stderr);
@@ -56,7 +57,11 @@ int main(int argc, char **argv) {
       v.in_b = b;
     } else if (arg == "--out")
       ok = gpu::parse_out_format(value(), v.out);
-    else if (arg == "--kind")
+    else if (arg == "--c-format") {
+      format_id c{};
+      ok = gpu::parse_out_format(value(), c);
+      v.in_c = c;
+    } else if (arg == "--kind")
       ok = gpu::parse_gen_kind(value(), kind);
     else if (arg == "--count")
       count = std::strtoull(value().c_str(), nullptr, 0);

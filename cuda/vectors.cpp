@@ -461,12 +461,16 @@ bool parse_out_format(const std::string &s, format_id &f) {
 
 void generate(vec_set &v, gen_kind kind, std::size_t count, std::uint64_t seed) {
   rng r(seed);
+  // The generators write C in v.out; with a C format of its own they write it in that one.
+  const format_id d_format = v.out;
+  v.out = v.c_format();
   switch (kind) {
   case gen_kind::probes: gen_probes(v); break;
   case gen_kind::normal: gen_normal(v, count, r); break;
   case gen_kind::bits: gen_bits(v, count, r); break;
   case gen_kind::cancel: gen_cancel(v, count, r); break;
   }
+  v.out = d_format;
   if (v.scales() == 0) return;
   if (kind == gen_kind::probes) {
     unit_scales(v);
@@ -516,7 +520,7 @@ void write_lines(std::ostream &os, const vec_set &v, bool notes, std::size_t fir
         line += hex_scale((*sc)[n * S + s]) + ' ';
     }
     line += ' ';
-    line += hex(v.out, v.c[n]);
+    line += hex(v.c_format(), v.c[n]);
     os << line << '\n';
   }
 }

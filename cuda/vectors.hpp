@@ -27,6 +27,7 @@ struct vec_set {
   format_id in = format_id::bf16;  // A (and B unless in_b is set)
   format_id out = format_id::fp32; // C and D
   std::optional<format_id> in_b;   // B's format where it differs from A's (e4m3 x e5m2 mixes)
+  std::optional<format_id> in_c;   // C's format where it differs from D's (the m8n8k4 C/D mixes)
   int k = 16;                      // values of A (and of B) per line
   std::vector<std::uint64_t> a, b; // lines*k bit patterns (tf32: the 19-bit pattern)
   std::vector<std::uint64_t> c;    // lines
@@ -39,6 +40,7 @@ struct vec_set {
 
   std::size_t lines() const noexcept { return c.size(); }
   format_id b_format() const noexcept { return in_b.value_or(in); }
+  format_id c_format() const noexcept { return in_c.value_or(out); }
   int scales() const noexcept { return vec > 0 ? k / vec : 0; } // per line, of A and of B
   void clear() { a.clear(), b.clear(), c.clear(), notes.clear(), sa.clear(), sb.clear(); }
 };
@@ -53,7 +55,8 @@ bool parse_gen_kind(const std::string &s, gen_kind &g);
 bool parse_in_format(const std::string &s, format_id &f);
 bool parse_out_format(const std::string &s, format_id &f);
 
-// Appends `count` lines of the given kind (probes: the whole probe set, `count` ignored). With
+// Appends `count` lines of the given kind (probes: the whole probe set, `count` ignored); C in
+// c_format() (the D format's generators, applied to C's format). With
 // scale factors (v.vec > 0), each line also gets its factors (unit ones for the probe set, which
 // then adds the scale probes; random ones for the other kinds, from a stream of their own, so
 // that A, B and C are those of the unscaled vectors).

@@ -129,8 +129,9 @@ int print_cases() {
       const std::string scales = r.scale_vec == 0 ? std::string()
                                                   : " --scale-format " + r.scale_format + " --scale-vec " +
                                                         std::to_string(r.scale_vec);
-      const std::string formats =
-          " --b-format " + r.b + " --out " + r.out + " --k " + std::to_string(K) + scales;
+      const std::string formats = " --b-format " + r.b + " --out " + r.out +
+                                  (r.c.empty() ? std::string() : " --c-format " + r.c) + " --k " +
+                                  std::to_string(K) + scales;
       std::printf("%s|%s|--format %s%s|--arch %s --instr %s --a-format %s%s --shape-k %d%s\n", p.name,
                   gpu::probe_header(p, arch, K).c_str(), r.a.c_str(), formats.c_str(), arch.c_str(),
                   r.instr.c_str(), r.a.c_str(), formats.c_str(), p.k,
@@ -154,14 +155,12 @@ struct no_kernel {
   const char *ptx, *why;
 };
 constexpr const char *kNoSm70 = "nvcc 13 has no sm_70 target";
-constexpr const char *kCdMix = "a probe line carries one C/D format (ptxas accepts D f32 with C f16)";
 constexpr const char *kCdRejected = "ptxas for sm_75 rejects D f16 with C f32";
 constexpr no_kernel kNoKernel[] = {
     {tc::arch::sm70, "mma.sync.aligned.m8n8k4.row.col.f32.f16.f16.f32", kNoSm70},
     {tc::arch::sm70, "mma.sync.aligned.m8n8k4.row.col.f16.f16.f16.f16", kNoSm70},
     {tc::arch::sm70, "mma.sync.aligned.m8n8k4.row.col.f32.f16.f16.f16", kNoSm70},
     {tc::arch::sm70, "mma.sync.aligned.m8n8k4.row.col.f16.f16.f16.f32", kNoSm70},
-    {tc::arch::sm75, "mma.sync.aligned.m8n8k4.row.col.f32.f16.f16.f16", kCdMix},
     {tc::arch::sm75, "mma.sync.aligned.m8n8k4.row.col.f16.f16.f16.f32", kCdRejected},
     {tc::arch::sm120,
      "mma.sync.aligned.m16n8k64.row.col.kind::mxf4nvf4.block_scale.scale_vec::4X.f32.e2m1.e2m1.f32.ue8m0",

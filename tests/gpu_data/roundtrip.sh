@@ -132,11 +132,12 @@ done
 # with its own header and gives mismatches with the header edited FROM -> TO (another kernel's
 # model): m16n8k4 tf32 as m16n8k8 and m16n8k8 bf16 as m16n8k16 on sm90 (blocks of 4 / 8 vs 8 / 16;
 # on sm80 the tf32 k8 row has blocks of 4 too), sm120 m16n8k16 fp8 as m16n8k32, an e3m2 x e2m1
-# kind::f8f6f4 file read as e3m2 x e2m3. (f64 m16n8k8 / k16 are one fma chain each, as m8n8k4:
+# kind::f8f6f4 file read as e3m2 x e2m3, an m8n8k4 file with C in fp16 and D in fp32 read without
+# its c= key (C as fp32 bits, the m8n8k4 kernel with C in D's format). (f64 m16n8k8 / k16 are one fma chain each, as m8n8k4:
 # a wrong shape gives the same bits, so the f64 case is a flipped output bit below.)
 for c in "mma_tf32_fp32_k4_normal|sm90| shape_k=4|" "mma_bf16_fp32_k8_normal|sm90| shape_k=8|" \
   "mma_e4m3_fp32_k16_normal|sm120| shape_k=16|" "mma_e5m2xe4m3_fp16_k16_normal|sm120| shape_k=16|" \
-  "mma_f8f6f4_e3m2xe2m1_fp32_bits|sm120| b=e2m1| b=e2m3"; do
+  "mma_f8f6f4_e3m2xe2m1_fp32_bits|sm120| b=e2m1| b=e2m3" "mma_fp16_fp32_c16_m8n8k4_normal|sm75| c=fp16| shape_k=4"; do
   IFS='|' read -r name arch from to <<<"$c"
   copts=$(awk -F'|' -v k="${name%_*}" '$1 == k { print $4 }' "$dir/cases.txt" | sed -E "s/--arch [^ ]+/--arch $arch/")
   awk -v a="$arch" '/^#!/ { sub(/arch=[^ ]+/, "arch=" a) } { print }' "$all/$name.vec" >"$bad/own.vec"
@@ -153,7 +154,7 @@ for c in "mma_tf32_fp32_k4_normal|sm90| shape_k=4|" "mma_bf16_fp32_k8_normal|sm9
     printf '%s with "%s" -> "%s": expected mismatches, got exit %d:\n%s\n' "$name" "$from" "$to" "$rc" "$out" >&2
     exit 1
   fi
-  echo "$name on $arch checked as '${to:-no shape_k}': $summary"
+  echo "$name on $arch checked as '${to:-without${from}}': $summary"
   rm -f "$bad"/*
 done
 src=$all/mma_fp64_fp64_k16_normal
