@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <ostream>
 
 #include "bf16emu/core.hpp"
@@ -411,7 +412,11 @@ void gen_scale_probes(vec_set &v) {
          "max exponent: 1*1 in block 0, zero products under factor 2^" + std::to_string(e8 ? 60 : 8) +
              " in the last block");
   }
-  // 7. Cancellation across blocks: +2^8 (block 0) and -2^8 (last block), each scaled, + 1.
+  // 7. Inf c (docs/tensor-cores.md: MMA-Sim raises an overflow error for the k64 kinds; the model
+  // gives +Inf), beside a finite product.
+  emit(line_builder(v).prod(0, 1).acc(std::numeric_limits<double>::infinity()), unit, unit,
+       "Inf c: 1*1 + Inf: +Inf in the model (MMA-Sim: an overflow error for the k64 kinds)");
+  // 8. Cancellation across blocks: +2^8 (block 0) and -2^8 (last block), each scaled, + 1.
   if (S > 1) {
     std::vector<std::uint8_t> s = unit;
     s[0] = scale_pow2(sk, 4), s[std::size_t(S - 1)] = scale_pow2(sk, 4);
