@@ -510,10 +510,12 @@ def _as_float64(x, arg: str, fmt):
 
 def attention(q, k, v, *, policy: str = "fa2:sm80", variant: str = "fa2", beta: float = 2.0, causal: bool = False,
               ledger: bool = True, reference: bool = True, block_m: int = 0, block_n: int = 0,
-              format: str | None = None, threads: int = 0, _do=None, _backward: str = ""):
-    """Attention forward under a rounding policy (exact, fp32, paper, fa2:sm80/sm89/sm90/sm100,
-    fa2_twin) and variant (standard, fa2, stabilized with beta). q, k, v: (batch, heads, seq,
-    dim), PyTorch's layout, any float dtype (values are taken exactly). Returns a dict: 'o'
+              format: str | None = None, threads: int = 0, sites=None, scale=None, _do=None, _backward: str = ""):
+    """Attention forward under a rounding policy (exact, fp32, paper, paper:autocast,
+    fa2:sm80/sm89/sm90/sm100, fa2_twin) and variant (standard, fa2, stabilized with beta). q, k,
+    v: (batch, heads, seq, dim), PyTorch's layout, any float dtype (values are taken exactly).
+    sites: the CLI's --site-precision overrides, as {"row_sum": "fp32"} or "row_sum=fp32,pv=exact";
+    scale: the softmax scale (None: 1/sqrt(dim) rounded to FP32). Returns a dict: 'o'
     (batch, heads, seq, dim) and 'lse' (batch, heads, seq) as float64 arrays holding the
     policy's output values, 'o_exact' and 'output_error' (with reference=True), 'ledger'
     (sites -> error counts and sums; with ledger=True), and the policy settings."""
@@ -534,7 +536,30 @@ def attention(q, k, v, *, policy: str = "fa2:sm80", variant: str = "fa2", beta: 
         if isinstance(val, bool) or not isinstance(val, numbers.Integral) or val < 0:
             raise ValueError(f"argument '{name}' must be an integer >= 0, got {val!r:.80}")
     return _core.attention(arrays[0], arrays[1], arrays[2], dout, policy, variant, float(beta), bool(causal),
-                           int(block_m), int(block_n), bool(ledger), bool(reference), _backward, int(threads))
+                           int(block_m), int(block_n), bool(ledger), bool(reference), _backward, int(threads),
+                           _site_spec(sites), _softmax_scale(scale))
+
+
+def _site_spec(sites) -> str:
+    """The --site-precision text of `sites`: None, a "SITE=PREC,..." string or a {site: prec} dict."""
+    if sites is None:
+        return ""
+    if isinstance(sites, str):
+        return sites
+    if not isinstance(sites, dict):
+        raise TypeError(f"argument 'sites' must be a dict {{site: precision}} or a str, got {type(sites).__name__}")
+    for key, val in sites.items():
+        if not isinstance(key, str) or not isinstance(val, str):
+            raise TypeError(f"argument 'sites': keys and values must be names (str), got {key!r:.40}: {val!r:.40}")
+    return ",".join(f"{key}={val}" for key, val in sites.items())
+
+
+def _softmax_scale(scale) -> float:
+    if scale is None:
+        return 0.0
+    if isinstance(scale, bool) or not isinstance(scale, numbers.Real) or not (0 < float(scale) < math.inf):
+        raise ValueError(f"argument 'scale' must be a positive finite number or None, got {scale!r:.80}")
+    return float(scale)
 
 
 def attention_backward(q, k, v, do, *, backward: str = "reference", **kwargs):

@@ -8,6 +8,8 @@
 
 #include <bf16emu/attention/run.hpp>
 
+#include "io/attention.hpp"
+#include "io/error.hpp"
 #include "module.hpp"
 
 namespace bf16emu::py {
@@ -96,7 +98,7 @@ pybind11::dict run(const pybind11::array_t<double> &q, const pybind11::array_t<d
                    const pybind11::array_t<double> &v, const pybind11::object &dout,
                    const std::string &policy, const std::string &variant, double beta, bool causal,
                    int block_m, int block_n, bool ledger, bool reference, const std::string &backward,
-                   unsigned threads) {
+                   unsigned threads, const std::string &sites, double scale) {
   at::run_options opt;
   if (!at::parse_policy(policy, opt.cfg.pol))
     throw pybind11::value_error("argument 'policy': unknown policy '" + policy.substr(0, 80) +
@@ -113,6 +115,15 @@ pybind11::dict run(const pybind11::array_t<double> &q, const pybind11::array_t<d
   if (!(beta > 0)) throw pybind11::value_error("argument 'beta' must be positive");
   opt.cfg.pol.beta = beta;
   opt.cfg.causal = causal;
+  // sites: the CLI's --site-precision spec ("row_sum=fp32,pv=exact"), parsed by the same parser
+  try {
+    io::parse_site_precision(sites, opt.cfg.pol);
+  } catch (const io::input_error &e) {
+    throw pybind11::value_error(std::string("argument 'sites': ") + e.what());
+  }
+  if (!(std::isfinite(scale) && scale >= 0))
+    throw pybind11::value_error("argument 'scale' must be a positive finite number (0: 1/sqrt(dim))");
+  opt.cfg.pol.softmax_scale = scale;
   if (block_m < 0 || block_n < 0)
     throw pybind11::value_error("arguments 'block_m', 'block_n' must be positive");
   if (block_m) opt.cfg.pol.block_m = block_m;
@@ -130,6 +141,14 @@ pybind11::dict run(const pybind11::array_t<double> &q, const pybind11::array_t<d
     else if (backward != "reference")
       throw pybind11::value_error("argument 'backward': unknown kind '" + backward.substr(0, 80) +
                                   "' (reference, tiled)");
+    // as the CLI: the tiled backward models neither overrides nor the authors' autocast dtypes
+    if (opt.bwd.kind == at::backward_kind::tiled && at::has_site_override(opt.cfg.pol))
+      throw pybind11::value_error("argument 'backward': 'tiled' does not model site overrides (argument "
+                                  "'sites'); use 'reference'");
+    if (opt.bwd.kind == at::backward_kind::tiled && opt.cfg.pol.kind == at::policy_kind::paper &&
+        opt.cfg.pol.paper_arith == at::paper_dtypes::autocast)
+      throw pybind11::value_error("argument 'backward': 'tiled' does not model policy paper:autocast; use "
+                                  "'reference'");
   }
   if (q.ndim() != 4) throw pybind11::value_error("argument 'q' must be 4-d (batch, heads, seq, dim)");
   for (const auto *x : {&k, &v})
