@@ -192,6 +192,20 @@ def test_gradcheck_catches_a_wrong_gradient():
     assert not torch.autograd.gradcheck(Wrong.apply, args, eps=1e-6, atol=1e-7, rtol=1e-5, raise_exception=False)
 
 
+def test_threads_do_not_change_the_bits():
+    q, k, v, do = inputs((2, 4, 2, 40, 16), 21)
+    got = []
+    for threads in (1, 2, 3):
+        qt = q.clone().requires_grad_(True)
+        o = et.attention(qt, k, v, policy="paper:autocast", causal=True, threads=threads)
+        o.backward(do)
+        x = q[0, 0].clone().requires_grad_(True)
+        y = et.linear(x, k[0, 0], threads=threads)
+        y.backward(torch.ones_like(y))
+        got.append((o.detach(), qt.grad, y.detach(), x.grad))
+    assert all(torch.equal(a, b) for other in got[1:] for a, b in zip(got[0], other))
+
+
 # --- linear and matmul ---------------------------------------------------------------------
 
 def rounded(x, fmt="bf16"):
