@@ -159,7 +159,7 @@ def attention(q, k, v, *, policy: str, variant: str = "fa2", beta: float = 2.0, 
 class _Preset:
     """The tensor-core preset and the input rounding of linear/matmul."""
 
-    def __init__(self, arch, kind, format, rounding, seed, threads):
+    def __init__(self, arch, kind, format, rounding, seed, threads, output=None):
         for name, val in (("arch", arch), ("format", format), ("rounding", rounding)):
             _check_name(val, name)
         if kind is not None:
@@ -168,12 +168,14 @@ class _Preset:
         if format not in ("bf16", "fp16", "e4m3", "e5m2"):
             raise ValueError(f"argument 'format': '{format[:80]}' is not a tensor-core input format here "
                              f"(bf16, fp16, e4m3, e5m2)")
+        if output is not None and output not in ("bf16", "fp16"):
+            raise ValueError(f"argument 'output' must be None, 'bf16' or 'fp16', got {output!r:.80}")
         if rounding in ("stochastic", "sr") and seed is None:
             raise ValueError("argument 'seed' is needed with rounding='stochastic'")
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0):
             raise ValueError(f"argument 'seed' must be an integer >= 0, got {seed!r:.80}")
         self.arch, self.kind, self.format, self.rounding = arch, kind, format, rounding
-        self.seed, self.threads = seed, threads
+        self.seed, self.threads, self.output = seed, threads, output
         self.round(np.zeros((1, 1), np.float32), 0)  # checks rounding and format names now
         self.gemm(self.round(np.zeros((1, 1), np.float32), 0), self.round(np.zeros((1, 1), np.float32), 0))
 
@@ -186,11 +188,18 @@ class _Preset:
                               threads=self.threads)
         return bits
 
-    def gemm(self, a, b, c=None):
+    def gemm(self, a, b, c=None, stream=None):
         """D = A B + C in FP32 (C: FP32, None = 0) on the preset; a (M x K), b (K x N) in the
-        input format."""
+        input format. With an output format, D is rounded to it (stream: as round()) and
+        handed back as FP32 values."""
         fmt = self.format if a.dtype != np.float16 else None
-        return _bf.gemm(a, b, c, arch=self.arch, kind=self.kind, a_format=fmt, threads=self.threads)
+        d = _bf.gemm(a, b, c, arch=self.arch, kind=self.kind, a_format=fmt, threads=self.threads)
+        if self.output is None or stream is None:
+            return d
+        seed = None if self.seed is None else self.seed + stream
+        bits, _ = _bf.convert(d, to=self.output, rounding=self.rounding, seed=seed, threads=self.threads)
+        wide, _ = _bf.convert(bits, to="fp32", format=self.output if bits.dtype == np.uint16 else None)
+        return wide
 
 
 def _numpy(t):
@@ -219,7 +228,7 @@ class _ProductFn(torch.autograd.Function):
             c = np.broadcast_to(_numpy(bias.to(torch.float32)), (aq.shape[0], bq.shape[1])).copy()
         ctx.save_for_backward(a, b)
         ctx.preset, ctx.q, ctx.has_bias = preset, (aq, bq), bias is not None
-        return _tensor(preset.gemm(aq, bq, c), a)
+        return _tensor(preset.gemm(aq, bq, c, 3), a)
 
     @staticmethod
     def backward(ctx, dd):
@@ -227,17 +236,17 @@ class _ProductFn(torch.autograd.Function):
         aq, bq = ctx.q
         p = ctx.preset
         dq = p.round(_numpy(dd), 2)
-        da = _tensor(p.gemm(dq, bq.T), a) if ctx.needs_input_grad[0] else None
-        db = _tensor(p.gemm(aq.T, dq), b) if ctx.needs_input_grad[1] else None
+        da = _tensor(p.gemm(dq, bq.T, None, 4), a) if ctx.needs_input_grad[0] else None
+        db = _tensor(p.gemm(aq.T, dq, None, 5), b) if ctx.needs_input_grad[1] else None
         dbias = None
         if ctx.has_bias and ctx.needs_input_grad[2]:
             ones = p.round(np.ones((1, dq.shape[0]), np.float32), 0)  # 1 is exact in every format
-            dbias = _tensor(p.gemm(ones, dq).reshape(-1), b)
+            dbias = _tensor(p.gemm(ones, dq, None, 6).reshape(-1), b)
         return da, db, dbias, None
 
 
 def matmul(a, b, *, arch: str = "sm90", kind=None, format: str = "bf16", rounding: str = "nearest_even",
-           seed=None, threads: int = 0):
+           seed=None, output=None, threads: int = 0):
     """a @ b with every product (forward, dA = dD·Bᵀ, dB = Aᵀ·dD) on the tensor-core model of
     `arch`/`kind` (bf16emu.gemm). a (..., M, K), b (K, N) or (..., K, N) with a's leading
     shape. Operands are rounded to `format` (bf16, fp16, e4m3, e5m2) with `rounding` first
@@ -245,8 +254,9 @@ def matmul(a, b, *, arch: str = "sm90", kind=None, format: str = "bf16", roundin
     (seed + 2, i)); the gradient passes the rounding straight through. The products accumulate
     in FP32 (the preset's C/D format) from C = 0; k runs in increasing order, cut into the
     instruction's k chunks, each a chain of the preset's hardware blocks (docs/tensor-cores.md);
-    for dB, k is a's rows (the batch and sequence positions, flattened in C order). The result
-    has a's dtype."""
+    for dB, k is a's rows (the batch and sequence positions, flattened in C order).
+    output='bf16' or 'fp16' rounds each product's FP32 result (D, dA, dB) to that format with
+    `rounding` (stochastic: streams seed + 3, + 4, + 5). The result has a's dtype."""
     _check_tensor(a, "a")
     _check_tensor(b, "b")
     if a.dim() < 2 or b.dim() < 2:
@@ -255,7 +265,7 @@ def matmul(a, b, *, arch: str = "sm90", kind=None, format: str = "bf16", roundin
         raise ValueError(f"argument 'b': shape {tuple(b.shape)} does not fit argument 'a' {tuple(a.shape)}")
     if b.dim() > 2 and b.shape[:-2] != a.shape[:-2]:
         raise ValueError(f"argument 'b': leading shape {tuple(b.shape[:-2])} is not a's {tuple(a.shape[:-2])}")
-    preset = _Preset(arch, kind, format, rounding, seed, threads)
+    preset = _Preset(arch, kind, format, rounding, seed, threads, output)
     if b.dim() == 2:
         out = _ProductFn.apply(a.reshape(-1, a.shape[-1]), b, None, preset)
         return out.reshape(*a.shape[:-1], b.shape[-1])
@@ -266,11 +276,12 @@ def matmul(a, b, *, arch: str = "sm90", kind=None, format: str = "bf16", roundin
 
 
 def linear(x, weight, bias=None, *, arch: str = "sm90", kind=None, format: str = "bf16",
-           rounding: str = "nearest_even", seed=None, threads: int = 0):
+           rounding: str = "nearest_even", seed=None, output=None, threads: int = 0):
     """torch.nn.functional.linear (y = x Wᵀ + bias) with the three products on the tensor-core
     model: Y = X·Wᵀ accumulated onto C = bias (FP32), dX = dY·W, dWᵀ = Xᵀ·dY (k = the rows of
     x, leading dims flattened in C order) and dbias = 1ᵀ·dY. Rounding, k order and seeds as
-    matmul() with a = x and b = Wᵀ; the result has x's dtype."""
+    matmul() with a = x and b = Wᵀ (output rounding: dbias with stream seed + 6); the result
+    has x's dtype."""
     _check_tensor(x, "x")
     _check_tensor(weight, "weight", 2)
     if bias is not None:
@@ -280,7 +291,7 @@ def linear(x, weight, bias=None, *, arch: str = "sm90", kind=None, format: str =
     if x.dim() < 1 or x.shape[-1] != weight.shape[1]:
         raise ValueError(f"argument 'x': shape {tuple(x.shape)} does not fit argument 'weight' "
                          f"{tuple(weight.shape)}")
-    preset = _Preset(arch, kind, format, rounding, seed, threads)
+    preset = _Preset(arch, kind, format, rounding, seed, threads, output)
     y = _ProductFn.apply(x.reshape(-1, x.shape[-1]), weight.t(), bias, preset)
     return y.reshape(*x.shape[:-1], weight.shape[0])
 

@@ -268,6 +268,11 @@ def test_matmul_batched_and_stochastic():
     aq, _ = bf16emu.convert(a[0].numpy(), to="bf16", rounding="stochastic", seed=4)
     bq, _ = bf16emu.convert(b[0].numpy(), to="bf16", rounding="stochastic", seed=5)
     assert torch.equal(s1, s2) and np.array_equal(s1.numpy(), gemm(aq, bq))
+    # stochastic rounding of the output too: D rounded to BF16 with stream seed + 3
+    s3 = et.matmul(a[0], b[0], rounding="stochastic", seed=4, output="bf16")
+    d_bits, _ = bf16emu.convert(gemm(aq, bq), to="bf16", rounding="stochastic", seed=7)
+    want, _ = bf16emu.convert(d_bits, to="fp32", format="bf16")
+    assert np.array_equal(s3.numpy(), want) and not torch.equal(s3, s1)
 
 
 # --- emulate -------------------------------------------------------------------------------
@@ -337,6 +342,7 @@ def test_bad_input_names_the_argument():
         (ValueError, "'rounding'", lambda: et.matmul(z[0, 0], torch.zeros(8, 2), rounding="nearest")),
         (ValueError, "'seed'", lambda: et.matmul(z[0, 0], torch.zeros(8, 2), rounding="stochastic")),
         (ValueError, "'b'", lambda: et.matmul(z[0, 0], torch.zeros(7, 2))),
+        (ValueError, "'output'", lambda: et.matmul(z[0, 0], torch.zeros(8, 2), output="e4m3")),
         (TypeError, "'model'", lambda: et.emulate(object(), attention="fp32")),
         (ValueError, "'policy'", lambda: et.emulate(Tiny(), attention="fp31")),
     ]
