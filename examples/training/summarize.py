@@ -6,8 +6,9 @@ Per arm: the loss (mean of the last 20 steps), ‖W_Q‖₂ and ‖W_K‖₂ per
 end, P̄ = 1 entries per step, and per tracked gradient error: its size relative to the fp32
 shadow gradient (dQ, dK, dV only), the running sum's norm ratio ‖Σe‖/Σ‖e‖ and top singular
 value share at the last step, the mean cosine of a step's error with the sum before it (second
-half of the run), and the signed mean: the t statistic of the per-step means over the steps and
-the share of steps whose mean has the majority sign."""
+half of the run), the signed mean: the t statistic of the per-step means over the steps and
+the share of steps whose mean has the majority sign, and (O and delta) the away-from-zero
+index mean(e·sign(ref))/mean|e|: its mean over the steps and t statistic."""
 
 import csv
 import math
@@ -52,8 +53,9 @@ def main(out):
     quantities = [f"{l}.{q}" for l in layers for q in ("O", "delta", "dQ", "dK", "dV", "W_Q", "W_K", "W_V", "W_O")
                   ] + ["all_weights"]
     print()
-    print("| quantity | arm | rel. error | ‖Σe‖/Σ‖e‖ | σ₁² share | cos(e, Σe) 2nd half | mean t | majority sign |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| quantity | arm | rel. error | ‖Σe‖/Σ‖e‖ | σ₁² share | cos(e, Σe) 2nd half | mean t | majority sign "
+          "| away index (t) |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for q in quantities:
         for a, rows in data.items():
             half = rows[len(rows) // 2:]
@@ -62,8 +64,11 @@ def main(out):
             share = max(pos, len(means) - pos) / len(means) if means else float("nan")
             rel = col(rows, f"{q}.rel")
             print(f"| {q} | {a} | {statistics.mean(rel):.2e} | " if rel else f"| {q} | {a} | – | ", end="")
+            aw = col(rows, f"{q}.away")
+            aw_text = f"{statistics.mean(aw):+.3f} ({tstat(aw):.1f})" if aw else "–"
             print(f"{rows[-1][f'{q}.ratio']:.3f} | {rows[-1][f'{q}.sv_share']:.3f} | "
-                  f"{statistics.mean(col(half, f'{q}.cos_with_sum')):.3f} | {tstat(means):.1f} | {share:.2f} |")
+                  f"{statistics.mean(col(half, f'{q}.cos_with_sum')):.3f} | {tstat(means):.1f} | {share:.2f} "
+                  f"| {aw_text} |")
 
 
 if __name__ == "__main__":

@@ -158,6 +158,14 @@ class Running:
                 "sv_share": share, "cos_with_sum": cos}
 
 
+def away(e, ref):
+    """mean(e * sign(ref)) / mean|e|: +1 when every error points away from zero (grows the
+    magnitude of the reference value), -1 when every one points toward it, ~0 when unbiased."""
+    e = e.double()
+    m = e.abs().mean().item()
+    return (e * torch.sign(ref.double())).mean().item() / m if m > 0 else None
+
+
 def spectral(w):
     return torch.linalg.matrix_norm(w.double(), ord=2).item()
 
@@ -197,10 +205,13 @@ def run_arm(name, cfg, args, log):
             e = (o_a - o_r).transpose(1, 2).reshape(-1, args.d_model)
             row.update({f"L{li}.O.{k}": v for k, v in tracked[f"L{li}.O"].add(e).items()})
             row[f"L{li}.O.rel"] = e.norm().item() / max(o_r.norm().item(), 1e-30)
+            # away-from-zero index: mean(e * sign(O)) / mean|e|, +1 when every error grows |O|
+            row[f"L{li}.O.away"] = away(e, (o_r.transpose(1, 2).reshape(-1, args.d_model)))
             delta_a, delta_r = ((do.double() * o.double()).sum(-1) for do, o in ((do_a, o_a), (do_r, o_r)))
             e = (delta_a - delta_r).reshape(-1, args.seq)
             row.update({f"L{li}.delta.{k}": v for k, v in tracked[f"L{li}.delta"].add(e).items()})
             row[f"L{li}.delta.rel"] = e.norm().item() / max(delta_r.norm().item(), 1e-30)
+            row[f"L{li}.delta.away"] = away(e, delta_r.reshape(-1, args.seq))
             for j, q in enumerate(("dQ", "dK", "dV")):
                 e = (d_arm[li][j] - d_ref[li][j]).transpose(1, 2).reshape(-1, args.d_model)
                 row.update({f"L{li}.{q}.{k}": v for k, v in tracked[f"L{li}.{q}"].add(e).items()})
@@ -238,7 +249,7 @@ def write_outputs(out, name, cfg, args, rows):
         w = csv.DictWriter(f, fieldnames=keys)
         w.writeheader()
         for r in rows:
-            w.writerow({k: ("" if r.get(k) is None else (f"{r[k]:.6g}" if isinstance(r[k], float) else r[k]))
+            w.writerow({k: ("" if r.get(k) is None else (f"{r[k]:.8g}" if isinstance(r[k], float) else r[k]))
                         for k in keys})
     meta = {"arm": name, "attention": cfg, "config": vars(args), "steps_run": len(rows),
             "mean_seconds_per_step": sum(r["seconds"] for r in rows) / len(rows),
@@ -257,16 +268,27 @@ def plot(out, results, log):
     except ImportError:
         log("matplotlib is missing (apt-get install python3-matplotlib): no plots written")
         return
-    panels = [("loss", "loss"), ("L0.W_Q_norm", "‖W_Q‖₂ layer 0"), ("L1.W_Q_norm", "‖W_Q‖₂ layer 1"),
-              ("L0.W_Q.ratio", "‖Σe‖/Σ‖e‖, dW_Q layer 0"), ("L0.W_Q.sv_share", "σ₁² share of Σe, dW_Q layer 0"),
-              ("L0.dQ.ratio", "‖Σe‖/Σ‖e‖, dQ layer 0"), ("L0.W_Q.cos_with_sum", "cos(e_t, Σe), dW_Q layer 0"),
-              ("all_weights.ratio", "‖Σe‖/Σ‖e‖, all weights"), ("p_equals_one", "P̄ = 1 entries")]
+    base = results.get("fp32")
+    panels = [("loss", "loss (10-step mean)"), ("L0.W_Q_norm", "‖W_Q‖₂ layer 0, minus the fp32 arm's"),
+              ("L1.W_Q_norm", "‖W_Q‖₂ layer 1, minus the fp32 arm's"),
+              ("L0.W_Q.ratio", "‖Σe‖/Σ‖e‖, dW_Q layer 0 (dashed: 1/√t)"),
+              ("L0.W_Q.sv_share", "σ₁² share of Σe, dW_Q layer 0"),
+              ("L0.delta.ratio", "‖Σe‖/Σ‖e‖, δ layer 0 (dashed: 1/√t)"),
+              ("L0.W_Q.cos_with_sum", "cos(e_t, Σe), dW_Q layer 0"),
+              ("L0.delta.mean", "signed mean of the δ error, layer 0"), ("p_equals_one", "entries P = 1 (ledger)")]
     fig, axes = plt.subplots(3, 3, figsize=(15, 11))
     for ax, (key, title) in zip(axes.flat, panels):
         for name, rows in results.items():
             ys = [r.get(key) for r in rows]
+            if key == "loss":
+                ys = [sum(ys[max(0, i - 9):i + 1]) / len(ys[max(0, i - 9):i + 1]) for i in range(len(ys))]
+            if key.endswith("W_Q_norm") and base is not None:
+                ys = [y - b[key] for y, b in zip(ys, base)]
             xs = [r["step"] for r, v in zip(rows, ys) if v is not None]
             ax.plot(xs, [v for v in ys if v is not None], label=name, lw=1)
+        if key.endswith(".ratio"):
+            steps = range(1, 1 + max(len(rows) for rows in results.values()))
+            ax.plot([t - 1 for t in steps], [t ** -0.5 for t in steps], "k--", lw=0.8)
         ax.set_title(title, fontsize=10)
         ax.set_xlabel("step")
     axes.flat[0].legend(fontsize=7)
