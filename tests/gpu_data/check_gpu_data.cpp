@@ -156,12 +156,19 @@ struct no_kernel {
 };
 constexpr const char *kNoSm70 = "nvcc 13 has no sm_70 target";
 constexpr const char *kCdRejected = "ptxas for sm_75 rejects D f16 with C f32";
+constexpr const char *kNoSm100Fp8 =
+    "the runner's fp8 mma.sync kernels carry sm_89/sm_90 code only; gpu_data.published checks the preset "
+    "against published B200 outputs";
 constexpr no_kernel kNoKernel[] = {
     {tc::arch::sm70, "mma.sync.aligned.m8n8k4.row.col.f32.f16.f16.f32", kNoSm70},
     {tc::arch::sm70, "mma.sync.aligned.m8n8k4.row.col.f16.f16.f16.f16", kNoSm70},
     {tc::arch::sm70, "mma.sync.aligned.m8n8k4.row.col.f32.f16.f16.f16", kNoSm70},
     {tc::arch::sm70, "mma.sync.aligned.m8n8k4.row.col.f16.f16.f16.f32", kNoSm70},
     {tc::arch::sm75, "mma.sync.aligned.m8n8k4.row.col.f16.f16.f16.f32", kCdRejected},
+    {tc::arch::sm100, "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32", kNoSm100Fp8},
+    {tc::arch::sm100, "mma.sync.aligned.m16n8k32.row.col.f16.e4m3.e4m3.f16", kNoSm100Fp8},
+    {tc::arch::sm100, "mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e5m2.f32", kNoSm100Fp8},
+    {tc::arch::sm100, "mma.sync.aligned.m16n8k32.row.col.f16.e5m2.e5m2.f16", kNoSm100Fp8},
     {tc::arch::sm120,
      "mma.sync.aligned.m16n8k64.row.col.kind::mxf4nvf4.block_scale.scale_vec::4X.f32.e2m1.e2m1.f32.ue8m0",
      "ptxas 13.0 refuses mma.sync scale_vec::4X with ue8m0 for sm_120a, sm_120f and sm_121a (Illegal "

@@ -2,6 +2,7 @@
 // the model's templates, and random generators of bit patterns.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -87,6 +88,13 @@ inline std::uint64_t model_dot(const preset &P, const block_params &p, const std
     return model_dot(P.in, P.out, p, P.k, a, b, K, c); // the plain dot, as before
   if (P.accum == accum_kind::fma_chain)                // f64 DMMA
     return preset_dot_t<binary64, binary64, binary64, binary64>(P, p, a, b, K, c);
+  if (P.accum == accum_kind::two_block_add) // sm90/sm100 fp8 mma.sync
+    return visit_f8f6f4(P.in, [&](auto fa) {
+      return visit_half_single(P.out, [&](auto fo) {
+        using Out = decltype(fo);
+        return preset_dot_t<decltype(fa), decltype(fa), Out, Out>(P, p, a, b, K, c);
+      });
+    });
   if (P.b != P.in) // fp8 mixes and sm120 kind::f8f6f4 mixes (fp6, fp4), C in the D format
     return tc::visit_f8f6f4(P.in, [&](auto fa) {
       return tc::visit_f8f6f4(P.b, [&](auto fb) {
@@ -108,9 +116,40 @@ inline std::uint64_t model_dot(const preset &P, const std::uint64_t *a, const st
   return model_dot(P, P.block, a, b, K, c);
 }
 
+// accum_kind::two_block_add from the reference's pieces: per instruction of P.k products
+// (K padded with zeros), the products at index i with (i mod 4) < 2 are one tcref::block with
+// c = +0, those with (i mod 4) >= 2 a second block on its result, and the instruction's C is
+// added by tcref::fma(t, 1, C) (one IEEE rounding to nearest even in the D format).
+inline std::uint64_t ref_two_block_add(const preset &P, const block_params &bp, const std::uint64_t *a,
+                                       const std::uint64_t *b, int K, std::uint64_t c) {
+  const tcref::fmt in = ref_fmt(P.in), inb = ref_fmt(P.b), out = ref_fmt(P.out);
+  const tcref::params rp = ref_params(bp);
+  c = tcref::c_to_out(ref_fmt(P.c), out, c);
+  if (K <= 0) return c;
+  const std::uint64_t one = std::uint64_t(out.bias()) << out.mbits;
+  const int padded = (K + P.k - 1) / P.k * P.k;
+  for (int k0 = 0; k0 < padded; k0 += P.k) {
+    std::uint64_t t = 0;
+    for (int g = 0; g < 2; ++g) {
+      std::vector<std::uint64_t> ga, gb;
+      for (int i = 0; i < P.k; ++i)
+        if ((i % 4 >= 2) == (g == 1)) {
+          ga.push_back(k0 + i < K ? a[k0 + i] : 0);
+          gb.push_back(k0 + i < K ? b[k0 + i] : 0);
+        }
+      for (std::size_t j = 0; j < ga.size(); j += std::size_t(rp.L))
+        t = tcref::block(in, inb, out, rp, ga.data() + j, gb.data() + j,
+                         int(std::min<std::size_t>(std::size_t(rp.L), ga.size() - j)), t);
+    }
+    c = tcref::fma(out, t, one, c);
+  }
+  return c;
+}
+
 inline std::uint64_t ref_dot(const preset &P, const std::uint64_t *a, const std::uint64_t *b, int K,
                              std::uint64_t c) {
   if (P.accum == accum_kind::fma_chain) return tcref::fma_chain(ref_fmt(P.out), P.k, a, b, K, c);
+  if (P.accum == accum_kind::two_block_add) return ref_two_block_add(P, P.block, a, b, K, c);
   return tcref::dot(ref_fmt(P.in), ref_fmt(P.b), ref_fmt(P.c), ref_fmt(P.out), ref_params(P.block), P.k, a, b,
                     K, c);
 }

@@ -107,17 +107,23 @@ TEST(ProbeF, ThreeSmallProducts) {
         << pc.arch;
 }
 
-// fp8: F = 13 [MMASIM][KM25]; [DSV3] reports about 14 bits kept on H800.
+// fp8 (Ada mma.sync, Hopper wgmma): F = 13 [MMASIM][KM25]; [DSV3] reports about 14 bits kept on H800.
 // 1*1 + 2^-13 keeps the small product (1 + 2^-13 = 0x3f800400 in the 13-bit output);
 // 1*1 + 2^-14 loses it (0x3f800000).
 TEST(ProbeF, Fp8ThirteenBits) {
   const std::uint64_t e4_one = 0x38, e4_2m6 = 0x08, e4_2m7 = 0x04, e4_2m8 = 0x02; // 1, 2^-6, 2^-7, 2^-8
-  for (auto [arch, kind] : {std::pair{"sm89", instr_kind::mma}, std::pair{"sm90", instr_kind::mma},
-                            std::pair{"sm90", instr_kind::wgmma}}) {
+  for (auto [arch, kind] : {std::pair{"sm89", instr_kind::mma}, std::pair{"sm90", instr_kind::wgmma}}) {
     const preset &P = get(arch, kind, format_id::e4m3);
     EXPECT_EQ(probe(P, {{0, e4_one}, {1, e4_2m6}}, {{0, e4_one}, {1, e4_2m7}}, 0), 0x3f800400u) << arch;
     EXPECT_EQ(probe(P, {{0, e4_one}, {1, e4_2m6}}, {{0, e4_one}, {1, e4_2m8}}, 0), 0x3f800000u) << arch;
   }
+  // sm90 and sm100 mma.sync (accum_kind::two_block_add, fitted to published H100/H200/B200
+  // outputs): f16 blocks with F 25 and a full FP32 result, so 1 + 2^-14 stays (0x3f800200).
+  for (const char *arch : {"sm90", "sm100"})
+    EXPECT_EQ(probe(get(arch, instr_kind::mma, format_id::e4m3), {{0, e4_one}, {1, e4_2m6}},
+                    {{0, e4_one}, {1, e4_2m8}}, 0),
+              0x3f800200u)
+        << arch;
 }
 
 // ---------------------------------------------------------------------------
@@ -167,7 +173,9 @@ TEST(ProbeBlockSize, SmallProductSlides) {
   }
 }
 
-// fp8 blocks: Ada 16 (k32 split into halves) [MMASIM][KM25 L40STC.m], Hopper 32 [KM25 H100TC.m].
+// fp8 blocks: Ada 16 (k32 split into halves) [MMASIM][KM25 L40STC.m], Hopper 32 [KM25 H100TC.m]
+// (wgmma; the sm90 mma.sync rows are accum_kind::two_block_add, ProbeFp8MmaSync below, and give
+// the same D on these two lines: 1 + 2^-13 in the first block or the second, then + c).
 // c = 1 + 2^-13, a0*b0 = 1, 2^-13 = 2^-6 * 2^-7 at index j: same block 2 + 2^-12 = 0x40000400;
 // next block: the first gives 2 + 2^-13, cut to 2 (13-bit output), the second cuts 2^-13: 0x40000000.
 TEST(ProbeBlockSize, Fp8) {
@@ -180,6 +188,44 @@ TEST(ProbeBlockSize, Fp8) {
     EXPECT_EQ(probe(hop, {{0, 0x38}, {16, 0x08}}, {{0, 0x38}, {16, 0x04}}, c), 0x40000400u);
     EXPECT_EQ(probe(hop, {{0, 0x38}, {31, 0x08}}, {{0, 0x38}, {31, 0x04}}, c), 0x40000400u);
   }
+}
+
+// fp8 mma.sync on sm90 and sm100 (accum_kind::two_block_add, fitted to the published H100, H200
+// and B200 outputs, tests/gpu_data/published). Hand derivations, e4m3 1 = 0x38, 2^-6 = 0x08,
+// 2^-5 = 0x10 (so 2^-6 * 2^-5 = 2^-11, half an fp16 ulp of 1):
+// - f16 D, 1*1 at k = 0, 2^-11 at k = 1 and at k = 2, C = 0: the first block (k mod 4 in {0,1})
+//   gives 1 + 2^-11, a tie rounded to even 1.0; the second adds 2^-11: tie again, 1.0 = 0x3c00.
+//   One fused sum, or the k = 2 block first, would give 1 + 2^-10 = 0x3c01.
+// - the same with the small products at k = 1 and k = 4 (both k mod 4 < 2, one block), or at
+//   k = 2 and k = 3 (both in the second block, whose c is exactly 1): 1 + 2^-10 = 0x3c01.
+// - f16 D, C = 1.0 (0x3c00), 2^-11 at k = 0 and at k = 2: the blocks give 2^-11, then 2^-10
+//   exactly, and C is added last: 1 + 2^-10 = 0x3c01. C as the first block's c would lose both
+//   halves to ties: 0x3c00.
+// - f32 D, 1*1 at k = 0, C = 2^24 + 2 (0x4b800001): the blocks give 1, then one IEEE addition
+//   rounds 2^24 + 3, a tie, to even 2^24 + 4 = 0x4b800002. A fused block with truncation gives
+//   2^24 + 2 = 0x4b800001 (F 25) or 2^24 = 0x4b800000 (the wgmma row: F 13, 13-bit output).
+TEST(ProbeFp8MmaSync, TwoBlocksThenAdd) {
+  for (const char *arch : {"sm90", "sm100"})
+    for (format_id in : {format_id::e4m3}) {
+      const preset &H = get(arch, instr_kind::mma, in, format_id::fp16);
+      const preset &S = get(arch, instr_kind::mma, in, format_id::fp32);
+      EXPECT_EQ(H.accum, accum_kind::two_block_add) << arch;
+      EXPECT_EQ(S.accum, accum_kind::two_block_add) << arch;
+      EXPECT_EQ(probe(H, {{0, 0x38}, {1, 0x08}, {2, 0x08}}, {{0, 0x38}, {1, 0x10}, {2, 0x10}}, 0), 0x3c00u)
+          << arch;
+      EXPECT_EQ(probe(H, {{0, 0x38}, {1, 0x08}, {4, 0x08}}, {{0, 0x38}, {1, 0x10}, {4, 0x10}}, 0), 0x3c01u)
+          << arch;
+      EXPECT_EQ(probe(H, {{0, 0x38}, {2, 0x08}, {3, 0x08}}, {{0, 0x38}, {2, 0x10}, {3, 0x10}}, 0), 0x3c01u)
+          << arch;
+      EXPECT_EQ(probe(H, {{0, 0x08}, {2, 0x08}}, {{0, 0x10}, {2, 0x10}}, 0x3c00), 0x3c01u) << arch;
+      EXPECT_EQ(probe(S, {{0, 0x38}}, {{0, 0x38}}, 0x4b800001), 0x4b800002u) << arch;
+    }
+  EXPECT_EQ(probe(get("sm90", instr_kind::wgmma, format_id::e4m3), {{0, 0x38}}, {{0, 0x38}}, 0x4b800001),
+            0x4b800000u);
+  // e5m2 (1 = 0x3c, 2^-6 = 0x24, 2^-5 = 0x28): the first line again.
+  EXPECT_EQ(probe(get("sm100", instr_kind::mma, format_id::e5m2, format_id::fp16),
+                  {{0, 0x3c}, {1, 0x24}, {2, 0x24}}, {{0, 0x3c}, {1, 0x28}, {2, 0x28}}, 0),
+            0x3c00u);
 }
 
 // ---------------------------------------------------------------------------
@@ -235,11 +281,10 @@ TEST(ProbeOutput, Fp16OutputNearestEven) {
   }
 }
 
-// fp8 with FP32 output: the result keeps 13 fraction bits [MMASIM (f32_e8m13)][KM25 (neab -10)]:
-// 1 + 1 + 2^-13 = 2 + 2^-13 -> 2 (0x40000000), not 0x40000400.
+// fp8 (Ada mma.sync, Hopper wgmma) with FP32 output: the result keeps 13 fraction bits [MMASIM (f32_e8m13)]
+// [KM25 (neab -10)]: 1 + 1 + 2^-13 = 2 + 2^-13 -> 2 (0x40000000), not 0x40000400.
 TEST(ProbeOutput, Fp8OutputThirteenBits) {
-  for (auto [arch, kind] : {std::pair{"sm89", instr_kind::mma}, std::pair{"sm90", instr_kind::mma},
-                            std::pair{"sm90", instr_kind::wgmma}}) {
+  for (auto [arch, kind] : {std::pair{"sm89", instr_kind::mma}, std::pair{"sm90", instr_kind::wgmma}}) {
     EXPECT_EQ(probe(get(arch, kind, format_id::e4m3), {{0, 0x38}, {1, 0x38}, {2, 0x08}},
                     {{0, 0x38}, {1, 0x38}, {2, 0x04}}, 0),
               0x40000000u)
@@ -248,6 +293,17 @@ TEST(ProbeOutput, Fp8OutputThirteenBits) {
     EXPECT_EQ(probe(get(arch, kind, format_id::e5m2), {{0, 0x3c}, {1, 0x3c}, {2, 0x08}},
                     {{0, 0x3c}, {1, 0x3c}, {2, 0x3c}}, 0),
               0x40000000u)
+        << arch;
+  }
+  // sm90 and sm100 mma.sync keep all 23 bits: 2 + 2^-13 = 0x40000200 (two_block_add).
+  for (const char *arch : {"sm90", "sm100"}) {
+    EXPECT_EQ(probe(get(arch, instr_kind::mma, format_id::e4m3), {{0, 0x38}, {1, 0x38}, {2, 0x08}},
+                    {{0, 0x38}, {1, 0x38}, {2, 0x04}}, 0),
+              0x40000200u)
+        << arch;
+    EXPECT_EQ(probe(get(arch, instr_kind::mma, format_id::e5m2), {{0, 0x3c}, {1, 0x3c}, {2, 0x08}},
+                    {{0, 0x3c}, {1, 0x3c}, {2, 0x3c}}, 0),
+              0x40000200u)
         << arch;
   }
 }

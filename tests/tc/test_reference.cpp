@@ -25,7 +25,8 @@ namespace {
 using namespace tctest;
 
 // The presets of issue 16 (mixed formats, m8n8k4 C/D mixes, m16n8k8 fp16, mma.sync on sm100 and
-// sm120 with fp8, fp6 and fp4 operands, f64 on sm80 and sm90): 10^5 vectors each in the default tier, 10^6
+// sm120 with fp8, fp6 and fp4 operands, f64 on sm80 and sm90) and the sm100 fp8 mma.sync rows of
+// issue 33: 10^5 vectors each in the default tier, 10^6
 // under label long (tc_reference_issue16_long sets BF16EMU_TC_VECTORS_ISSUE16=1000000).
 bool issue16(const preset &P) {
   for (const char *src :
@@ -34,7 +35,7 @@ bool issue16(const preset &P) {
         tc::detail::src_mix_fp8_hopper, tc::detail::src_sm100_mma, tc::detail::src_sm100_mma_h,
         tc::detail::src_sm120, tc::detail::src_sm120_fp8, tc::detail::src_dmma, tc::detail::src_sm120_fp4,
         tc::detail::src_sm120_fp6, tc::detail::src_dmma_sm90, tc::detail::src_small_k,
-        tc::detail::src_small_k_open, tc::detail::src_fp8_k16})
+        tc::detail::src_small_k_open, tc::detail::src_fp8_k16, tc::detail::src_fp8_mma_sm100})
     if (P.source == src) return true;
   return false;
 }

@@ -10,7 +10,8 @@
 // and C its own (InC, deduced from the C pointer: the m8n8k4 f16/f32 mixes). C enters as the D
 // format (c_as_out), as MMA-Sim does (mmasim/simulator/nv_ptx.py converts C to the D type
 // before the fused sum): exactly for f16 -> f32; f32 -> f16 rounds to nearest even (an open
-// choice, docs/tensor-cores.md). f64 (accum_kind::fma_chain): fma_chain_dot.
+// choice, docs/tensor-cores.md). f64 (accum_kind::fma_chain): fma_chain_dot. fp8 mma.sync on
+// sm90/sm100 (accum_kind::two_block_add): two_block_add_dot.
 #pragma once
 
 #include <cstddef>
@@ -105,9 +106,49 @@ BF16EMU_HD inline fp<Out> fma_chain_dot(int instr_k, const fp<In> *a, std::ptrdi
   return c;
 }
 
-// One output element as preset P computes it: its accumulation (fused blocks or an fma chain),
-// K products chained in increasing k, C in its own format (InC). The tracer sees fused blocks
-// only (an fma chain has none).
+// fp8 mma.sync on sm90 and sm100 (accum_kind::two_block_add, presets.hpp): per instruction of
+// instr_k products (K padded with zero products to a multiple of instr_k), the products whose
+// index within the instruction has (index mod 4) < 2 form the first block, with c = +0; those
+// with (index mod 4) >= 2 the second block, its c the first block's result; both in increasing
+// k, with block parameters p. The instruction's C (the previous instruction's D, or c) is then
+// added by one IEEE addition in the D format, rounded to nearest even; a NaN result is the
+// all-ones NaN. The tracer sees the two blocks of each instruction. instr_k is at most 64.
+template <class In, class Out, class Tracer, class InB = In>
+BF16EMU_HD inline fp<Out> two_block_add_dot(const block_params &p, int instr_k, const fp<In> *a,
+                                            std::ptrdiff_t sa, const fp<InB> *b, std::ptrdiff_t sb, int K,
+                                            fp<Out> c, Tracer &tracer) noexcept {
+  if (K <= 0) return c;
+  if (instr_k < 4) instr_k = 4;
+  if (instr_k > 64) instr_k = 64;
+  const int half = instr_k / 2;
+  const int padded = (K + instr_k - 1) / instr_k * instr_k;
+  int block_index = 0;
+  for (int k0 = 0; k0 < padded; k0 += instr_k) {
+    fp<Out> t = fp<Out>::from_bits(0);
+    for (int g = 0; g < 2; ++g) { // g 0: index mod 4 in {0, 1}; g 1: in {2, 3}
+      fp<In> ga[32];
+      fp<InB> gb[32];
+      int n = 0;
+      for (int i = 0; i < instr_k; ++i) {
+        if (((i >> 1) & 1) != g) continue;
+        const int k = k0 + i;
+        ga[n] = k < K ? a[k * sa] : fp<In>::from_bits(0);
+        gb[n] = k < K ? b[k * sb] : fp<InB>::from_bits(0);
+        ++n;
+      }
+      for (int j = 0; j<half; j += p.L> 0 ? p.L : half) // blocks of L over the group (L = half: one)
+        t = block_fdpa<In, Out>(p, ga + j, 1, gb + j, 1, half - j < p.L ? half - j : p.L, t, tracer,
+                                block_index++, k0);
+    }
+    c = add(t, c).value;
+    if (c.is_nan()) c = fp<Out>::from_bits(detail::nan_bits<Out>());
+  }
+  return c;
+}
+
+// One output element as preset P computes it: its accumulation (fused blocks, an fma chain, or
+// two blocks and an add), K products chained in increasing k, C in its own format (InC). The
+// tracer sees the blocks only (an fma chain has none).
 template <class In, class Out, class Tracer, class InB = In, class InC = Out>
 BF16EMU_HD inline fp<Out> preset_dot(const preset &P, const fp<In> *a, std::ptrdiff_t sa, const fp<InB> *b,
                                      std::ptrdiff_t sb, int K, fp<InC> c, Tracer &tracer) noexcept {
@@ -116,6 +157,8 @@ BF16EMU_HD inline fp<Out> preset_dot(const preset &P, const fp<In> *a, std::ptrd
   } else {
     if (P.accum == accum_kind::fma_chain)
       return fma_chain_dot<In, Out>(P.k, a, sa, b, sb, K, c_as_out<Out>(c));
+    if (P.accum == accum_kind::two_block_add)
+      return two_block_add_dot<In, Out>(P.block, P.k, a, sa, b, sb, K, c_as_out<Out>(c), tracer);
     return dot<In, Out>(P.block, P.k, a, sa, b, sb, K, c_as_out<Out>(c), tracer);
   }
 }
