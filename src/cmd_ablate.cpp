@@ -69,6 +69,8 @@ void run(const ablate_cli &o) {
     if (rq.base.pol.kind == at::policy_kind::fa2 && rq.base.pol.block_n % 16)
       throw bad_input("--block-n must be a multiple of 16 under fa2 policies (tensor-core k chunks)");
     if (const char *e = at::stabilized_params_error(rq.base.pol)) throw bad_input(e);
+    std::optional<io::plot_paths> plot;
+    if (!o.plot.empty()) plot = io::plot_paths_for(o.plot, "--plot");
     rq.to = io::parse_promotion(o.to);
     if (!o.pairs.empty()) rq.pairs = io::parse_site_pairs(o.pairs);
     rq.backward = o.backward;
@@ -104,12 +106,10 @@ void run(const ablate_cli &o) {
     } else {
       io::print_ablation_text(std::cout, rep, origin);
     }
-    if (!o.plot.empty()) {
-      const std::string csv = io::replace_extension(o.plot, ".csv");
-      io::write_ablation_csv(csv, rep);
-      io::plot_ablation(o.plot, csv,
-                        "bias of O over " + std::to_string(rep.heads) + " heads, " +
-                            at::policy_name(rq.base.pol) + ", sites promoted to " + o.to);
+    if (plot) {
+      io::write_ablation_csv(plot->csv, rep);
+      io::plot_ablation(*plot, "bias of O over " + std::to_string(rep.heads) + " heads, " +
+                                   at::policy_name(rq.base.pol) + ", sites promoted to " + o.to);
     }
   });
 }

@@ -159,6 +159,21 @@ void run(const attention_cli &o) {
       opt.cfg.pol.block_n % 16)
     throw bad_input("--block-n must be a multiple of 16 under fa2 policies (tensor-core k chunks)");
   if (!o.plot_file.empty() && o.trace_element.empty()) throw bad_input("--plot needs --trace-element T,i");
+  // Every output path is checked now, before the run: none names an input or another output.
+  const std::vector<std::pair<std::string, const char *>> inputs{
+      {o.q_file, "--q"}, {o.k_file, "--k"}, {o.v_file, "--v"}, {o.do_file, "--do"}};
+  std::vector<std::string> input_paths;
+  for (const auto &in : inputs)
+    input_paths.push_back(in.first);
+  std::optional<io::plot_paths> plot;
+  if (!o.plot_file.empty()) plot = io::plot_paths_for(o.plot_file, "--plot", input_paths, o.trace_csv);
+  const std::vector<std::pair<std::string, const char *>> outputs{
+      {o.ledger_file, "--ledger"}, {o.trace_csv, "--trace-csv"},     {o.out_o, "--out-o"},
+      {o.out_lse, "--out-lse"},    {o.out_dq, "--out-dq"},           {o.out_dk, "--out-dk"},
+      {o.out_dv, "--out-dv"},      {plot ? plot->png : "", "--plot"}};
+  for (const auto &out : outputs)
+    if (!out.first.empty()) io::check_output_path(out.first, out.second);
+  io::check_distinct_files(outputs, inputs);
   at::attention_inputs in = load_inputs(o, opt);
   if (opt.backward && in.dout.empty()) throw bad_input("--backward needs dO");
   if (!o.trace_element.empty()) {
@@ -183,7 +198,7 @@ void run(const attention_cli &o) {
     std::printf("%s\n", js.c_str());
   else
     io::print_attention_text(r);
-  if (!o.ledger_file.empty()) io::open_output(o.ledger_file, "--ledger") << js << "\n";
+  if (!o.ledger_file.empty()) io::write_file(o.ledger_file, "--ledger", js + "\n");
   io::write_attention_tensor(o.out_o, r.o, in, false);
   io::write_attention_tensor(o.out_lse, r.lse, in, true);
   if (opt.backward) {
@@ -192,16 +207,14 @@ void run(const attention_cli &o) {
     io::write_attention_tensor(o.out_dv, r.dv, in, false);
   }
   if (!r.trace.empty()) {
-    const std::string csv = !o.trace_csv.empty()   ? o.trace_csv
-                            : !o.plot_file.empty() ? io::replace_extension(o.plot_file, ".csv")
-                                                   : std::string();
+    const std::string csv = plot ? plot->csv : o.trace_csv;
     if (!csv.empty()) io::write_trace_csv(csv, r);
-    if (!o.plot_file.empty()) {
+    if (plot) {
       char title[256];
       std::snprintf(title, sizeof title, "O[%ld,%ld] under %s (%s), seed %llu", opt.cfg.trace_row,
                     opt.cfg.trace_col, at::policy_name(opt.cfg.pol).c_str(), at::to_string(opt.cfg.var),
                     (unsigned long long)o.seed);
-      io::plot_trace(o.plot_file, csv, title);
+      io::plot_trace(*plot, title);
     }
   }
 }

@@ -267,6 +267,12 @@ void run_bias(bias_options &o) {
   if (!o.plot.empty() && !o.shard.empty()) throw bad_input("--plot needs the whole run (merge shards first)");
   if (!o.plot.empty() && !io::bias_map_value_known(o.map_value))
     throw bad_input("--map-value '" + io::shorten(o.map_value) + "' is not a statistic of the CSV");
+  // Output paths are checked before the run, not after it.
+  std::optional<io::plot_paths> plot;
+  if (!o.plot.empty()) plot = io::plot_paths_for(o.plot, "--plot");
+  if (!o.state.empty()) io::check_output_path(o.state, "--state");
+  if (plot)
+    io::check_distinct_files({{o.state, "--state"}, {plot->png, "--plot"}, {plot->csv, "--plot CSV"}});
 
   // The grid: its size bounded, its memory (configurations, statistics, report rows, one trial
   // buffer per worker) checked before anything is allocated.
@@ -295,8 +301,9 @@ void run_bias(bias_options &o) {
   const std::vector<b::stats> &st = *all;
 
   if (!o.state.empty()) {
-    std::ofstream f = io::open_output(o.state, "--state");
-    io::write_bias_state(f, spec, st);
+    io::output_file f(o.state, "--state");
+    io::write_bias_state(f.stream(), spec, st);
+    f.commit();
     if (!o.quiet)
       std::fprintf(stderr, "bias: wrote state %s (shard %llu/%llu)\n", o.state.c_str(),
                    static_cast<unsigned long long>(spec.shard), static_cast<unsigned long long>(spec.shards));
@@ -309,9 +316,9 @@ void run_bias(bias_options &o) {
   for (std::size_t i = 0; i < st.size(); ++i)
     rows.push_back(io::make_bias_row(io::bias_config_text(spec.configs[i]), st[i]));
   const io::bias_header h{spec.seed, spec.trials, spec.chunk};
-  if (!o.plot.empty()) {
-    const auto [png, csv] = io::plot_bias_map(o.plot, o.map_value, ax, ay, rows, h);
-    if (!o.quiet) std::fprintf(stderr, "bias: wrote %s and %s\n", png.c_str(), csv.c_str());
+  if (plot) {
+    io::plot_bias_map(*plot, o.map_value, ax, ay, rows, h);
+    if (!o.quiet) std::fprintf(stderr, "bias: wrote %s and %s\n", plot->png.c_str(), plot->csv.c_str());
   }
   io::print_bias_report(std::cout, fmt, h, rows);
 }

@@ -4,6 +4,7 @@
 // compared with the single pass: normwise error in BF16 epsilon and max ULP distance.
 // See docs/pitfalls.md.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -16,6 +17,7 @@
 #include "bf16emu/pitfalls/cp.hpp"
 #include "command.hpp"
 #include "io/attention.hpp"
+#include "io/files.hpp"
 #include "io/json.hpp"
 #include "io/memory.hpp"
 #include "options.hpp"
@@ -35,6 +37,7 @@ struct cp_cli {
   std::uint64_t seed = 1, max_memory = 0;
   int threads = 0;
   double fail_above = 0;
+  CLI::Option *fail_above_opt = nullptr;
 };
 
 void run(const cp_cli &o) {
@@ -43,6 +46,10 @@ void run(const cp_cli &o) {
   opt.cfg.var = io::parse_variant(o.variant);
   opt.cfg.causal = o.causal;
   if (o.n < 2 || o.d < 1) throw bad_input("--n must be >= 2 and --d >= 1");
+  if (o.fail_above_opt->count() > 0 && !(o.fail_above > 0 && std::isfinite(o.fail_above)))
+    throw bad_input(
+        "--fail-above " + o.fail_above_opt->as<std::string>() +
+        ": must be a positive finite number of eps (0, a negative or NaN value would switch the gate off)");
   if (o.chunks < 2 || o.chunks > o.n || o.n % o.chunks)
     throw bad_input("--chunks must be >= 2 and divide --n (" + std::to_string(o.n) + ")");
   opt.chunks = o.chunks;
@@ -51,9 +58,9 @@ void run(const cp_cli &o) {
   else if (o.form == "online")
     opt.form = pit::merge_form::online;
   else
-    throw bad_input("--form must be global or online");
+    throw bad_input("--form '" + io::shorten(o.form) + "': must be global or online");
   if (o.order != "ascending" && o.order != "descending")
-    throw bad_input("--order must be ascending or descending");
+    throw bad_input("--order '" + io::shorten(o.order) + "': must be ascending or descending");
   opt.descending = o.order == "descending";
   if (o.bug == "none")
     opt.bug = pit::merge_bug::none;
@@ -62,7 +69,7 @@ void run(const cp_cli &o) {
   else if (o.bug == "stale-lse")
     opt.bug = pit::merge_bug::stale_lse;
   else
-    throw bad_input("--bug must be none, skip-rescale or stale-lse");
+    throw bad_input("--bug '" + io::shorten(o.bug) + "': must be none, skip-rescale or stale-lse");
   if (o.bug_chunk < 0 || o.bug_chunk >= o.chunks) throw bad_input("--bug-chunk must be in [0, chunks)");
   opt.bug_chunk = o.bug_chunk;
   opt.backward = !o.no_backward;
@@ -192,7 +199,8 @@ void register_cp(CLI::App &app) {
   add_count(s, "--threads", o->threads, "worker threads for the chunk pairs, 1..1024 (default: all cores)", 1,
             1024);
   add_max_memory(s, o->max_memory);
-  s->add_option("--fail-above", o->fail_above, "exit 3 when any tensor is off by more than this many eps");
+  o->fail_above_opt = s->add_option("--fail-above", o->fail_above,
+                                    "exit 3 when any tensor is off by more than this many eps (> 0)");
   s->add_flag("--json", o->json, "JSON output");
   s->callback([o] { run(*o); });
 }

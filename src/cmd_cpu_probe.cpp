@@ -462,7 +462,7 @@ void register_cpu_probe(CLI::App &app) {
       "cpu-probe", "check the CPU BF16 models bit for bit against this CPU's instructions (VDPBF16PS, ...)");
   add_count(sub, "--count", o->count, "random lanes per instruction (default 1000000)", 1, u64{1} << 40);
   add_count(sub, "--seed", o->seed, "seed of the random lanes (default 1)");
-  add_count(sub, "--threads", o->threads, "worker threads (default: all cores)");
+  add_count(sub, "--threads", o->threads, "worker threads, 1..1024 (default: all cores)", 1, 1024);
   sub->add_flag("--json", o->json, "machine-readable output");
   sub->add_flag("--list", o->list, "list the CPU models (names for mma --arch) and exit");
   sub->footer(

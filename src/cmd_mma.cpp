@@ -181,7 +181,8 @@ template <class Fn> void for_each_line(std::istream &is, int K, Fn fn) {
   std::string line;
   int lineno = 0;
   const std::size_t want = std::size_t(2 * K + 1);
-  while (std::getline(is, line)) {
+  while (io::rethrow_as<bad_input>(
+      [&] { return io::read_line(is, line, io::max_mma_line, "mma input", lineno + 1); })) {
     ++lineno;
     const auto first = line.find_first_not_of(" \t\r");
     if (first == std::string::npos || line[first] == '#') continue;
@@ -392,6 +393,7 @@ void run(const mma_cli &o) {
   std::ifstream file;
   if (!o.in_file.empty()) file = io::rethrow_as<bad_input>([&] { return io::open_input(o.in_file, "--in"); });
   std::istream &is = o.in_file.empty() ? std::cin : file;
+  if (o.in_file.empty()) io::rethrow_as<bad_input>([] { io::check_stdin("mma"); });
   if (io::scaled_requested(o.scaled)) {
     io::scaled_mma_options sc = o.scaled;
     sc.b_format = o.b_format; // the one --b-format option serves both the block model and --kind

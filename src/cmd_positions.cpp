@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,13 +52,12 @@ std::vector<long> share_grid(long max) {
   return ns;
 }
 
-void write_plot(const std::string &png, long max) {
-  const std::string csv = io::replace_extension(png, ".csv");
+void write_plot(const io::plot_paths &p, long max) {
   const std::vector<long> ns = share_grid(max);
   const auto b = pit::exact_share_curve(pit::id_dtype::bf16, ns);
   const auto h = pit::exact_share_curve(pit::id_dtype::f16, ns);
   {
-    std::ofstream f = io::open_output(csv, "--plot");
+    io::output_file f(p.csv, "--plot CSV");
     f << "n,bf16_exact,bf16_share,f16_exact,f16_share\n";
     char line[160];
     for (std::size_t i = 0; i < ns.size(); ++i) {
@@ -65,41 +65,42 @@ void write_plot(const std::string &png, long max) {
                     h[i].share);
       f << line;
     }
+    f.commit();
   }
-  // The preamble turns enhanced text off; the 2^{%L} tick labels need it.
-  const std::string script =
-      io::gnuplot_preamble(
-          png, "Position ids 0..n-1 built in a low-precision dtype (torch.arange(n, dtype=...))", 900, 560) +
-      "set termoption enhanced\n"
-      "set logscale x 2\n"
-      "set format x '2^{%L}'\n"
-      "set yrange [0:1.05]\n"
-      "set grid\n"
-      "set key bottom left\n"
-      "set xlabel 'n (positions)'\n"
-      "set ylabel 'share of ids that keep their own value'\n"
-      "set arrow from 256, graph 0 to 256, graph 1 nohead dt 2 lc rgb '#1f77b4'\n"
-      "set arrow from 2048, graph 0 to 2048, graph 1 nohead dt 2 lc rgb '#d62728'\n"
-      "set arrow from 8192, graph 0 to 8192, graph 1 nohead dt 3 lc rgb 'gray'\n"
-      "set label 'BF16 at 8192: 896/8192 = 10.9 %' at 8192, 0.15 right offset -1,0\n"
-      "plot '" +
-      csv +
-      "' every ::1 using 1:3 with lines lw 2 lc rgb '#1f77b4' title 'BF16', \\\n"
-      "     '' every ::1 using 1:5 with lines lw 2 lc rgb '#d62728' title 'FP16'\n";
-  io::run_gnuplot(csv + ".gp", script, false);
+  io::figure fig{"Position ids 0..n-1 built in a low-precision dtype (torch.arange(n, dtype=...))", 900, 560};
+  fig.enhanced = true; // the 2^{%L} tick labels
+  fig.body = "set logscale x 2\n"
+             "set format x '2^{%L}'\n"
+             "set yrange [0:1.05]\n"
+             "set grid\n"
+             "set key bottom left\n"
+             "set xlabel 'n (positions)'\n"
+             "set ylabel 'share of ids that keep their own value'\n"
+             "set arrow from 256, graph 0 to 256, graph 1 nohead dt 2 lc rgb '#1f77b4'\n"
+             "set arrow from 2048, graph 0 to 2048, graph 1 nohead dt 2 lc rgb '#d62728'\n"
+             "set arrow from 8192, graph 0 to 8192, graph 1 nohead dt 3 lc rgb 'gray'\n"
+             "set label 'BF16 at 8192: 896/8192 = 10.9 %' at 8192, 0.15 right offset -1,0\n"
+             "plot " +
+             io::gnuplot_path(p.csv) +
+             " every ::1 using 1:3 with lines lw 2 lc rgb '#1f77b4' title 'BF16', \\\n"
+             "     '' every ::1 using 1:5 with lines lw 2 lc rgb '#d62728' title 'FP16'\n";
+  io::render_plot(p, fig);
 }
 
 void run(const positions_cli &o) {
+  std::optional<io::plot_paths> plot;
+  if (!o.plot.empty()) plot = io::plot_paths_for(o.plot, "--plot");
   pit::id_dtype t;
   if (o.dtype == "bf16")
     t = pit::id_dtype::bf16;
   else if (o.dtype == "f16" || o.dtype == "fp16")
     t = pit::id_dtype::f16;
   else
-    throw bad_input("--dtype must be bf16 or f16");
+    throw bad_input("--dtype '" + io::shorten(o.dtype) + "': must be bf16 or f16");
   if (o.head_dim < 2 || o.head_dim % 2) throw bad_input("--head-dim must be even and >= 2");
-  if (!(o.base > 1)) throw bad_input("--base must be > 1");
-  if (o.inv_freq != "f32" && o.inv_freq != "bf16") throw bad_input("--inv-freq must be f32 or bf16");
+  if (!(o.base > 1) || !std::isfinite(o.base)) throw bad_input("--base must be finite and > 1");
+  if (o.inv_freq != "f32" && o.inv_freq != "bf16")
+    throw bad_input("--inv-freq '" + io::shorten(o.inv_freq) + "': must be f32 or bf16");
   // The ids (in the dtype and in FP32) and the ALiBi biases, n values each.
   io::memory_need need;
   need.add({std::uint64_t(o.n), 8, 4}, "position ids and biases");
@@ -193,10 +194,9 @@ void run(const positions_cli &o) {
                     a.first_collision, 100 * a.colliding_entries);
     }
   }
-  if (!o.plot.empty()) {
-    write_plot(o.plot, o.plot_max);
-    if (!o.json)
-      std::printf("\nplot: %s (data: %s)\n", o.plot.c_str(), io::replace_extension(o.plot, ".csv").c_str());
+  if (plot) {
+    write_plot(*plot, o.plot_max);
+    if (!o.json) std::printf("\nplot: %s (data: %s)\n", plot->png.c_str(), plot->csv.c_str());
   }
 }
 

@@ -50,9 +50,10 @@ int run(const testfloat_cli &o, const std::vector<std::string> &extras) {
   std::ios_base::sync_with_stdio(false); // millions of lines: no C stdio synchronisation
   std::string text;
   std::size_t line_no = 0, passed = 0, failed = 0;
-  while (std::getline(std::cin, text)) {
+  io::rethrow_as<bad_input>([] { io::check_stdin("testfloat"); });
+  while (io::rethrow_as<bad_input>(
+      [&] { return io::read_line(std::cin, text, io::max_testfloat_line, "standard input", line_no + 1); })) {
     ++line_no;
-    if (!text.empty() && text.back() == '\r') text.pop_back();
     if (text.find_first_not_of(" \t") == std::string::npos) continue;
     tf::line l = io::rethrow_as<bad_input>([&] { return tf::parse_line(text, f, line_no); });
     tf::outcome r = tf::evaluate(f, l.ops, e);

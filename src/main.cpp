@@ -1,6 +1,9 @@
 // bf16emu command-line tool: the subcommands register themselves (command.hpp).
 #include <algorithm>
+#include <cmath>
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <string>
 #include <vector>
@@ -68,6 +71,40 @@ std::vector<std::string> negative_operands(CLI::App &app, const std::vector<std:
   return out;
 }
 
+// Option values that no option accepts, checked on the raw arguments before any command runs:
+// an empty value ("--ledger ''" is not "no --ledger") and a number that is not finite ("--tie-share
+// nan", "--strength inf", "--base 1e999"). Operands of the arithmetic commands (--operand) may be
+// any number. Throws input_error naming the option and the value.
+void check_option_values(CLI::App &app, const std::vector<std::string> &args) {
+  std::size_t at = 0;
+  CLI::App *sub = named_subcommand(app, args, at);
+  if (sub == nullptr) return;
+  for (std::size_t i = at + 1; i < args.size(); ++i) {
+    const std::string &arg = args[i];
+    if (arg == "--") break;
+    if (arg.size() < 2 || arg[0] != '-' || is_negative_number(arg)) continue;
+    const auto eq = arg.find('=');
+    const std::string name = arg.substr(0, eq);
+    const CLI::Option *opt = sub->get_option_no_throw(name);
+    if (opt == nullptr || opt->get_items_expected_min() == 0) continue; // a flag, or CLI11's own error
+    std::string value;
+    if (eq != std::string::npos)
+      value = arg.substr(eq + 1);
+    else if (i + 1 < args.size())
+      value = args[++i];
+    else
+      continue; // CLI11 reports the missing value
+    if (name == "--operand") continue;
+    if (value.empty())
+      throw bf16emu::io::input_error(name + ": an empty value (leave the option out instead)");
+    if (opt->get_type_name() != "FLOAT") continue; // integer and text options read their own values
+    char *end = nullptr;
+    const double v = std::strtod(value.c_str(), &end);
+    if (end != value.c_str() && *end == '\0' && !std::isfinite(v))
+      throw bf16emu::io::input_error(name + " " + bf16emu::io::shorten(value) + ": must be a finite number");
+  }
+}
+
 // "paper, add, sub, ...": the subcommands in --help order.
 std::string command_names(CLI::App &app) {
   std::string s;
@@ -78,8 +115,24 @@ std::string command_names(CLI::App &app) {
 
 } // namespace
 
+// SIGINT, SIGTERM, SIGHUP: the temporary files of unfinished outputs go, then the default action,
+// so an interrupted run leaves every earlier file as it was and no half-written one.
+extern "C" void on_fatal_signal(int sig) {
+  bf16emu::io::remove_unfinished_outputs();
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+}
+
 int main(int argc, char **argv) {
   using namespace bf16emu::cli;
+  for (int sig : {SIGINT, SIGTERM, SIGHUP})
+    std::signal(sig, on_fatal_signal);
+  try {
+    bf16emu::io::check_stdout_open();
+  } catch (const bf16emu::io::input_error &e) {
+    std::fprintf(stderr, "bf16emu: %s\n", e.what());
+    return exit_bad_input;
+  }
   CLI::App app{"bf16emu: bit-exact BF16/FP32 arithmetic, tensor-core model and attention error ledger.\n"
                "Start with: bf16emu paper"};
   app.require_subcommand(1);
@@ -97,18 +150,36 @@ int main(int argc, char **argv) {
                  bf16emu::io::shorten(args[at]).c_str(), command_names(app).c_str());
     return exit_bad_input;
   }
+  // Only options before any command: each must be one of the top-level ones.
+  for (const std::string &arg : args)
+    if (at == args.size() && !arg.empty() && arg[0] == '-' && arg != "-h" && arg != "--help" &&
+        arg != "--help-all" && arg != "--version") {
+      std::fprintf(stderr, "bf16emu: unknown option '%s' (put a command first: %s; or --help)\n",
+                   bf16emu::io::shorten(arg).c_str(), command_names(app).c_str());
+      return exit_bad_input;
+    }
   args = negative_operands(app, args);
   std::vector<char *> argp{argv[0]};
   for (auto &a : args)
     argp.push_back(a.data());
+  auto finish = [](int rc) {
+    try {
+      bf16emu::io::finish_stdout();
+    } catch (const bf16emu::io::input_error &e) {
+      std::fprintf(stderr, "bf16emu: %s\n", e.what());
+      return rc == 0 ? int(exit_bad_input) : rc;
+    }
+    return rc;
+  };
   try {
+    check_option_values(app, args);
     app.parse(int(argp.size()), argp.data());
   } catch (const CLI::CallForHelp &e) {
-    return app.exit(e);
+    return finish(app.exit(e));
   } catch (const CLI::CallForAllHelp &e) {
-    return app.exit(e);
+    return finish(app.exit(e));
   } catch (const CLI::CallForVersion &e) {
-    return app.exit(e);
+    return finish(app.exit(e));
   } catch (const CLI::ParseError &e) {
     // CLI11 quotes whole arguments ("not expected: <10 MB>"): the message is cut.
     std::fprintf(stderr, "bf16emu: %s\n", bf16emu::io::shorten(e.what(), 400).c_str());
@@ -124,5 +195,5 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "bf16emu: error: %s\n", e.what());
     return 1;
   }
-  return 0;
+  return finish(0);
 }

@@ -351,7 +351,7 @@ void write_ablation_json(json_writer &w, const ablation_report &r, const ablatio
 }
 
 void write_ablation_csv(const std::string &path, const ablation_report &r) {
-  auto out = open_output(path, "--plot CSV");
+  output_file out(path, "--plot CSV");
   out << "configuration,o_bias,o_se,o_z_heads,o_share,delta_bias,delta_se,delta_z_heads,delta_share\n";
   const head_bias_row &base = r.rows.at(0);
   char b[512];
@@ -361,20 +361,22 @@ void write_ablation_csv(const std::string &path, const ablation_report &r) {
                   row.delta.se, row.delta.z(), bias_share(base.delta.mean, row.delta.mean));
     out << b;
   }
+  out.commit();
 }
 
-void plot_ablation(const std::string &png, const std::string &csv, const std::string &title) {
-  std::string script = gnuplot_preamble(png, title, 1100, 600);
-  script += "set style data histograms\n"
-            "set style histogram errorbars gap 1 lw 1\n"
-            "set style fill solid 0.6 border -1\n"
-            "set xtics rotate by -35\n"
-            "set grid ytics\n"
-            "set key top left\n"
-            "set ylabel 'bias of O: mean over heads of the mean signed error (+- se over heads)'\n"
-            "plot '" +
-            csv + "' every ::1 using 2:3:xtic(1) title 'O bias'\n";
-  run_gnuplot(csv + ".gp", script, true);
+void plot_ablation(const plot_paths &p, const std::string &title) {
+  figure fig{title, 1100, 600};
+  fig.keep_script = true;
+  fig.body = "set style data histograms\n"
+             "set style histogram errorbars gap 1 lw 1\n"
+             "set style fill solid 0.6 border -1\n"
+             "set xtics rotate by -35\n"
+             "set grid ytics\n"
+             "set key top left\n"
+             "set ylabel 'bias of O: mean over heads of the mean signed error (+- se over heads)'\n"
+             "plot " +
+             gnuplot_path(p.csv) + " every ::1 using 2:3:xtic(1) title 'O bias'\n";
+  render_plot(p, fig);
 }
 
 } // namespace bf16emu::io

@@ -26,6 +26,7 @@
 #include <bf16emu/parallel.hpp>
 
 #include "io/json.hpp"
+#include "io/plot.hpp"
 
 namespace bf16emu::io {
 
@@ -136,7 +137,7 @@ void print_ablation_text(std::ostream &out, const ablation_report &r, const abla
 void write_ablation_json(json_writer &w, const ablation_report &r, const ablation_origin &origin);
 // The bar chart: CSV (one row per configuration) and its gnuplot PNG.
 void write_ablation_csv(const std::string &path, const ablation_report &r);
-void plot_ablation(const std::string &png, const std::string &csv, const std::string &title);
+void plot_ablation(const plot_paths &p, const std::string &title);
 
 // The over-heads statistic as JSON: {"heads", "mean", "se", "z_heads", "negative_heads", ...}.
 void write_over_heads_json(json_writer &w, const over_heads &s);

@@ -327,7 +327,7 @@ void print_attention_text(const at::run_report &r) {
 }
 
 void write_trace_csv(const std::string &path, const at::run_report &r) {
-  std::ofstream f = open_output(path, "trace CSV");
+  output_file f(path, "trace CSV");
   f << "step,t,pbar,p_is_one,boundary,running,exact,cum_error,exact_l,norm_error\n";
   char b[400];
   for (const auto &p : r.trace) {
@@ -336,30 +336,29 @@ void write_trace_csv(const std::string &path, const at::run_report &r) {
                   p.norm_error);
     f << b;
   }
-  if (!f) throw input_error("trace CSV: write error: '" + shorten(path, 200) + "'");
+  f.commit();
 }
 
-void plot_trace(const std::string &png, const std::string &csv, const std::string &title) {
-  std::string script = gnuplot_preamble(png, title, 1000, 600);
-  script +=
+void plot_trace(const plot_paths &p, const std::string &title) {
+  figure fig{title, 1000, 600};
+  fig.keep_script = true;
+  fig.body =
       "set key top left\n"
       "set xlabel 'accumulation step (keys in processing order)'\n"
       "set ylabel 'cumulative error of the running O / running row sum'\n"
       "set grid\n"
-      "plot '" +
-      csv +
-      "' every ::1 using 1:10 with steps lw 2 title 'cumulative error (normalised)', \\\n"
+      "plot " +
+      gnuplot_path(p.csv) +
+      " every ::1 using 1:10 with steps lw 2 title 'cumulative error (normalised)', \\\n"
       "     '' every ::1 using ($4==1 ? $1 : 1/0):10 with points pt 7 ps 1.2 lc rgb 'red' title 'P-bar = "
       "1'\n";
-  run_gnuplot(csv + ".gp", script, true);
+  render_plot(p, fig);
 }
 
 std::vector<double> read_attention_tensor(const std::string &path, const char *option,
                                           std::vector<std::size_t> &shape) {
   std::ifstream in = open_input(path, option, true);
-  const std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(in)),
-                                        std::istreambuf_iterator<char>());
-  if (in.bad()) throw input_error(std::string(option) + ": read error: '" + shorten(path, 200) + "'");
+  const std::vector<std::uint8_t> bytes = npy::read_image(in, path);
   const npy::array a = npy::parse(bytes.data(), bytes.size(), path);
   if (a.shape.size() < 2 || a.shape.size() > 4)
     throw input_error(path + ": expected a 2-d [n, d], 3-d [heads, n, d] or 4-d [batch, heads, n, d] array");

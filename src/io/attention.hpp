@@ -12,6 +12,7 @@
 #include <bf16emu/attention.hpp>
 
 #include "io/memory.hpp"
+#include "io/plot.hpp"
 
 namespace bf16emu::io {
 
@@ -72,7 +73,7 @@ void print_attention_text(const at::run_report &r);
 
 // The element trace as CSV, and its gnuplot PNG (CSV beside it, see plot.hpp).
 void write_trace_csv(const std::string &path, const at::run_report &r);
-void plot_trace(const std::string &png, const std::string &csv, const std::string &title);
+void plot_trace(const plot_paths &p, const std::string &title);
 
 // ---------------------------------------------------------------------------
 // Tensors.

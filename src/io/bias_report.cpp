@@ -153,17 +153,14 @@ bool bias_map_value_known(const std::string &name) {
   return false;
 }
 
-std::pair<std::string, std::string> plot_bias_map(const std::string &plot, const std::string &map_value,
-                                                  const b::axis &x, const b::axis &y,
-                                                  const std::vector<bias_row> &rows, const bias_header &h) {
+void plot_bias_map(const plot_paths &p, const std::string &map_value, const b::axis &x, const b::axis &y,
+                   const std::vector<bias_row> &rows, const bias_header &h) {
   if (!bias_map_value_known(map_value))
     throw input_error("--map-value must be one of: " + std::string(csv_stats));
-  std::string base = plot;
-  if (base.size() > 4 && base.substr(base.size() - 4) == ".png") base.resize(base.size() - 4);
-  const std::string csv = base + ".csv", png = base + ".png";
   {
-    std::ofstream f = open_output(csv, "--plot");
-    print_csv(f, rows);
+    output_file f(p.csv, "--plot CSV");
+    print_csv(f.stream(), rows);
+    f.commit();
   }
   // Columns of the knobs and of the plotted statistic in the CSV.
   int col = 0, ix = 0, iy = 0, i = 1;
@@ -187,23 +184,24 @@ std::pair<std::string, std::string> plot_bias_map(const std::string &plot, const
   }
   if (vmax == 0) vmax = 1;
   const bias_row &r0 = rows[0];
-  const std::string title = "bf16emu bias: " + map_value + ", " + cfg_value(r0, "method") + " " +
-                            cfg_value(r0, "round") + " -> " + cfg_value(r0, "out") + ", seed " +
-                            std::to_string(h.seed) + ", " + std::to_string(h.trials) + " trials/cell";
+  figure fig{"bf16emu bias: " + map_value + ", " + cfg_value(r0, "method") + " " + cfg_value(r0, "round") +
+                 " -> " + cfg_value(r0, "out") + ", seed " + std::to_string(h.seed) + ", " +
+                 std::to_string(h.trials) + " trials/cell",
+             900, 700};
   auto half = [](const std::vector<double> &v) { return v.size() > 1 ? (v[1] - v[0]) / 2 : 0.5; };
   std::ostringstream gp;
-  gp << gnuplot_preamble(png, title, 900, 700) << "set xlabel '" << x.knob << "'\nset ylabel '" << y.knob
-     << "'\n"
-     << "set cblabel '" << map_value << "'\n"
+  gp << "set xlabel " << gnuplot_quote(x.knob) << "\nset ylabel " << gnuplot_quote(y.knob) << "\n"
+     << "set cblabel " << gnuplot_quote(map_value) << "\n"
      << "set palette defined (-1 '#2166ac', 0 '#f7f7f7', 1 '#b2182b')\n"
      << "set cbrange [" << -vmax << ":" << vmax << "]\n"
      << "set xrange [" << x.values.front() - half(x.values) << ":" << x.values.back() + half(x.values)
      << "]\n"
      << "set yrange [" << y.values.front() - half(y.values) << ":" << y.values.back() + half(y.values)
      << "]\n"
-     << "plot '" << csv << "' skip 1 using " << ix << ":" << iy << ":" << col << " with image notitle\n";
-  run_gnuplot(base + ".gp", gp.str(), false);
-  return {png, csv};
+     << "plot " << gnuplot_path(p.csv) << " skip 1 using " << ix << ":" << iy << ":" << col
+     << " with image notitle\n";
+  fig.body = gp.str();
+  render_plot(p, fig);
 }
 
 void print_search(std::ostream &out, bool json, const search_report &r, const b::search_spec &s,

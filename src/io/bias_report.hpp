@@ -15,6 +15,8 @@
 #include <bf16emu/bias/stats.hpp>
 #include <bf16emu/bias/sweep.hpp>
 
+#include "io/plot.hpp"
+
 namespace bf16emu::io {
 
 struct bias_row {
@@ -37,11 +39,10 @@ void print_bias_report(std::ostream &out, report_format f, const bias_header &h,
 // Whether --map-value names a statistic the map can draw (a CSV statistics column).
 bool bias_map_value_known(const std::string &name);
 
-// Writes PLOT's CSV (PLOT without .png, plus .csv) and renders PLOT.png with gnuplot, drawing
-// map_value over the x and y knobs. Returns the two paths (png, csv).
-std::pair<std::string, std::string> plot_bias_map(const std::string &plot, const std::string &map_value,
-                                                  const bias::axis &x, const bias::axis &y,
-                                                  const std::vector<bias_row> &rows, const bias_header &h);
+// Writes the map's CSV (p.csv) and renders p.png with gnuplot, drawing map_value over the x and
+// y knobs.
+void plot_bias_map(const plot_paths &p, const std::string &map_value, const bias::axis &x,
+                   const bias::axis &y, const std::vector<bias_row> &rows, const bias_header &h);
 
 struct search_report {
   std::uint64_t seed = 0, iters = 0;

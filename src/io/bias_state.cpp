@@ -3,6 +3,7 @@
 
 #include <cctype>
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -13,6 +14,7 @@
 #include "io/error.hpp"
 #include "io/files.hpp"
 #include "io/memory.hpp"
+#include "io/names.hpp"
 #include "io/number.hpp"
 
 namespace bf16emu::io {
@@ -138,7 +140,26 @@ std::string parse_bias_stats(const std::string &line, bias::stats &st) {
   return {};
 }
 
-void write_bias_state(std::ostream &out, const bias::run_spec &s, const std::vector<bias::stats> &st) {
+namespace {
+
+// FNV-1a, 64 bits, over the text of the lines before the checksum line (each with its '\n').
+std::uint64_t fnv1a64(std::uint64_t h, const std::string &text) {
+  for (unsigned char c : text)
+    h = (h ^ c) * 0x100000001b3ULL;
+  return (h ^ '\n') * 0x100000001b3ULL;
+}
+constexpr std::uint64_t fnv_offset = 0xcbf29ce484222325ULL;
+
+std::string checksum_line(std::uint64_t h) {
+  char b[48];
+  std::snprintf(b, sizeof b, "checksum fnv1a64=%016llx", static_cast<unsigned long long>(h));
+  return b;
+}
+
+} // namespace
+
+void write_bias_state(std::ostream &stream, const bias::run_spec &s, const std::vector<bias::stats> &st) {
+  std::ostringstream out;
   out << bias_state_magic << "\n";
   out << "run seed=" << s.seed << " trials=" << s.trials << " chunk=" << s.chunk << " shards=" << s.shards
       << " shard=" << s.shard << " configs=" << s.configs.size() << "\n";
@@ -146,6 +167,107 @@ void write_bias_state(std::ostream &out, const bias::run_spec &s, const std::vec
     out << "config " << i << " " << bias_config_text(s.configs[i]) << "\n";
   for (std::size_t i = 0; i < st.size(); ++i)
     out << "stats " << i << " " << bias_stats_text(st[i]) << "\n";
+  const std::string text = out.str();
+  std::uint64_t h = fnv_offset;
+  for (std::size_t at = 0; at < text.size();) {
+    const std::size_t nl = text.find('\n', at);
+    h = fnv1a64(h, text.substr(at, nl - at));
+    at = nl + 1;
+  }
+  stream << text << checksum_line(h) << "\n";
+}
+
+std::uint64_t shard_config_trials(std::uint64_t trials, std::uint64_t chunk, std::uint64_t shards,
+                                  std::uint64_t shard, std::uint64_t config) {
+  const std::uint64_t cpc = trials / chunk + (trials % chunk != 0); // units per configuration
+  // shards <= 2^32, so the product of the two residues fits 64 bits
+  const std::uint64_t first_unit_mod = (config % shards) * (cpc % shards) % shards;
+  const std::uint64_t r = (shard + shards - first_unit_mod) % shards; // first j of this shard
+  if (r >= cpc) return 0;
+  const std::uint64_t count = (cpc - 1 - r) / shards + 1;
+  const std::uint64_t last = trials - (cpc - 1) * chunk; // the last unit may be short
+  const bool has_last = (cpc - 1 - r) % shards == 0;
+  return count * chunk - (has_last ? chunk - last : 0);
+}
+
+std::string check_bias_stats(const bias::stats &st, std::uint64_t expected) {
+  const auto n = [](std::uint64_t v) { return std::to_string(v); };
+  if (st.nonfinite > expected || st.trials != expected - st.nonfinite)
+    return "trials=" + n(st.trials) + " + nonfinite=" + n(st.nonfinite) + " must be " + n(expected) +
+           ", the trials this shard runs for this configuration";
+  if (st.rel_trials > st.trials) return "rel_trials=" + n(st.rel_trials) + " exceeds trials=" + n(st.trials);
+  if (st.away > st.trials || st.toward > st.trials - st.away)
+    return "away=" + n(st.away) + " + toward=" + n(st.toward) + " exceeds trials=" + n(st.trials);
+  if (st.steps_away > st.steps_inexact)
+    return "steps_away=" + n(st.steps_away) + " exceeds steps_inexact=" + n(st.steps_inexact);
+  if (st.has_worst != (st.trials > 0)) return "has_worst must be 1 exactly when trials > 0";
+  if (!std::isfinite(st.worst_ulp) || !std::isfinite(st.worst_err) || !std::isfinite(st.worst_rel))
+    return "a worst_* value is not finite";
+  if (!st.has_worst && (st.worst_ulp != 0 || st.worst_err != 0 || st.worst_rel != 0 || st.worst_trial != 0))
+    return "worst_* values without a worst trial";
+  // worst_ulp is the largest |err/ulp| of the trials: it bounds every term of s_ulp and s_mag,
+  // and its square (rounded, as each term's square is) every term of s_ulp2.
+  const double t = double(st.trials), w = std::fabs(st.worst_ulp), slack = 1 + 0x1p-40;
+  const struct {
+    const char *name;
+    const bias::superacc &sum;
+    double lo, hi;
+  } sums[] = {
+      {"s_ulp", st.s_ulp, -t * w * slack, t * w * slack}, {"s_mag", st.s_mag, -t * w * slack, t * w * slack},
+      {"s_ulp2", st.s_ulp2, 0, t * (w * w) * slack},      {"s_rel2", st.s_rel2, 0, HUGE_VAL},
+      {"s_rel", st.s_rel, -HUGE_VAL, HUGE_VAL},           {"s_abs", st.s_abs, -HUGE_VAL, HUGE_VAL}};
+  for (const auto &x : sums) {
+    const double v = x.sum.to_double();
+    if (!std::isfinite(v)) return std::string(x.name) + " is not finite";
+    if (v < x.lo || v > x.hi)
+      return std::string(x.name) + " is outside the bounds that trials and worst_ulp allow";
+  }
+  return {};
+}
+
+std::string check_bias_config(const std::string &text) {
+  static const char *const keys[] = {"scenario", "method", "round",  "out",  "tc_L",    "tc_F",    "tc_k",
+                                     "n",        "neg",    "spread", "ones", "weights", "residual"};
+  std::istringstream in(text);
+  std::string tok;
+  std::size_t k = 0;
+  for (; in >> tok; ++k) {
+    const auto eq = tok.find('=');
+    if (k >= std::size(keys) || eq == std::string::npos || tok.compare(0, eq, keys[k]) != 0)
+      return "configuration: expected " + std::string(k < std::size(keys) ? keys[k] : "nothing more") +
+             "=..., got '" + shorten(tok) + "'";
+    const std::string key = keys[k], v = tok.substr(eq + 1);
+    bool ok = !v.empty();
+    if (key == "scenario") {
+      ok = ok && v.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_-") == std::string::npos;
+    } else if (key == "method") {
+      ok = false;
+      for (int m = 0; m < bias::method_count; ++m)
+        ok = ok || v == to_string(static_cast<bias::method>(m));
+    } else if (key == "round") {
+      try {
+        (void)parse_mode(v);
+      } catch (const std::exception &) {
+        ok = false;
+      }
+    } else if (key == "out") {
+      ok = v == "bf16" || v == "fp32";
+    } else if (key == "weights") {
+      ok = v == "uniform" || v == "softmax" || v == "tiny";
+    } else if (key[0] == 't' || key == "n") { // tc_L, tc_F, tc_k, n: small integers
+      ok = ok && v.size() <= 9 && v.find_first_not_of("0123456789") == std::string::npos;
+    } else { // neg, spread, ones, residual: finite numbers
+      std::size_t used = 0;
+      try {
+        ok = ok && std::isfinite(std::stod(v, &used)) && used == v.size();
+      } catch (const std::exception &) {
+        ok = false;
+      }
+    }
+    if (!ok) return "configuration: bad " + key + "=" + shorten(v);
+  }
+  if (k != std::size(keys)) return "configuration: " + std::string(keys[k]) + "= is missing";
+  return {};
 }
 
 namespace {
@@ -172,22 +294,38 @@ std::uint64_t field(const std::string &where, const std::string &key, const std:
 
 bias_state read_bias_state(const std::string &path, std::uint64_t max_memory) {
   std::ifstream in = open_input(path, "state file");
-  const std::string &name = path;
+  return read_bias_state(in, path, max_memory);
+}
+
+bias_state read_bias_state(std::istream &in, const std::string &name, std::uint64_t max_memory) {
   std::string line;
   std::uint64_t lineno = 1;
-  if (!std::getline(in, line) || line != bias_state_magic)
+  if (!read_line(in, line, max_state_line, name, lineno) || line != bias_state_magic) {
+    if (line == "bf16emu-bias-state 1")
+      throw input_error(name + ": a version 1 state file (no checksum); rerun its shard with this bf16emu");
     throw input_error(name + ": not a bf16emu bias state file (first line must be '" + bias_state_magic +
                       "')");
+  }
+  std::uint64_t hash = fnv1a64(fnv_offset, line);
   bias_state s;
-  bool have_run = false;
+  bool have_run = false, have_checksum = false;
   std::uint64_t ncfg = 0;
-  while (std::getline(in, line)) {
+  while (read_line(in, line, max_state_line, name, lineno + 1)) {
     ++lineno;
     if (line.empty()) continue;
     const std::string where = name + ":" + std::to_string(lineno) + ": ";
+    if (have_checksum) throw input_error(where + "a line after the checksum line");
     std::istringstream ls(line);
     std::string kind;
     ls >> kind;
+    if (kind == "checksum") {
+      if (line != checksum_line(hash))
+        throw input_error(where + "checksum mismatch (the file was changed or damaged; expected '" +
+                          checksum_line(hash) + "')");
+      have_checksum = true;
+      continue;
+    }
+    hash = fnv1a64(hash, line);
     if (kind == "run") {
       if (have_run) throw input_error(where + "a second run line");
       std::set<std::string> seen;
@@ -238,11 +376,18 @@ bias_state read_bias_state(const std::string &path, std::uint64_t max_memory) {
       std::getline(ls, rest);
       if (!rest.empty() && rest[0] == ' ') rest.erase(0, 1);
       if (is_config) {
+        if (const std::string err = check_bias_config(rest); !err.empty()) throw input_error(where + err);
         s.configs.push_back(rest);
       } else {
         s.stats.emplace_back();
-        const std::string err = parse_bias_stats(rest, s.stats.back());
-        if (!err.empty()) throw input_error(where + shorten(err));
+        std::string err = parse_bias_stats(rest, s.stats.back());
+        if (err.empty())
+          err = check_bias_stats(s.stats.back(),
+                                 shard_config_trials(s.trials, s.chunk, s.shards, s.shard, expected));
+        if (err.empty() && s.stats.back().worst_trial >= s.trials)
+          err = "worst_trial=" + std::to_string(s.stats.back().worst_trial) +
+                " is not below trials=" + std::to_string(s.trials);
+        if (!err.empty()) throw input_error(where + shorten(err, 200));
       }
     } else {
       throw input_error(where + "unknown line kind '" + shorten(kind) + "'");
@@ -253,6 +398,8 @@ bias_state read_bias_state(const std::string &path, std::uint64_t max_memory) {
     throw input_error(name + ":" + std::to_string(lineno) +
                       ": truncated: " + std::to_string(s.configs.size()) + " config and " +
                       std::to_string(s.stats.size()) + " stats lines of configs=" + std::to_string(ncfg));
+  if (!have_checksum)
+    throw input_error(name + ":" + std::to_string(lineno) + ": no checksum line at the end");
   return s;
 }
 

@@ -1,12 +1,14 @@
 // bf16emu io: the size guard. See memory.hpp.
 #include "io/memory.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <limits>
 #include <string>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "io/error.hpp"
@@ -34,16 +36,82 @@ memory_need &memory_need::add(std::initializer_list<std::uint64_t> factors, cons
   return *this;
 }
 
-std::uint64_t available_memory() noexcept {
-  std::ifstream in("/proc/meminfo");
-  std::string key;
-  std::uint64_t kb = 0;
-  std::string unit;
-  while (in >> key >> kb >> unit)
-    if (key == "MemAvailable:") return kb * 1024;
-  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
-  if (pages > 0 && page > 0) return static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page);
+namespace {
+
+// The first number in a file (a cgroup's limit or usage); saturated for "max" or no file.
+std::uint64_t read_number(const std::string &path) {
+  std::ifstream in(path);
+  std::uint64_t v = 0;
+  if (in >> v) return v;
   return saturated;
+}
+
+// What the memory cgroup of this process still allows: limit minus usage (v2: memory.max and
+// memory.current; v1: memory.limit_in_bytes and memory.usage_in_bytes); saturated when there
+// is no limit.
+std::uint64_t cgroup_room() {
+  std::ifstream in("/proc/self/cgroup");
+  std::string line;
+  std::uint64_t room = saturated;
+  while (std::getline(in, line)) {
+    const auto c1 = line.find(':'), c2 = line.find(':', c1 + 1);
+    if (c1 == std::string::npos || c2 == std::string::npos) continue;
+    const std::string controllers = line.substr(c1 + 1, c2 - c1 - 1), path = line.substr(c2 + 1);
+    std::uint64_t limit = saturated, usage = 0;
+    if (controllers.empty()) { // v2
+      limit = read_number("/sys/fs/cgroup" + path + "/memory.max");
+      usage = read_number("/sys/fs/cgroup" + path + "/memory.current");
+    } else if (controllers == "memory") { // v1; "no limit" reads as a number near 2^63
+      limit = read_number("/sys/fs/cgroup/memory" + path + "/memory.limit_in_bytes");
+      usage = read_number("/sys/fs/cgroup/memory" + path + "/memory.usage_in_bytes");
+      if (limit >= (std::uint64_t{1} << 62)) limit = saturated;
+    }
+    if (limit == saturated) continue;
+    if (usage == saturated) usage = 0;
+    room = std::min(room, limit > usage ? limit - usage : 0);
+  }
+  return room;
+}
+
+// What RLIMIT_AS (ulimit -v) still allows: the limit minus the address space in use now.
+std::uint64_t address_space_room() {
+  rlimit rl{};
+  if (::getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return saturated;
+  std::ifstream in("/proc/self/statm");
+  std::uint64_t pages = 0;
+  in >> pages;
+  const std::uint64_t used = pages * std::uint64_t(sysconf(_SC_PAGE_SIZE));
+  const auto limit = std::uint64_t(rl.rlim_cur);
+  return limit > used ? limit - used : 0;
+}
+
+} // namespace
+
+std::uint64_t available_memory() noexcept { return available_memory(nullptr); }
+
+std::uint64_t available_memory(const char **which) noexcept {
+  std::uint64_t avail = saturated;
+  const char *why = "physical memory";
+  try {
+    std::ifstream in("/proc/meminfo");
+    std::string key, unit;
+    std::uint64_t kb = 0;
+    while (in >> key >> kb >> unit)
+      if (key == "MemAvailable:") {
+        avail = kb * 1024;
+        why = "MemAvailable";
+        break;
+      }
+    if (avail == saturated) {
+      const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+      if (pages > 0 && page > 0) avail = static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page);
+    }
+    if (const std::uint64_t as = address_space_room(); as < avail) avail = as, why = "ulimit -v (RLIMIT_AS)";
+    if (const std::uint64_t cg = cgroup_room(); cg < avail) avail = cg, why = "the cgroup's memory limit";
+  } catch (...) { // a read failure leaves the figures found so far
+  }
+  if (which) *which = why;
+  return avail;
 }
 
 std::string human_bytes(std::uint64_t bytes) {
@@ -96,14 +164,17 @@ std::uint64_t parse_size(std::string_view text, const char *what) {
 
 void check_memory(const memory_need &need, std::uint64_t max_memory, std::string_view command) {
   const bool explicit_limit = max_memory != 0;
-  const std::uint64_t limit = explicit_limit ? max_memory : available_memory();
+  const char *which = nullptr;
+  const std::uint64_t limit = explicit_limit ? max_memory : available_memory(&which);
   if (!need.overflowed() && need.bytes() <= limit) return;
   std::string msg = std::string(command) + " needs " + human_bytes(need.bytes());
   if (!need.largest().empty()) msg += " (largest: " + need.largest() + ")";
   if (explicit_limit)
     msg += "; --max-memory is " + human_bytes(limit);
   else
-    msg += "; this machine has " + human_bytes(limit) + " available; --max-memory to override";
+    msg += "; " + human_bytes(limit) +
+           " is available (the least of MemAvailable, ulimit -v and the cgroup's " + "limit: here " + which +
+           "); --max-memory to override";
   throw input_error(msg);
 }
 

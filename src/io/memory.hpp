@@ -8,7 +8,7 @@
 //       .add({batch, heads, n, d, 8}, "K");
 //   io::check_memory(need, opt.max_memory, "attention");
 //
-// The limit is --max-memory when given, else the memory available now (MemAvailable).
+// The limit is --max-memory when given, else the memory available now (available_memory()).
 #pragma once
 
 #include <cstdint>
@@ -35,8 +35,12 @@ private:
 // Product of the factors, or UINT64_MAX when it does not fit.
 std::uint64_t saturating_product(std::initializer_list<std::uint64_t> factors) noexcept;
 
-// Memory available to a new allocation now (Linux MemAvailable, else physical memory), bytes.
+// Memory available to a new allocation now, bytes: the least of Linux MemAvailable (else
+// physical memory), what ulimit -v (RLIMIT_AS) leaves above the address space in use, and what
+// the memory cgroup leaves (memory.max - memory.current; v1 limit_in_bytes - usage_in_bytes).
+// `which` (optional) gets the name of the one that applied.
 std::uint64_t available_memory() noexcept;
+std::uint64_t available_memory(const char **which) noexcept;
 
 // "800 GB", "1.5 MB", "more than 18 EB" (decimal units, 3 significant digits).
 std::string human_bytes(std::uint64_t bytes);
@@ -46,7 +50,8 @@ std::string human_bytes(std::uint64_t bytes);
 std::uint64_t parse_size(std::string_view text, const char *what);
 
 // Throws input_error when need exceeds max_memory (0: available_memory()):
-//   "attention needs 800 GB (largest: Q); this machine has 24 GB available; --max-memory to override"
+//   "attention needs 800 GB (largest: Q); 24 GB is available (the least of MemAvailable, ulimit -v and
+//   the cgroup's limit: here MemAvailable); --max-memory to override"
 void check_memory(const memory_need &need, std::uint64_t max_memory, std::string_view command);
 
 } // namespace bf16emu::io

@@ -151,7 +151,7 @@ void run_scaled_lines(const scaled_mma_options &o, const mma_common &c, std::ist
   d.a.resize(K), d.b.resize(K), d.sa.resize(S), d.sb.resize(S);
   std::string line;
   int lineno = 0;
-  while (std::getline(in, line)) {
+  while (read_line(in, line, max_mma_line, "mma input", std::uint64_t(lineno) + 1)) {
     ++lineno;
     const auto first = line.find_first_not_of(" \t\r");
     if (first == std::string::npos || line[first] == '#') continue;

@@ -10,6 +10,7 @@
 
 #include "io/error.hpp"
 #include "io/files.hpp"
+#include "io/memory.hpp"
 
 static_assert(std::endian::native == std::endian::little, "npy I/O assumes a little-endian host");
 
@@ -138,7 +139,17 @@ double array::value(std::size_t i) const {
   }
 }
 
-array parse(const std::uint8_t *data, std::size_t size, const std::string &name, const expect &want) {
+namespace {
+
+// The preamble and header dict of an image: the array's dtype and shape (no data yet), and the
+// offset where the data start.
+struct header_info {
+  array a;
+  std::string descr;
+  std::size_t data_offset = 0;
+};
+
+header_info parse_header(const std::uint8_t *data, std::size_t size, const std::string &name) {
   static const unsigned char magic[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
   if (size < 10 || std::memcmp(data, magic, 6) != 0)
     fail(name, "not a .npy file (wrong magic; expected \\x93NUMPY)");
@@ -195,7 +206,8 @@ array parse(const std::uint8_t *data, std::size_t size, const std::string &name,
     if (h[k] != ' ' && !(h[k] == '\n' && k + 1 == h.size()))
       p.bad("unexpected characters after the dict, at byte " + std::to_string(k) + " of the header");
 
-  array a;
+  header_info r;
+  array &a = r.a;
   if (descr_s == "<f4")
     a.type = dtype::f32;
   else if (descr_s == "<f8")
@@ -206,7 +218,18 @@ array parse(const std::uint8_t *data, std::size_t size, const std::string &name,
     fail(name, "unsupported dtype '" + io::shorten(descr_s) + "' (supported: '<f4', '<f8', '<u2')");
   if (fortran) fail(name, "fortran_order True is not supported (save a C-order array)");
   a.shape = shape;
+  r.descr = descr_s;
+  r.data_offset = hstart + hlen;
+  return r;
+}
 
+} // namespace
+
+array parse(const std::uint8_t *data, std::size_t size, const std::string &name, const expect &want) {
+  header_info hi = parse_header(data, size, name);
+  array &a = hi.a;
+  const std::string &descr_s = hi.descr;
+  const std::vector<std::size_t> &shape = a.shape;
   if (!want.type_any && want.type != a.type)
     fail(name, std::string("dtype is '") + descr_s + "', expected '" + descr(want.type) + "'");
   if (!want.any_shape) {
@@ -228,7 +251,7 @@ array parse(const std::uint8_t *data, std::size_t size, const std::string &name,
     if (d != 0 && n > std::numeric_limits<std::size_t>::max() / d / 8) fail(name, "shape too large");
     n *= d;
   }
-  std::size_t es = elem_size(a.type), body = hstart + hlen;
+  std::size_t es = elem_size(a.type), body = hi.data_offset;
   if (size - body < n * es)
     fail(name, "truncated data: shape " + shape_str(shape) + " needs " + std::to_string(n * es) +
                    " bytes, file has " + std::to_string(size - body));
@@ -251,11 +274,43 @@ array parse(const std::uint8_t *data, std::size_t size, const std::string &name,
   return a;
 }
 
+std::vector<std::uint8_t> read_image(std::istream &in, const std::string &name, std::uint64_t max_memory) {
+  std::vector<std::uint8_t> bytes;
+  // Appends up to `count` bytes; returns how many arrived.
+  auto get = [&](std::uint64_t count) {
+    const std::size_t from = bytes.size();
+    bytes.resize(from + std::size_t(count));
+    in.read(reinterpret_cast<char *>(bytes.data() + from), std::streamsize(count));
+    if (in.bad()) fail(name, "read error");
+    bytes.resize(from + std::size_t(in.gcount()));
+    return std::uint64_t(in.gcount());
+  };
+  get(12); // the preamble of every version (10 bytes for 1.0); parse_header checks the magic
+  if (bytes.size() >= 10 && bytes[6] >= 1 && bytes[6] <= 3) {
+    const std::size_t pre = bytes[6] == 1 ? 10 : 12;
+    std::uint64_t hlen = std::uint64_t(bytes[8]) | std::uint64_t(bytes[9]) << 8;
+    if (pre == 12 && bytes.size() >= 12)
+      hlen |= std::uint64_t(bytes[10]) << 16 | std::uint64_t(bytes[11]) << 24;
+    if (hlen > max_header_bytes)
+      fail(name, "header of " + std::to_string(hlen) + " bytes; at most " + std::to_string(max_header_bytes));
+    get(pre + hlen - std::min<std::uint64_t>(bytes.size(), pre + hlen));
+  }
+  const header_info hi = parse_header(bytes.data(), bytes.size(), name);
+  std::uint64_t n = elem_size(hi.a.type);
+  for (auto d : hi.a.shape)
+    n = io::saturating_product({n, std::uint64_t(d)});
+  io::memory_need need;
+  need.add({n, 3}, "its data"); // the image, the array, and the caller's copy
+  io::check_memory(need, max_memory, "reading " + io::shorten(name, 200));
+  bytes.resize(hi.data_offset); // drop what the 12-byte read took of the data
+  get(n);
+  return bytes;
+}
+
 array read(const std::string &path, const expect &want) {
   std::ifstream in(path, std::ios::binary);
   if (!in) fail(path, "cannot open for reading");
-  std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) fail(path, "read error");
+  const std::vector<std::uint8_t> bytes = read_image(in, path);
   return parse(bytes.data(), bytes.size(), path, want);
 }
 
@@ -287,12 +342,8 @@ std::vector<std::uint8_t> serialize(dtype t, const std::vector<std::size_t> &sha
 }
 
 void write(const std::string &path, dtype t, const std::vector<std::size_t> &shape, const void *data) {
-  auto bytes = serialize(t, shape, data);
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) fail(path, "cannot open for writing");
-  out.write(reinterpret_cast<const char *>(bytes.data()), std::streamsize(bytes.size()));
-  out.close();
-  if (!out) fail(path, "write error");
+  const auto bytes = serialize(t, shape, data);
+  io::write_file(path, ".npy output", bytes.data(), bytes.size());
 }
 
 void write(const std::string &path, const array &a) {

@@ -18,6 +18,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <istream>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,13 @@ struct expect {
 
 // Reads a .npy file. `name` in messages is the path.
 array read(const std::string &path, const expect &want = {});
+
+// Reads one .npy image from `in` and no more: the preamble, a header of at most max_header_bytes,
+// and exactly the data its shape and dtype declare, after the size guard (io/memory.hpp) has
+// accepted them (max_memory 0: the memory available). Anything after the data is not read.
+// /dev/zero or /dev/urandom fails on the magic, a lying header on the guard.
+inline constexpr std::uint64_t max_header_bytes = std::uint64_t{1} << 20;
+std::vector<std::uint8_t> read_image(std::istream &in, const std::string &name, std::uint64_t max_memory = 0);
 
 // Parses a .npy image held in memory (for fuzzers and tests); `name` is used in messages.
 array parse(const std::uint8_t *data, std::size_t size, const std::string &name, const expect &want = {});
