@@ -87,6 +87,8 @@ const char *rounding_name(tc::out_round r) {
 
 // The rounding column of --list-arch: the block's output rounding, or the f64 fma chain.
 const char *rounding_name(const tc::preset &p) {
+  if (p.accum == tc::accum_kind::two_block_add)
+    return p.block.rounding == tc::out_round::truncate ? "truncate+add" : "nearest_even+add";
   return p.accum == tc::accum_kind::fma_chain ? "fma_chain" : rounding_name(p.block.rounding);
 }
 
@@ -106,7 +108,7 @@ void list_presets(bool json) {
       w.begin_object();
       w.kv("arch", tc::to_string(p.arch)).kv("gpu", p.gpu).kv("instr", tc::to_string(p.kind));
       w.kv("a_format", io::name(p.in)).kv("b_format", io::name(p.b)).kv("c_format", io::name(p.c));
-      w.kv("out", io::name(p.out)).kv("accum", p.accum == tc::accum_kind::fma_chain ? "fma_chain" : "fused");
+      w.kv("out", io::name(p.out)).kv("accum", tc::to_string(p.accum));
       w.kv("ptx", p.ptx);
       w.kv("m", p.m).kv("n", p.n).kv("k", p.k);
       w.kv("L", p.block.L).kv("F", p.block.F).kv("e_zero", p.block.e_zero);
@@ -133,11 +135,12 @@ void list_presets(bool json) {
   std::printf(
       "\nk: instruction k (a multiple of L); L: products per block; F: fraction bits kept at alignment;\n"
       "e_zero: exponent of zero terms, in parentheses where it cannot change any result for these formats;\n"
-      "frac: fraction bits of the output. Aliases: %s. No preset where the sources leave a parameter open "
-      "(B200 fp8).\n"
+      "frac: fraction bits of the output. Aliases: %s. No preset where the sources leave a parameter open.\n"
       "in AxB: B has its own format (--b-format); out D<C: C has its own format (--c-format), converted to "
       "D's\n"
-      "before the first block; fma_chain: one IEEE fma per product in k order (f64; L, F, e_zero unused).\n"
+      "before the first block; fma_chain: one IEEE fma per product in k order (f64; L, F, e_zero unused);\n"
+      "x+add (fp8 mma.sync on sm90, sm100): a block of the products with k mod 4 < 2, one of the rest, each\n"
+      "rounded as x, then C added by one IEEE addition (nearest even).\n"
       "Details and full references: docs/tensor-cores.md.\n",
       alias_list().c_str());
   std::fflush(stdout);
