@@ -139,7 +139,7 @@ void register_ablate(CLI::App &app) {
   s->add_option("--do-bias", o->sink.do_bias, "sink: added to dO in the skewed columns (default 1)");
   s->add_option("--policy", o->policy, io::policy_names(true) + " (default paper:bf16)");
   s->add_option("--variant", o->variant, "standard, fa2 (default) or stabilized");
-  s->add_option("--beta", o->beta, "stabilized: beta (default 2)");
+  s->add_option("--beta", o->beta, "stabilized: beta > 1 (default 2)");
   s->add_option("--tie-tol", o->tie_tol, "stabilized: tie tolerance (default 1e-3)");
   s->add_flag("--causal", o->causal, "causal mask");
   add_count(s, "--block-m", o->block_m, "Br (default: the policy's)", 1);

@@ -238,7 +238,7 @@ void register_attention(CLI::App &app) {
   add_count(s, "--batch", o->batch, "batch (default 1)", 1);
   s->add_flag("--causal", o->causal, "causal mask");
   s->add_option("--variant", o->variant, "standard, fa2 (default) or stabilized");
-  s->add_option("--beta", o->beta, "stabilized: beta (default 2)");
+  s->add_option("--beta", o->beta, "stabilized: beta > 1 (default 2)");
   s->add_option("--tie-tol", o->tie_tol,
                 "stabilized: scores within this of the max count as ties (default 1e-3)");
   add_count(s, "--block-m", o->block_m, "Br (default 64; 512 under paper:autocast)", 1);

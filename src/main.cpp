@@ -101,7 +101,9 @@ void check_option_values(CLI::App &app, const std::vector<std::string> &args) {
     char *end = nullptr;
     const double v = std::strtod(value.c_str(), &end);
     if (end != value.c_str() && *end == '\0' && !std::isfinite(v))
-      throw bf16emu::io::input_error(name + " " + bf16emu::io::shorten(value) + ": must be a finite number");
+      throw bf16emu::io::input_error(name + " " + bf16emu::io::shorten(value) +
+                                     ": must be a finite number (" + name + ": " + opt->get_description() +
+                                     ")");
   }
 }
 
