@@ -114,6 +114,8 @@ def _tensor_bits(x, arg: str, fmt):
 
 def _numpy_bits(x, arg: str, fmt):
     a = np.asarray(x)
+    if not a.dtype.isnative:  # '>u2', '>f4': the values in this machine's byte order
+        a = a.astype(a.dtype.newbyteorder("="))
     dt = a.dtype
     if dt in _NUMPY_FORMATS:
         have = _NUMPY_FORMATS[dt]
@@ -182,6 +184,18 @@ def _seed(seed) -> int:
     return seed
 
 
+MAX_THREADS = 1024
+
+
+def _threads(threads) -> int:
+    """threads as the C++ side takes it: 0 (every core) to MAX_THREADS, else ValueError/TypeError."""
+    if isinstance(threads, bool) or not isinstance(threads, numbers.Integral):
+        raise TypeError(f"argument 'threads' must be an integer, got {type(threads).__name__}")
+    if threads < 0 or threads > MAX_THREADS:
+        raise ValueError(f"argument 'threads' must be in 0..{MAX_THREADS} (0: every core), got {threads!r:.80}")
+    return int(threads)
+
+
 def _options(rounding, tininess, nan, ftz, daz, saturate, seed, threads) -> dict:
     for name, v in (("rounding", rounding), ("tininess", tininess), ("nan", nan)):
         if not isinstance(v, str):
@@ -189,8 +203,7 @@ def _options(rounding, tininess, nan, ftz, daz, saturate, seed, threads) -> dict
     for name, v in (("ftz", ftz), ("daz", daz), ("saturate", saturate)):
         if not isinstance(v, (bool, np.bool_)):
             raise TypeError(f"argument '{name}' must be a bool, got {type(v).__name__}")
-    if isinstance(threads, bool) or not isinstance(threads, numbers.Integral) or threads < 0:
-        raise ValueError(f"argument 'threads' must be a count >= 0 (0: every core), got {threads!r:.80}")
+    _threads(threads)
     return {"rounding": rounding, "tininess": tininess, "nan": nan, "ftz": bool(ftz), "daz": bool(daz),
             "saturate": bool(saturate), "seed": _seed(seed), "threads": int(threads)}
 
@@ -532,9 +545,10 @@ def attention(q, k, v, *, policy: str = "fa2:sm80", variant: str = "fa2", beta: 
         if x.ndim != 4:
             raise ValueError(f"argument '{n}' must be 4-d (batch, heads, seq, dim), got shape {tuple(x.shape)}")
     dout = _as_float64(_do, "do", format) if _backward else None
-    for name, val in (("block_m", block_m), ("block_n", block_n), ("threads", threads)):
-        if isinstance(val, bool) or not isinstance(val, numbers.Integral) or val < 0:
-            raise ValueError(f"argument '{name}' must be an integer >= 0, got {val!r:.80}")
+    for name, val in (("block_m", block_m), ("block_n", block_n)):
+        if isinstance(val, bool) or not isinstance(val, numbers.Integral) or val < 0 or val > 1 << 20:
+            raise ValueError(f"argument '{name}' must be an integer in 0..2^20, got {val!r:.80}")
+    _threads(threads)
     return _core.attention(arrays[0], arrays[1], arrays[2], dout, policy, variant, float(beta), bool(causal),
                            int(block_m), int(block_n), bool(ledger), bool(reference), _backward, int(threads),
                            _site_spec(sites), _softmax_scale(scale))

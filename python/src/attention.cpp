@@ -10,6 +10,7 @@
 
 #include "io/attention.hpp"
 #include "io/error.hpp"
+#include "io/memory.hpp"
 #include "module.hpp"
 
 namespace bf16emu::py {
@@ -159,6 +160,16 @@ pybind11::dict run(const pybind11::array_t<double> &q, const pybind11::array_t<d
   in.batch = long(q.shape(0)), in.heads = long(q.shape(1)), in.n = long(q.shape(2)), in.d = long(q.shape(3));
   if (in.batch < 1 || in.heads < 1 || in.n < 1 || in.d < 1)
     throw pybind11::value_error("argument 'q' is empty");
+  // The CLI's size guard, before anything is allocated: the inputs' copies are counted too. A
+  // need over the available memory (the least of MemAvailable, ulimit -v and the cgroup's limit)
+  // is a ValueError naming it, never std::bad_alloc.
+  try {
+    io::check_memory(io::attention_memory_need(std::uint64_t(in.batch), std::uint64_t(in.heads),
+                                               std::uint64_t(in.n), std::uint64_t(in.d), opt, true),
+                     0, "attention");
+  } catch (const io::input_error &e) {
+    throw pybind11::value_error(e.what());
+  }
   in.q = values(q, "q"), in.k = values(k, "k"), in.v = values(v, "v");
   if (opt.backward) {
     const auto g = dout.cast<pybind11::array_t<double>>();

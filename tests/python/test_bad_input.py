@@ -1,0 +1,84 @@
+"""Bad input to the Python package (issue 28, item 9): byte order, thread counts, the size guard.
+Expected values are written out by hand from the formats' definitions (bf16 0x3F80 = 1.0,
+0x4000 = 2.0), never computed by bf16emu."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import bf16emu
+
+
+def test_big_endian_bits_are_read_as_values():
+    # 0x3F80 and 0x4000 stored big-endian are still bf16 1.0 and 2.0.
+    x = np.array([0x3F80, 0x4000], dtype=">u2")
+    y, _ = bf16emu.convert(x, to="fp32", format="bf16")
+    assert y.dtype == np.float32
+    assert list(y) == [1.0, 2.0]
+
+
+def test_big_endian_floats_are_read_as_values():
+    x = np.array([1.5, -0.25], dtype=">f4")
+    y, _ = bf16emu.convert(x, to="bf16")
+    assert [hex(v) for v in y] == ["0x3fc0", "0xbe80"]  # 1.5 = 0x3FC0, -0.25 = 0xBE80
+    a = np.array([1.0, 2.0], dtype=">f8")
+    s, _ = bf16emu.add(a.astype(">f4"), np.array([2.0, 2.0], dtype="<f4"))
+    assert list(s) == [3.0, 4.0]
+
+
+@pytest.mark.parametrize("threads", [2**40, 1025, -1])
+def test_threads_out_of_range_is_a_value_error(threads):
+    x = np.ones(4, dtype=np.float32)
+    with pytest.raises(ValueError, match="argument 'threads'"):
+        bf16emu.convert(x, to="bf16", threads=threads)
+    q = np.zeros((1, 1, 4, 4))
+    with pytest.raises(ValueError, match="argument 'threads'"):
+        bf16emu.attention(q, q, q, policy="exact", threads=threads)
+
+
+@pytest.mark.parametrize("threads", [1.5, "2", None])
+def test_threads_of_the_wrong_type_is_a_type_error(threads):
+    with pytest.raises(TypeError, match="argument 'threads'"):
+        bf16emu.convert(np.ones(4, dtype=np.float32), to="bf16", threads=threads)
+
+
+def test_attention_size_guard_honours_ulimit_v():
+    # In a child: address space capped 24 MB above what it uses once the inputs exist; an
+    # attention of 16 heads x 1024 x 64 needs about 60 MB more. The guard refuses it by name
+    # (ValueError), before any allocation that could end in MemoryError or a crash.
+    code = textwrap.dedent("""
+        import resource, numpy as np, bf16emu
+        q = np.zeros((1, 16, 1024, 64))
+        with open("/proc/self/statm") as f:
+            used = int(f.read().split()[0]) * resource.getpagesize()
+        cap = used + 24 * 2**20
+        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+        try:
+            bf16emu.attention(q, q, q, policy="exact")
+        except ValueError as e:
+            print("refused:", e)
+        else:
+            print("ran")
+    """)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=os.environ, timeout=120)
+    assert r.returncode == 0, r.stderr[-500:]
+    assert r.stdout.startswith("refused:"), r.stdout + r.stderr[-500:]
+    assert "ulimit -v" in r.stdout
+
+
+def test_gemm_trace_follows_the_two_block_add_presets():
+    # sm90 fp8 mma.sync (e4m3 -> fp16) adds its 32 products as two blocks of 16, the first from
+    # +0, then C (docs/tensor-cores.md). All ones and C = 1: block 0 sums to 16 (fp16 0x4C00)
+    # from c = 0, block 1 to 32 (0x5000) from 16, D = 33 (0x5020). A fused chain would start
+    # block 0 from C (0x3C00) instead.
+    a = np.full((1, 32), 0x38, dtype=np.uint8)  # e4m3 1.0
+    b = np.full((32, 1), 0x38, dtype=np.uint8)
+    c = np.ones((1, 1), dtype=np.float16)
+    d, tr = bf16emu.gemm(a, b, c, arch="sm90", kind="mma", a_format="e4m3", trace=(0, 0))
+    assert d.view(np.uint16)[0, 0] == 0x5020
+    blocks = tr["blocks"]
+    assert [(x["c_bits"], x["d_bits"]) for x in blocks] == [(0, 0x4C00), (0x4C00, 0x5000)]
