@@ -104,8 +104,9 @@ pybind11::tuple gemm_bits(const pybind11::array &a, const pybind11::array &b, co
         if (trace_i >= 0) {
           std::vector<tc::block_trace> rec;
           auto tr = tc::make_block_tracer([&](const tc::block_trace &t) { rec.push_back(t); });
-          tc::dot<In, Out>(P.block, P.k, A + trace_i * K, 1, B + trace_j, N, int(K), C[trace_i * N + trace_j],
-                           tr);
+          // The preset's own accumulation (fused blocks, or two blocks and an add), as the untraced D.
+          tc::preset_dot<In, Out>(P, A + trace_i * K, 1, B + trace_j, N, int(K), C[trace_i * N + trace_j],
+                                  tr);
           for (const auto &t : rec)
             blocks.append(block_dict(t));
         }
