@@ -338,9 +338,21 @@ std::string no_preset_message(tc::arch arch, tc::instr_kind kind, format_id in, 
   const std::string b_part = b != in ? std::string(" x ") + io::name(b) : "";
   const std::string c_part = c != out ? std::string(" (C ") + io::name(c) + ")" : "";
   const std::string k_part = shape_k > 0 ? " k" + std::to_string(shape_k) : "";
+  // The mixed-format and block-scaled kinds (tc/scaled.hpp) that take these operands here: the
+  // options that would work, named first.
+  std::vector<std::string> kinds;
+  for (const tc::scaled_preset &p : tc::scaled_presets)
+    if (p.arch == arch && p.instr == kind && p.out == out && tc::takes_formats(p, in, b) &&
+        std::find(kinds.begin(), kinds.end(), p.kind) == kinds.end())
+      kinds.push_back(p.kind);
+  std::string hint;
+  for (const std::string &k : kinds)
+    hint += (hint.empty() ? "; these operands work with --kind " : ", --kind ") + k;
+  if (!hint.empty()) hint += " (docs/tensor-cores.md)";
   return std::string("no preset for ") + tc::to_string(arch) + " " + tc::to_string(kind) + " " +
          io::name(in) + b_part + " -> " + io::name(out) + c_part + k_part +
-         " (the sources leave it open or the GPU lacks it); " + tc::to_string(arch) + " has:" + have;
+         " (the sources leave it open or the GPU lacks it)" + hint + "; " + tc::to_string(arch) +
+         " has:" + have;
 }
 
 // The line runner for P's formats: same-format presets as before; the fp8 and f8f6f4 mixes;
