@@ -162,17 +162,18 @@ void run(const attention_cli &o) {
   // Every output path is checked now, before the run: none names an input or another output.
   const std::vector<std::pair<std::string, const char *>> inputs{
       {o.q_file, "--q"}, {o.k_file, "--k"}, {o.v_file, "--v"}, {o.do_file, "--do"}};
-  std::vector<std::string> input_paths;
-  for (const auto &in : inputs)
-    input_paths.push_back(in.first);
-  std::optional<io::plot_paths> plot;
-  if (!o.plot_file.empty()) plot = io::plot_paths_for(o.plot_file, "--plot", input_paths, o.trace_csv);
-  const std::vector<std::pair<std::string, const char *>> outputs{
-      {o.ledger_file, "--ledger"}, {o.trace_csv, "--trace-csv"},     {o.out_o, "--out-o"},
-      {o.out_lse, "--out-lse"},    {o.out_dq, "--out-dq"},           {o.out_dk, "--out-dk"},
-      {o.out_dv, "--out-dv"},      {plot ? plot->png : "", "--plot"}};
+  std::vector<std::pair<std::string, const char *>> outputs{
+      {o.ledger_file, "--ledger"}, {o.trace_csv, "--trace-csv"}, {o.out_o, "--out-o"},
+      {o.out_lse, "--out-lse"},    {o.out_dq, "--out-dq"},       {o.out_dk, "--out-dk"},
+      {o.out_dv, "--out-dv"}};
   for (const auto &out : outputs)
     if (!out.first.empty()) io::check_output_path(out.first, out.second);
+  std::optional<io::plot_paths> plot; // plot_paths_for checks its own paths
+  if (!o.plot_file.empty()) {
+    plot = io::plot_paths_for(o.plot_file, "--plot", o.trace_csv);
+    outputs.insert(outputs.end(), {{plot->png, "--plot"}, {plot->script, "--plot script"}});
+    if (o.trace_csv.empty()) outputs.push_back({plot->csv, "--plot CSV"});
+  }
   io::check_distinct_files(outputs, inputs);
   at::attention_inputs in = load_inputs(o, opt);
   if (opt.backward && in.dout.empty()) throw bad_input("--backward needs dO");

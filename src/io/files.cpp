@@ -17,9 +17,13 @@
 
 namespace bf16emu::io {
 
+void path_error(const std::string &path, const char *what, const std::string &why) {
+  throw input_error(std::string(what) + ": " + why + ": '" + shorten(path, 200) + "'");
+}
+
 namespace {
 [[noreturn]] void fail(const std::string &path, const char *what, const std::string &why) {
-  throw input_error(std::string(what) + ": " + why + ": '" + shorten(path, 200) + "'");
+  path_error(path, what, why);
 }
 
 std::string os_error(int err, const char *otherwise) { return err != 0 ? std::strerror(err) : otherwise; }

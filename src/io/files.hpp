@@ -17,6 +17,9 @@
 
 namespace bf16emu::io {
 
+// The one form of a bad path's message: input_error "WHAT: WHY: 'PATH'" (PATH cut by shorten).
+[[noreturn]] void path_error(const std::string &path, const char *what, const std::string &why);
+
 // `what` names the option or role in the message ("--q", "merge state file").
 std::ifstream open_input(const std::string &path, const char *what, bool binary = false);
 

@@ -20,10 +20,6 @@ namespace bf16emu::io {
 
 namespace {
 
-[[noreturn]] void refuse(const char *option, const std::string &path, const std::string &why) {
-  throw input_error(std::string(option) + ": " + why + ": '" + shorten(path, 200) + "'");
-}
-
 // An existing regular file at `path` must begin with the PNG signature (png) or hold no NUL in
 // its first 4 KiB (text); a missing or empty file, or a device, is fine.
 void check_kind(const char *option, const std::string &path, bool png) {
@@ -37,9 +33,9 @@ void check_kind(const char *option, const std::string &path, bool png) {
   if (n == 0) return;
   static const unsigned char magic[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
   if (png && (n < 8 || std::memcmp(head, magic, 8) != 0))
-    refuse(option, path, "exists and is not a PNG image; refusing to overwrite it");
+    path_error(path, option, "exists and is not a PNG image; refusing to overwrite it");
   if (!png && std::memchr(head, 0, n) != nullptr)
-    refuse(option, path, "exists and is not a text file; refusing to overwrite it");
+    path_error(path, option, "exists and is not a text file; refusing to overwrite it");
 }
 
 // Runs gnuplot with the script on its standard input; true when it exited 0.
@@ -99,22 +95,18 @@ std::string gnuplot_path(const std::string &path) {
   return gnuplot_quote(!path.empty() && path[0] == '/' ? path : "./" + path);
 }
 
-plot_paths plot_paths_for(const std::string &name, const char *option, const std::vector<std::string> &inputs,
-                          const std::string &csv_override) {
-  if (name.empty()) refuse(option, name, "empty path");
+plot_paths plot_paths_for(const std::string &name, const char *option, const std::string &csv_override) {
+  if (name.empty()) path_error(name, option, "empty path");
   struct stat st {};
   if (::stat(name.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
-    refuse(option, name, "is a directory, not a file");
+    path_error(name, option, "is a directory, not a file");
   const std::string png = replace_extension(name, ".png");
   if (png != name && png != name + ".png")
-    refuse(option, name, "must name a .png file, or have no extension (the CSV and script go beside it)");
+    path_error(name, option, "must name a .png file, or have no extension (the CSV and script go beside it)");
   plot_paths p{png, csv_override.empty() ? replace_extension(png, ".csv") : csv_override,
                replace_extension(png, ".gp")};
   for (const std::string *path : {&p.png, &p.csv, &p.script})
     check_output_path(*path, option);
-  for (const std::string &in : inputs)
-    for (const std::string *path : {&p.png, &p.csv, &p.script})
-      if (!in.empty() && same_file(in, *path)) refuse(option, *path, "is an input of this command");
   check_kind(option, p.png, true);
   check_kind(option, p.csv, false);
   check_kind(option, p.script, false);

@@ -22,12 +22,11 @@ struct plot_paths {
 };
 
 // Refuses, as input_error naming `option`: an empty name, another extension (--plot t.csv would
-// draw over its own data), a directory, a folder that does not exist, a derived name that is
-// one of `inputs` (the command's input files), an existing .png that is not a PNG, an existing
-// .csv or .gp that is not text. csv_override: the data file when the command was given one
-// (attention --trace-csv).
-plot_paths plot_paths_for(const std::string &name, const char *option,
-                          const std::vector<std::string> &inputs = {}, const std::string &csv_override = {});
+// draw over its own data), a directory, a folder that does not exist, an existing .png that is
+// not a PNG, an existing .csv or .gp that is not text. csv_override: the data file when the
+// command was given one (attention --trace-csv). A derived name that is also an input or
+// another output is check_distinct_files' to refuse.
+plot_paths plot_paths_for(const std::string &name, const char *option, const std::string &csv_override = {});
 
 // 'text' for a gnuplot script, with ' written as ''; throws input_error on a control character.
 std::string gnuplot_quote(const std::string &text);
