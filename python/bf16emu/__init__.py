@@ -1,15 +1,19 @@
-"""bf16emu: bit-exact BF16/FP16/FP8/FP32 soft-float, tensor-core model and attention ledger.
+"""bf16emu: bit-exact BF16/FP16/TF32/FP8/FP6/FP4/FP32 soft-float, tensor-core model and attention ledger.
 
 Arrays in and out (docs/python.md):
-  NumPy   float32 -> fp32, float64 -> fp64 (conversion source only), float16 -> fp16,
-          uint16 -> bf16 or fp16 bit patterns (format= says which), uint8 -> e4m3, e5m2 or the
-          OCP MX formats e2m3, e3m2 (fp6) and e2m1 (fp4), one element per byte, upper bits 0.
-  PyTorch torch.bfloat16, torch.float16, torch.float32 (CPU), read through .view() without
-          a copy; results come back as tensors of the same kind.
-Any shape. Non-contiguous inputs are copied into contiguous ones (the result is contiguous).
+  NumPy   float32 -> fp32, float64 -> fp64 (conversion source only), float16 -> fp16, and bit
+          patterns with format=: uint8 -> e4m3, e5m2 or the OCP MX formats e2m3, e3m2 (fp6) and
+          e2m1 (fp4), one element per byte, upper bits 0; uint16 -> bf16 or fp16; uint32 -> tf32
+          (a 19-bit pattern) or fp32.
+  PyTorch torch.bfloat16, torch.float16, torch.float32, torch.float64 (CPU), and bit patterns
+          with format=: torch.uint8 (8-bit formats), torch.int16 (bf16, fp16), torch.int32 (tf32,
+          fp32). Results come back as tensors.
+Any shape; the operands of add/sub/mul/div/fma broadcast like NumPy's.
 
-Every element-wise function returns (result, flags): flags is a Flags value (IEEE flags raised
-by any element).
+Every element-wise function returns a plain array or tensor of its input's kind, so
+np.asarray(bf16emu.convert(x, to="bf16")) is the bf16 bit patterns; out= writes into a given
+array. return_flags=True returns (result, mask, flags): the IEEE flags of each element (uint8,
+Flags bits) and their OR. legacy_tuple=True gives the 0.1 form (result, flags), deprecated.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from __future__ import annotations
 import enum
 import math
 import numbers
+import warnings
 
 import numpy as np
 
@@ -25,7 +30,10 @@ from . import _core
 __all__ = [
     "Flags", "convert", "add", "sub", "mul", "div", "fma", "sqrt", "trace", "to_bits", "from_bits",
     "compare", "Comparison", "mma", "gemm", "attention", "attention_backward", "quantize_mx", "dequantize_mx",
+    "finfo", "FormatInfo", "__version__",
 ]
+
+__version__: str = _core.__version__
 
 ROUNDING_DEFAULT = "nearest_even"
 
@@ -95,21 +103,64 @@ def _contiguous(a: np.ndarray) -> np.ndarray:
     return a if a.flags.c_contiguous else a.copy(order="C")
 
 
+def _torch_float_formats(torch) -> dict:
+    """torch float dtypes -> the format they hold (the float8 dtypes where this torch has them)."""
+    table = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32", torch.float64: "fp64"}
+    for attr, name in (("float8_e4m3fn", "e4m3"), ("float8_e5m2", "e5m2")):
+        if hasattr(torch, attr):
+            table[getattr(torch, attr)] = name
+    return table
+
+
+def _torch_bit_dtypes(torch) -> dict:
+    """torch integer dtypes that carry bit patterns with format= -> storage width in bits."""
+    table = {torch.uint8: 8, torch.int8: 8, torch.int16: 16, torch.int32: 32, torch.int64: 64}
+    for attr, width in (("uint16", 16), ("uint32", 32), ("uint64", 64)):
+        if hasattr(torch, attr):
+            table[getattr(torch, attr)] = width
+    return table
+
+
+def _warn_detached(x, arg: str) -> None:
+    if getattr(x, "requires_grad", False):
+        warnings.warn(f"bf16emu: argument '{arg}' requires grad; bf16emu's element-wise functions are not "
+                      f"differentiable and their result is detached from the graph (bf16emu.torch has the "
+                      f"autograd ops: attention, linear, matmul; call .detach() to silence this)",
+                      UserWarning, stacklevel=4)
+
+
 def _tensor_bits(x, arg: str, fmt):
     torch = _torch()
-    table = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32", torch.float64: "fp64"}
-    if x.dtype not in table:
-        raise TypeError(f"argument '{arg}': tensor dtype {x.dtype} is not supported "
-                        f"(torch.bfloat16, torch.float16, torch.float32, torch.float64)")
-    have = table[x.dtype]
-    if fmt is not None and _format_name(fmt, "format") != have:
-        raise TypeError(f"argument '{arg}': a {x.dtype} tensor holds {have}, not format '{fmt}'")
+    floats, ints = _torch_float_formats(torch), _torch_bit_dtypes(torch)
+    _warn_detached(x, arg)
+    if x.dtype in floats:
+        have = floats[x.dtype]
+        if fmt is not None and _format_name(fmt, "format") != have:
+            raise TypeError(f"argument '{arg}': a {x.dtype} tensor holds {have}, not format '{fmt}'")
+    elif x.dtype in ints:
+        if fmt is None:
+            raise TypeError(f"argument '{arg}': a {x.dtype} tensor holds bit patterns; say which format with "
+                            f"format= (uint8: {_BYTE_FORMATS}; int16: bf16 or fp16; int32: tf32 or fp32)")
+        have = _format_name(fmt, "format")
+        if _WIDTH[have] != ints[x.dtype]:
+            raise TypeError(f"argument '{arg}': {x.dtype} elements do not hold format {have} "
+                            f"({_WIDTH[have]}-bit storage: {_TORCH_BITS_NAME[_WIDTH[have]]})")
+    else:
+        raise TypeError(f"argument '{arg}': tensor dtype {x.dtype} is not supported (torch.bfloat16, "
+                        f"torch.float16, torch.float32, torch.float64, or uint8/int16/int32 bit patterns "
+                        f"with format=)")
     if x.device.type != "cpu":
         x = x.cpu()
     x = x.detach().contiguous()
-    as_int = {16: torch.int16, 32: torch.int32, 64: torch.int64}[_WIDTH[have]]
-    bits = x.view(as_int).numpy().view(_BITS_DTYPE[_WIDTH[have]])
+    width = _WIDTH[have]
+    if width == 8:
+        bits = x.view(torch.uint8).numpy()
+    else:
+        bits = x.view({16: torch.int16, 32: torch.int32, 64: torch.int64}[width]).numpy().view(_BITS_DTYPE[width])
     return bits, have
+
+
+_TORCH_BITS_NAME = {8: "torch.uint8", 16: "torch.int16", 32: "torch.int32", 64: "torch.int64"}
 
 
 def _numpy_bits(x, arg: str, fmt):
@@ -124,22 +175,27 @@ def _numpy_bits(x, arg: str, fmt):
                             f"(pass bit patterns as uint{_WIDTH[_format_name(fmt, 'format')]})")
         a = _contiguous(a)
         return a.view(_BITS_DTYPE[_WIDTH[have]]), have, True
-    if dt.kind == "u" and dt.itemsize in (1, 2):
+    if dt.kind == "u" and dt.itemsize in (1, 2, 4, 8):
         if fmt is None:
-            raise TypeError(f"argument '{arg}': a {dt} array holds bit patterns; say which format "
-                            f"with format= ({'bf16 or fp16' if dt.itemsize == 2 else _BYTE_FORMATS})")
+            raise TypeError(f"argument '{arg}': a {dt} array holds bit patterns; say which format with format= "
+                            f"({ {1: _BYTE_FORMATS, 2: 'bf16 or fp16', 4: 'tf32 or fp32', 8: 'fp64'}[dt.itemsize]})")
         name = _format_name(fmt, "format")
         if _WIDTH[name] != dt.itemsize * 8:
             raise TypeError(f"argument '{arg}': {dt} elements do not hold format {name} "
-                            f"({_WIDTH[name]}-bit storage)")
+                            f"({_WIDTH[name]}-bit storage: uint{_WIDTH[name]})")
         return _contiguous(a), name, False
-    raise TypeError(f"argument '{arg}': dtype {dt} is not supported (float32, float16, float64, "
-                    f"uint16 bit patterns of bf16/fp16, uint8 bit patterns of e4m3/e5m2/e2m3/e3m2/e2m1)")
+    raise TypeError(f"argument '{arg}': dtype {dt} is not supported (float32, float16, float64, uint16 bit "
+                    f"patterns of bf16/fp16, uint32 of tf32, uint8 of e4m3/e5m2/e2m3/e3m2/e2m1)")
 
 
 def to_bits(x, format=None, arg: str = "x"):
     """(bits, format, kind): the contiguous bit patterns of an array or tensor, its format name
-    and how to hand a result of that kind back (used by every function of the package)."""
+    and how to hand a result of that kind back (used by every function of the package).
+
+    >>> bits, fmt, _ = bf16emu.to_bits(np.float32([1.0]))
+    >>> hex(int(bits[0])), fmt
+    ('0x3f800000', 'fp32')
+    """
     if _is_tensor(x):
         bits, name = _tensor_bits(x, arg, format)
         return bits, name, _Kind(True, False)
@@ -150,8 +206,13 @@ def to_bits(x, format=None, arg: str = "x"):
 
 
 def from_bits(bits: np.ndarray, format: str, kind: _Kind | None = None):
-    """Wrap bit patterns of `format` as the caller's kind of array: torch tensors of the
-    matching dtype, NumPy float32/float16/float64 for native inputs, otherwise the bits."""
+    """Wrap bit patterns of `format` as the caller's kind of array: torch tensors (bfloat16,
+    float16, float32, float64; the other formats as uint8 (8-bit storage) or int32 (tf32) bit
+    patterns), NumPy float32/float64 (and float16 for native inputs), otherwise the bits.
+
+    >>> bf16emu.from_bits(np.array([0x3F800000], np.uint32), "fp32")
+    array([1.], dtype=float32)
+    """
     name = _format_name(format, "format")
     if kind is not None and kind.torch:
         torch = _torch()
@@ -159,7 +220,9 @@ def from_bits(bits: np.ndarray, format: str, kind: _Kind | None = None):
         ints = {16: np.int16, 32: np.int32, 64: np.int64}
         if name in table:
             return torch.from_numpy(bits.view(ints[_WIDTH[name]])).view(table[name])
-        return torch.from_numpy(bits)
+        if _WIDTH[name] == 8:
+            return torch.from_numpy(bits.view(np.uint8))
+        return torch.from_numpy(bits.view(ints[_WIDTH[name]]))  # tf32: int32 bit patterns
     native = {"fp32": np.float32, "fp64": np.float64}
     if name in native:
         return bits.view(native[name])
@@ -208,20 +271,109 @@ def _options(rounding, tininess, nan, ftz, daz, saturate, seed, threads) -> dict
             "saturate": bool(saturate), "seed": _seed(seed), "threads": int(threads)}
 
 
+def _out_bits(out, fmt: str, shape: tuple):
+    """The bit view of out= (written in place) and whether it is a view (False: the result is
+    computed apart and copied in). out must be an array/tensor of the result's shape whose dtype
+    holds `fmt` (the result's own dtype, or the storage uint / torch bit dtype with that width)."""
+    if _is_tensor(out):
+        torch = _torch()
+        floats, ints = _torch_float_formats(torch), _torch_bit_dtypes(torch)
+        ok = floats.get(out.dtype) == fmt or (out.dtype not in floats and ints.get(out.dtype) == _WIDTH[fmt])
+        if not ok:
+            raise TypeError(f"argument 'out': a {out.dtype} tensor cannot hold {fmt} results")
+        if tuple(out.shape) != tuple(shape):
+            raise ValueError(f"argument 'out': shape {tuple(out.shape)} does not match the result {tuple(shape)}")
+        if out.device.type != "cpu" or not out.is_contiguous():
+            return None
+        if out.requires_grad:
+            raise ValueError("argument 'out' requires grad; bf16emu cannot write into it")
+        view = out.view(torch.uint8 if _WIDTH[fmt] == 8 else {16: torch.int16, 32: torch.int32,
+                                                              64: torch.int64}[_WIDTH[fmt]])
+        return view.numpy().view(_BITS_DTYPE[_WIDTH[fmt]])
+    if not isinstance(out, np.ndarray):
+        raise TypeError(f"argument 'out' must be a NumPy array or a torch tensor, got {type(out).__name__}")
+    dt = out.dtype
+    ok = _NUMPY_FORMATS.get(dt) == fmt or (dt.kind == "u" and dt.itemsize * 8 == _WIDTH[fmt])
+    if not ok:
+        raise TypeError(f"argument 'out': a {dt} array cannot hold {fmt} results "
+                        f"(uint{_WIDTH[fmt]} bit patterns{', or the float dtype' if fmt in ('fp16', 'fp32', 'fp64') else ''})")
+    if out.shape != tuple(shape):
+        raise ValueError(f"argument 'out': shape {out.shape} does not match the result {tuple(shape)}")
+    if not out.flags.writeable:
+        raise ValueError("argument 'out' is read-only")
+    if not (out.flags.c_contiguous and dt.isnative):
+        return None
+    return out.view(_BITS_DTYPE[_WIDTH[fmt]])
+
+
+def _copy_into(out, bits: np.ndarray, fmt: str) -> None:
+    """Copies result bits into an out= that could not be written in place."""
+    if _is_tensor(out):
+        out.copy_(from_bits(bits, fmt, _Kind(True, False)).view(out.dtype).reshape(out.shape))
+    else:
+        out[...] = bits.view(out.dtype.newbyteorder("=")).reshape(out.shape)
+
+
+def _run(call, inputs, shape, fmt, kind, out, return_flags, legacy_tuple):
+    """Runs call(out_bits, flag_mask) -> (bits, flags OR) and hands back what the caller asked for:
+    the result (out itself when given); with return_flags=True (result, mask, Flags); with
+    legacy_tuple=True the 0.1 form (result, Flags)."""
+    if legacy_tuple:
+        if return_flags:
+            raise ValueError("arguments 'legacy_tuple' and 'return_flags' exclude each other")
+        warnings.warn("bf16emu: legacy_tuple=True (the (result, flags) tuple) is deprecated and goes in the "
+                      "next release; use return_flags=True for (result, mask, flags)",
+                      DeprecationWarning, stacklevel=3)
+    mask = np.zeros(shape, np.uint8) if return_flags else None
+    target = None
+    if out is not None:
+        target = _out_bits(out, fmt, shape)
+        if target is not None and any(np.may_share_memory(target, b) for b in inputs):
+            target = None  # overlaps an operand: compute apart, then copy
+    bits, flags = call(target, mask)
+    if out is not None:
+        if target is None:
+            _copy_into(out, bits, fmt)
+        result = out
+    else:
+        result = from_bits(bits, fmt, kind)
+    if legacy_tuple:
+        return result, Flags(flags)
+    if return_flags:
+        if kind.torch:
+            mask = _torch().from_numpy(mask)
+        return result, mask, Flags(flags)
+    return result
+
+
 def convert(x, to: str, *, format: str | None = None, rounding: str = ROUNDING_DEFAULT, tininess: str = "after",
             nan: str = "ieee", ftz: bool = False, daz: bool = False, saturate: bool = False, seed=None,
-            threads: int = 0):
-    """Round every element of x (format from its dtype, or format= for uint bit patterns) into
-    format `to`. Returns (result, flags). Stochastic rounding draws element i's random bits
-    from (seed, i): the same seed gives the same bits on any thread count."""
+            threads: int = 0, out=None, return_flags: bool = False, legacy_tuple: bool = False):
+    """Round every element of x into format `to`; returns the result as x's kind of array.
+
+    x: NumPy float16/32/64, uint bit patterns with format= (uint8: e4m3, e5m2, e2m3, e3m2, e2m1;
+    uint16: bf16, fp16; uint32: tf32, fp32), or a torch tensor (bfloat16, float16, float32,
+    float64, or uint8/int16/int32 bit patterns with format=). The result: NumPy float32/float64
+    for fp32/fp64 (float16 for fp16 from a float input), uint bit patterns for the others; for a
+    tensor, torch.bfloat16/float16/float32/float64, or torch.uint8 (8-bit formats) / torch.int32
+    (tf32) bit patterns. out= writes into that array/tensor and returns it. return_flags=True
+    returns (result, mask, flags): mask is uint8 of the result's shape with each element's IEEE
+    flags (Flags bits), flags their OR. legacy_tuple=True returns the old (result, flags) and is
+    deprecated. Stochastic rounding draws element i's random bits from (seed, i): the same seed
+    gives the same bits on any thread count.
+
+    >>> np.asarray(bf16emu.convert(np.float32([1/3, 1.0]), to="bf16"))
+    array([16043, 16256], dtype=uint16)
+    """
     bits, src, kind = to_bits(x, format, "x")
     dst = _format_name(to, "to")
     opts = _options(rounding, tininess, nan, ftz, daz, saturate, seed, threads)
-    out, flags = _core.convert(bits, src, dst, opts)
-    return from_bits(out, dst, kind), Flags(flags)
+    return _run(lambda o, m: _core.convert(bits, src, dst, opts, o, m), [bits], bits.shape, dst, kind, out,
+                return_flags, legacy_tuple)
 
 
-def _arith(op, operands, format, rounding, tininess, nan, ftz, daz, saturate, seed, threads):
+def _arith(op, operands, format, rounding, tininess, nan, ftz, daz, saturate, seed, threads, out=None,
+           return_flags=False, legacy_tuple=False):
     names = "abc"
     bits, fmts, kinds = [], [], []
     for i, x in enumerate(operands):
@@ -232,43 +384,69 @@ def _arith(op, operands, format, rounding, tininess, nan, ftz, daz, saturate, se
     for i in range(1, len(fmts)):
         if fmts[i] != fmts[0]:
             raise TypeError(f"argument '{names[i]}' holds {fmts[i]} but argument 'a' holds {fmts[0]}")
-        if bits[i].shape != bits[0].shape:
-            raise ValueError(f"argument '{names[i]}': shape {tuple(bits[i].shape)} does not match "
-                             f"argument 'a' {tuple(bits[0].shape)}")
+    shape = bits[0].shape
+    for i in range(1, len(bits)):
+        try:
+            shape = np.broadcast_shapes(shape, bits[i].shape)
+        except ValueError:
+            raise ValueError(f"argument '{names[i]}': shape {tuple(bits[i].shape)} does not broadcast with "
+                             f"{'argument ' + repr(names[0]) if i == 1 else 'the shape of a and b'} "
+                             f"{tuple(shape)}") from None
+    bits = [b if b.shape == shape else np.ascontiguousarray(np.broadcast_to(b, shape)) for b in bits]
+    kind = next((k for k in kinds if k.torch), kinds[0])
     opts = _options(rounding, tininess, nan, ftz, daz, saturate, seed, threads)
-    out, flags = _core.arith(op, bits, fmts[0], opts)
-    return from_bits(out, fmts[0], kinds[0]), Flags(flags)
+    return _run(lambda o, m: _core.arith(op, bits, fmts[0], opts, o, m), bits, shape, fmts[0], kind, out,
+                return_flags, legacy_tuple)
 
 
-def _binary(op: str, what: str):
+def _binary(op: str, what: str, example: str):
     """add/sub/mul/div: the same signature, one operation name apart."""
 
     def fn(a, b, *, format=None, rounding=ROUNDING_DEFAULT, tininess="after", nan="ieee", ftz=False, daz=False,
-           saturate=False, seed=None, threads=0):
-        return _arith(op, (a, b), format, rounding, tininess, nan, ftz, daz, saturate, seed, threads)
+           saturate=False, seed=None, threads=0, out=None, return_flags=False, legacy_tuple=False):
+        return _arith(op, (a, b), format, rounding, tininess, nan, ftz, daz, saturate, seed, threads, out,
+                      return_flags, legacy_tuple)
 
     fn.__name__ = fn.__qualname__ = op
-    fn.__doc__ = (f"{what}, correctly rounded in the operands' format (bf16/fp16 uint16 bits need "
-                  f"format=). Returns (result, flags).")
+    fn.__doc__ = (f"{what}, correctly rounded in the operands' format (from the dtype, or format= for uint bit\n"
+                  f"    patterns). The operands broadcast like NumPy's; the result is of a's kind (a tensor if\n"
+                  f"    either is one). out=, return_flags= and legacy_tuple= as in convert().\n\n"
+                  f"    {example}\n")
     return fn
 
 
-add = _binary("add", "a + b")
-sub = _binary("sub", "a - b")
-mul = _binary("mul", "a * b")
-div = _binary("div", "a / b")
+add = _binary("add", "a + b", ">>> bf16emu.add(np.uint16([0x3F80]), np.uint16([0x3B80]), format=\"bf16\")  # 1 + 2^-8: a tie\n"
+              "    array([16256], dtype=uint16)")
+sub = _binary("sub", "a - b", ">>> bf16emu.sub(np.float32([[1], [2]]), np.float32([0.5, 0.25]))  # broadcast to (2, 2)\n"
+              "    array([[0.5 , 0.75],\n           [1.5 , 1.75]], dtype=float32)")
+mul = _binary("mul", "a * b", ">>> r, mask, flags = bf16emu.mul(np.float32([3e38, 2]), np.float32([10, 2]), return_flags=True)\n"
+              "    >>> mask.tolist(), flags\n    ([20, 0], <Flags.OVERFLOW|INEXACT: 20>)")
+div = _binary("div", "a / b", ">>> bf16emu.div(np.float32([1.0]), np.float32([3.0]))\n"
+              "    array([0.33333334], dtype=float32)")
 
 
 def fma(a, b, c, *, format=None, rounding=ROUNDING_DEFAULT, tininess="after", nan="ieee", ftz=False, daz=False,
-        saturate=False, seed=None, threads=0):
-    """a * b + c with one rounding, in the operands' format. Returns (result, flags)."""
-    return _arith("fma", (a, b, c), format, rounding, tininess, nan, ftz, daz, saturate, seed, threads)
+        saturate=False, seed=None, threads=0, out=None, return_flags=False, legacy_tuple=False):
+    """a * b + c with one rounding, in the operands' format; broadcasting, out=, return_flags=
+    and legacy_tuple= as in add() and convert().
+
+    >>> bf16emu.fma(np.float32([0.1]), np.float32([10.0]), np.float32([-1.0]))  # 0.1f * 10 - 1, one rounding: 2^-26
+    array([1.4901161e-08], dtype=float32)
+    """
+    return _arith("fma", (a, b, c), format, rounding, tininess, nan, ftz, daz, saturate, seed, threads, out,
+                  return_flags, legacy_tuple)
 
 
 def sqrt(a, *, format=None, rounding=ROUNDING_DEFAULT, tininess="after", nan="ieee", ftz=False, daz=False,
-         saturate=False, seed=None, threads=0):
-    """sqrt(a), correctly rounded in the operand's format. Returns (result, flags)."""
-    return _arith("sqrt", (a,), format, rounding, tininess, nan, ftz, daz, saturate, seed, threads)
+         saturate=False, seed=None, threads=0, out=None, return_flags=False, legacy_tuple=False):
+    """sqrt(a), correctly rounded in the operand's format; out=, return_flags= and legacy_tuple=
+    as in convert().
+
+    >>> bf16emu.sqrt(np.uint16([0x4080]), format="bf16")  # sqrt(4) = 2
+    array([16384], dtype=uint16)
+    """
+    return _arith("sqrt", (a,), format, rounding, tininess, nan, ftz, daz, saturate, seed, threads, out,
+                  return_flags, legacy_tuple)
 
 _ARITY = {"add": 2, "sub": 2, "mul": 2, "div": 2, "fma": 3, "sqrt": 1, "convert": 1}
 
@@ -607,32 +785,115 @@ def quantize_mx(x, elem: str = "e2m1", *, block: int = 32, format: str | None = 
     per byte) of x's shape; flags are those of the element roundings. The scale is
     2^(floor(log2 max|v|) - emax(elem)); each v / scale is rounded once in `rounding` and
     saturates to the largest normal; a NaN or infinite value makes its block's scale NaN and its
-    elements +0 (core/scale.hpp quantize_mx_block)."""
-    bits, src, _ = to_bits(x, format, "x")
+    elements +0 (core/scale.hpp quantize_mx_block). For a torch tensor, scales and elements are
+    torch.uint8 tensors.
+
+    >>> scales, elems, flags = bf16emu.quantize_mx(np.float32([1, 2, 3, 6]), "e2m1", block=4)
+    >>> scales.tolist(), elems.tolist()  # scale 2^(2 - 2) = 1; e2m1 codes of 1, 2, 3, 6
+    ([127], [2, 4, 5, 7])
+    """
+    bits, src, kind = to_bits(x, format, "x")
     name = _format_name(elem, "elem")
     if name not in _MX_ELEMENTS:
         raise ValueError(f"argument 'elem': '{elem}' is not an MX element format ({', '.join(_MX_ELEMENTS)})")
     opts = _options(rounding, tininess, nan, False, False, False, None, threads)
     scales, out, flags = _core.quantize_mx(bits, src, name, _block_size(block), opts)
+    if kind.torch:
+        torch = _torch()
+        return torch.from_numpy(scales), torch.from_numpy(out), Flags(flags)
     return scales, out, Flags(flags)
 
 
 def dequantize_mx(scales, elements, elem: str = "e2m1", *, block: int = 32):
     """The exact values scale * element as float64 (every product is exact in binary64); NaN
-    where the block's scale is NaN (0xFF). Shapes as quantize_mx returns them."""
+    where the block's scale is NaN (0xFF). Shapes as quantize_mx returns them (NumPy arrays or
+    torch.uint8 tensors); the result is a float64 NumPy array.
+
+    >>> bf16emu.dequantize_mx(np.uint8([128]), np.uint8([2, 4, 5, 7]), "e2m1", block=4)
+    array([ 2.,  4.,  6., 12.])
+    """
     name = _format_name(elem, "elem")
     if name not in _MX_ELEMENTS:
         raise ValueError(f"argument 'elem': '{elem}' is not an MX element format ({', '.join(_MX_ELEMENTS)})")
     k = _block_size(block)
-    s = np.asarray(scales)
-    e = np.asarray(elements)
+    s = scales.numpy() if _is_tensor(scales) else np.asarray(scales)
+    e = elements.numpy() if _is_tensor(elements) else np.asarray(elements)
     if s.dtype != np.uint8 or e.dtype != np.uint8:
         raise TypeError(f"arguments 'scales' and 'elements' must be uint8 arrays, got {s.dtype} and {e.dtype}")
     if e.ndim == 0 or s.shape != e.shape[:-1] + (e.shape[-1] // k,) or e.shape[-1] % k:
         raise ValueError(f"argument 'scales' of shape {s.shape} does not match elements of shape {e.shape} "
                          f"with block = {k}")
-    values, _ = convert(e, "fp64", format=name)
+    values = convert(np.ascontiguousarray(e), "fp64", format=name)
     power = np.ldexp(1.0, s.astype(np.int64) - 127)
     out = values.reshape(e.shape[:-1] + (e.shape[-1] // k, k)) * power[..., None]
     out[s == 0xFF] = np.nan
     return out.reshape(e.shape)
+
+
+# ---------------------------------------------------------------------------
+# Format facts: finfo(fmt).
+
+# name -> (exponent bits, mantissa (fraction) bits, encoding of the top exponent): "ieee" (inf and
+# NaN), "fn" (no inf; only S.1111.111 is NaN: e4m3), "finite" (no inf, no NaN: the MX fp6/fp4).
+_FORMAT_FIELDS = {"fp64": (11, 52, "ieee"), "fp32": (8, 23, "ieee"), "tf32": (8, 10, "ieee"),
+                  "bf16": (8, 7, "ieee"), "fp16": (5, 10, "ieee"), "e4m3": (4, 3, "fn"), "e5m2": (5, 2, "ieee"),
+                  "e2m3": (2, 3, "finite"), "e3m2": (3, 2, "finite"), "e2m1": (2, 1, "finite")}
+
+
+class FormatInfo:
+    """The facts of one format, from its definition (as numpy.finfo / torch.finfo / ml_dtypes
+    give them): name, bits (the pattern width), storage_bits, exponent_bits, mantissa_bits
+    (stored fraction bits), precision (mantissa_bits + 1), bias, emin, emax, max, min (= -max),
+    tiny and smallest_normal (2^emin), smallest_subnormal, eps (2^-mantissa_bits), has_inf,
+    has_nan, and for formats of at most 8 bits `values` (the value of every code 0 .. 2^bits - 1
+    as float64, NaN where the code is NaN) and `grid` (the distinct finite values, ascending).
+
+    >>> f = bf16emu.finfo("e4m3")
+    >>> f.max, f.tiny, f.smallest_subnormal, f.eps, f.has_inf, f.has_nan
+    (448.0, 0.015625, 0.001953125, 0.125, False, True)
+    """
+
+    def __init__(self, name: str):
+        e, m, enc = _FORMAT_FIELDS[name]
+        self.name = name
+        self.bits = 1 + e + m
+        self.storage_bits = _WIDTH[name]
+        self.exponent_bits = e
+        self.mantissa_bits = m
+        self.precision = m + 1
+        self.bias = (1 << (e - 1)) - 1
+        self.has_inf = enc == "ieee"
+        self.has_nan = enc != "finite"
+        # The top exponent field holds inf/NaN in "ieee" formats only.
+        self.emax = ((1 << e) - 2 if enc == "ieee" else (1 << e) - 1) - self.bias
+        self.emin = 1 - self.bias
+        top_fraction = (1 << m) - (2 if enc == "fn" else 1)  # e4m3: S.1111.111 is NaN
+        self.max = math.ldexp(1.0 + top_fraction / (1 << m), self.emax)
+        self.min = -self.max
+        self.tiny = self.smallest_normal = math.ldexp(1.0, self.emin)
+        self.smallest_subnormal = math.ldexp(1.0, self.emin - m)
+        self.eps = math.ldexp(1.0, -m)
+        self.values = self.grid = None
+        if self.bits <= 8:
+            codes = np.arange(1 << self.bits, dtype=np.uint8)
+            self.values = convert(codes, "fp64", format=name)
+            finite = self.values[np.isfinite(self.values)]
+            self.grid = np.unique(finite) + 0.0  # one zero, +0
+
+    def __repr__(self) -> str:
+        return (f"FormatInfo({self.name}: bits={self.bits}, exponent_bits={self.exponent_bits}, "
+                f"mantissa_bits={self.mantissa_bits}, bias={self.bias}, max={self.max!r}, tiny={self.tiny!r}, "
+                f"smallest_subnormal={self.smallest_subnormal!r}, eps={self.eps!r}, has_inf={self.has_inf}, "
+                f"has_nan={self.has_nan})")
+
+
+def finfo(fmt) -> FormatInfo:
+    """The facts of format `fmt` (a name such as "bf16", "e4m3", "float8_e4m3fn", "fp4"): see
+    FormatInfo.
+
+    >>> bf16emu.finfo("bf16").max
+    3.3895313892515355e+38
+    >>> bf16emu.finfo("e2m1").grid.tolist()
+    [-6.0, -4.0, -3.0, -2.0, -1.5, -1.0, -0.5, 0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0]
+    """
+    return FormatInfo(_format_name(fmt, "fmt"))

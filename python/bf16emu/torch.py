@@ -184,8 +184,8 @@ class _Preset:
         Stochastic rounding: element i draws its bits from (seed + stream, i)."""
         fmt = "bf16" if x.dtype == np.uint16 else None
         seed = None if self.seed is None else self.seed + stream
-        bits, _ = _bf.convert(x, to=self.format, format=fmt, rounding=self.rounding, seed=seed,
-                              threads=self.threads)
+        bits = _bf.convert(x, to=self.format, format=fmt, rounding=self.rounding, seed=seed,
+                           threads=self.threads)
         return bits
 
     def gemm(self, a, b, c=None, stream=None):
@@ -197,8 +197,8 @@ class _Preset:
         if self.output is None or stream is None:
             return d
         seed = None if self.seed is None else self.seed + stream
-        bits, _ = _bf.convert(d, to=self.output, rounding=self.rounding, seed=seed, threads=self.threads)
-        wide, _ = _bf.convert(bits, to="fp32", format=self.output if bits.dtype == np.uint16 else None)
+        bits = _bf.convert(d, to=self.output, rounding=self.rounding, seed=seed, threads=self.threads)
+        wide = _bf.convert(bits, to="fp32", format=self.output if bits.dtype == np.uint16 else None)
         return wide
 
 

@@ -4,7 +4,9 @@
 // and float32/float64 arrays as unsigned integers of the format's width). The work is cut into
 // chunks run by bf16emu::parallel_for with the GIL released; each chunk uses the bulk paths of
 // core/bulk.hpp where the format and mode have one, the scalar routines otherwise. Flags are
-// ORed per chunk slot, so the result is the same for any thread count.
+// ORed per chunk slot, so the result is the same for any thread count. The caller may hand in
+// the result array (out=) and a uint8 array for each element's own flags (return_flags=True);
+// with the latter every element runs the scalar routine, which reports its flags.
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -58,9 +60,11 @@ template <class Fn> std::uint8_t run_chunks(std::size_t n, const call_env &ce, F
   return all;
 }
 
-// Element-wise scalar loop over [b, e): res(i, env) returns a result<Out>.
+// Element-wise scalar loop over [b, e): res(i, env) returns a result<Out>. With each (not
+// null), element i's own flags go to each[i].
 template <class Out, class Res>
-std::uint8_t scalar_loop(fp<Out> *out, std::size_t b, std::size_t e, const call_env &ce, Res &&res) {
+std::uint8_t scalar_loop(fp<Out> *out, std::uint8_t *each, std::size_t b, std::size_t e, const call_env &ce,
+                         Res &&res) {
   std::uint8_t f = 0;
   env en = ce.e;
   const bool sr = en.mode == round_mode::stochastic;
@@ -68,6 +72,7 @@ std::uint8_t scalar_loop(fp<Out> *out, std::size_t b, std::size_t e, const call_
     if (sr) en.random = random_bits(ce.key, i);
     const result<Out> r = res(i, en);
     out[i] = r.value;
+    if (each) each[i] = r.flags;
     f |= r.flags;
   }
   return f;
@@ -82,14 +87,18 @@ void check_bits(const pybind11::array &a, format_id f, const char *name) {
                                std::to_string(want * 8) + "-bit storage)");
   if (!(a.flags() & pybind11::array::c_style))
     throw pybind11::value_error(std::string("argument '") + name + "' is not C-contiguous");
-  // A format narrower than its storage (fp6/fp4 in one byte each): the bits above it must be 0.
+  // A format narrower than its storage (fp6/fp4 in one byte each, tf32 in four): the bits
+  // above it must be 0.
   if (d.width < 8 * int(want)) {
-    const auto *p = static_cast<const std::uint8_t *>(a.data());
-    for (pybind11::ssize_t i = 0; i < a.size(); ++i)
-      if (p[i] & ~d.width_mask)
-        throw pybind11::value_error(std::string("argument '") + name + "': element " + std::to_string(i) +
-                                    " = 0x" + hex(p[i]) + " has bits above the " + std::to_string(d.width) +
-                                    "-bit format " + d.name);
+    const auto above = [&](const auto *p) {
+      for (pybind11::ssize_t i = 0; i < a.size(); ++i)
+        if (std::uint64_t(p[i]) & ~d.width_mask)
+          throw pybind11::value_error(std::string("argument '") + name + "': element " + std::to_string(i) +
+                                      " = 0x" + hex(p[i]) + " has bits above the " + std::to_string(d.width) +
+                                      "-bit format " + d.name);
+    };
+    if (want == 1) above(static_cast<const std::uint8_t *>(a.data()));
+    if (want == 4) above(static_cast<const std::uint32_t *>(a.data()));
   }
 }
 
@@ -102,11 +111,37 @@ pybind11::array new_bits(format_id f, const pybind11::array &like) {
   return pybind11::array_t<std::uint64_t>(shape);
 }
 
+// The result array: `out` when the caller gave one (its elements must have the format's
+// storage width, be C-contiguous and writeable, and number n), else a new one shaped like `like`.
+pybind11::array result_bits(format_id f, const pybind11::array &like, const pybind11::object &out) {
+  if (out.is_none()) return new_bits(f, like);
+  auto o = out.cast<pybind11::array>();
+  check_bits(o, f, "out");
+  if (!o.writeable()) throw pybind11::value_error("argument 'out' is read-only");
+  if (o.size() != like.size())
+    throw pybind11::value_error("argument 'out': shape " + shape_text(o) + " does not match the result " +
+                                shape_text(like));
+  return o;
+}
+
+// The per-element flag array (uint8, n elements, C-contiguous), or null when not asked for.
+std::uint8_t *each_flags(const pybind11::object &flags_out, const pybind11::array &like) {
+  if (flags_out.is_none()) return nullptr;
+  auto f = flags_out.cast<pybind11::array>();
+  if (f.itemsize() != 1 || !(f.flags() & pybind11::array::c_style) || !f.writeable() ||
+      f.size() != like.size())
+    throw pybind11::value_error("flag mask: needs a writeable C-contiguous uint8 array of " +
+                                std::to_string(like.size()) + " elements");
+  return static_cast<std::uint8_t *>(f.mutable_data());
+}
+
 pybind11::tuple convert_array(const pybind11::array &x, const std::string &from, const std::string &to,
-                              const call_env &ce) {
+                              const call_env &ce, const pybind11::object &out_arg,
+                              const pybind11::object &flags_arg) {
   const format_id src = io::parse_format(from), dst = io::parse_format(to);
   check_bits(x, src, "x");
-  pybind11::array out = new_bits(dst, x);
+  pybind11::array out = result_bits(dst, x, out_arg);
+  std::uint8_t *each = each_flags(flags_arg, x);
   const auto n = std::size_t(x.size());
   const std::uint8_t flags = visit_format(src, [&](auto fi) {
     using In = decltype(fi);
@@ -119,8 +154,9 @@ pybind11::tuple convert_array(const pybind11::array &x, const std::string &from,
         // exponent range). fp16 -> e5m2 stays scalar: GCC 12 reports a false -Wstringop-overflow
         // on the bulk loop's 8-bit stores.
         if constexpr (detail::same_range_narrowing<Out, In> && Out::width >= 16)
-          if (ce.e.mode != round_mode::stochastic) return convert_n<Out, In>(a + b, o + b, e - b, ce.e);
-        return scalar_loop<Out>(o, b, e, ce,
+          if (ce.e.mode != round_mode::stochastic && !each)
+            return convert_n<Out, In>(a + b, o + b, e - b, ce.e);
+        return scalar_loop<Out>(o, each, b, e, ce,
                                 [&](std::size_t i, const env &en) { return convert<Out>(a[i], en); });
       });
     });
@@ -138,7 +174,8 @@ format_id arith_format(const std::string &name) {
 }
 
 pybind11::tuple arith_array(const std::string &opname, const std::vector<pybind11::array> &ops,
-                            const std::string &format, const call_env &ce) {
+                            const std::string &format, const call_env &ce, const pybind11::object &out_arg,
+                            const pybind11::object &flags_arg) {
   const op_kind op = parse_op(opname);
   const format_id f = arith_format(format);
   const int n_ops = io::arity(op);
@@ -153,7 +190,8 @@ pybind11::tuple arith_array(const std::string &opname, const std::vector<pybind1
       throw pybind11::value_error(std::string("argument '") + names[k] + "': shape " + shape_text(ops[k]) +
                                   " does not match argument 'a' " + shape_text(ops[0]));
   }
-  pybind11::array out = new_bits(f, ops[0]);
+  pybind11::array out = result_bits(f, ops[0], out_arg);
+  std::uint8_t *each = each_flags(flags_arg, ops[0]);
   const auto n = std::size_t(ops[0].size());
   const std::uint8_t flags = visit_format(f, [&](auto fi) -> std::uint8_t {
     using F = decltype(fi);
@@ -165,12 +203,12 @@ pybind11::tuple arith_array(const std::string &opname, const std::vector<pybind1
       const fp<F> *c = n_ops > 2 ? as_fp<F>(ops[2]) : nullptr;
       fp<F> *o = as_fp<F>(out);
       return run_chunks(n, ce, [&](std::size_t lo, std::size_t hi) -> std::uint8_t {
-        const bool sr = ce.e.mode == round_mode::stochastic;
+        const bool scalar = ce.e.mode == round_mode::stochastic || each != nullptr;
         if constexpr (detail::bulk_add_format<F>) {
-          if (op == op_kind::add && !sr) return add_n<F>(a + lo, b + lo, o + lo, hi - lo, ce.e);
-          if (op == op_kind::sub && !sr) return sub_n<F>(a + lo, b + lo, o + lo, hi - lo, ce.e);
+          if (op == op_kind::add && !scalar) return add_n<F>(a + lo, b + lo, o + lo, hi - lo, ce.e);
+          if (op == op_kind::sub && !scalar) return sub_n<F>(a + lo, b + lo, o + lo, hi - lo, ce.e);
         }
-        return scalar_loop<F>(o, lo, hi, ce, [&](std::size_t i, const env &en) -> result<F> {
+        return scalar_loop<F>(o, each, lo, hi, ce, [&](std::size_t i, const env &en) -> result<F> {
           switch (op) {
           case op_kind::add: return add(a[i], b[i], en);
           case op_kind::sub: return sub(a[i], b[i], en);
@@ -339,14 +377,22 @@ pybind11::dict trace_one(const std::string &opname, const std::vector<std::uint6
 void bind_elementwise(pybind11::module_ &m) {
   m.def(
       "convert",
-      [](const pybind11::array &x, const std::string &from, const std::string &to,
-         const pybind11::dict &opts) { return convert_array(x, from, to, make_env(opts)); },
-      "Convert bit patterns of format `from` into format `to`; returns (bits, flags).");
+      [](const pybind11::array &x, const std::string &from, const std::string &to, const pybind11::dict &opts,
+         const pybind11::object &out,
+         const pybind11::object &flags) { return convert_array(x, from, to, make_env(opts), out, flags); },
+      pybind11::arg("x"), pybind11::arg("from"), pybind11::arg("to"), pybind11::arg("opts"),
+      pybind11::arg("out") = pybind11::none(), pybind11::arg("flags") = pybind11::none(),
+      "Convert bit patterns of format `from` into format `to` (into `out` when given; each "
+      "element's flags into the uint8 array `flags` when given); returns (bits, OR of the flags).");
   m.def(
       "arith",
       [](const std::string &op, const std::vector<pybind11::array> &ops, const std::string &format,
-         const pybind11::dict &opts) { return arith_array(op, ops, format, make_env(opts)); },
-      "Element-wise add/sub/mul/div/fma/sqrt on bit patterns of one format; returns (bits, flags).");
+         const pybind11::dict &opts, const pybind11::object &out,
+         const pybind11::object &flags) { return arith_array(op, ops, format, make_env(opts), out, flags); },
+      pybind11::arg("op"), pybind11::arg("ops"), pybind11::arg("format"), pybind11::arg("opts"),
+      pybind11::arg("out") = pybind11::none(), pybind11::arg("flags") = pybind11::none(),
+      "Element-wise add/sub/mul/div/fma/sqrt on bit patterns of one format (into `out` when given; "
+      "each element's flags into the uint8 array `flags` when given); returns (bits, OR of the flags).");
   m.def(
       "trace",
       [](const std::string &op, const std::vector<std::uint64_t> &bits, const std::string &format,

@@ -72,6 +72,7 @@ std::string hex(std::uint64_t v) {
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "bf16emu: bit-exact soft-float, tensor-core model and attention ledger (compiled core)";
+  m.attr("__version__") = BF16EMU_VERSION; // project(bf16emu VERSION ...) in the top CMakeLists.txt
   pybind11::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);

@@ -16,7 +16,7 @@ def bf(*bits):
 def test_convert_fp32_to_bf16_known_values():
     # 1.0, 1 + 2^-8 (tie -> even 1.0), 1 + 3*2^-8 (tie -> up), max float (overflow -> inf), -0.0
     x = np.array([1.0, 1.00390625, 1.01171875, 3.4028234663852886e38, -0.0], dtype=np.float32)
-    y, flags = bf16emu.convert(x, to="bf16")
+    y, _, flags = bf16emu.convert(x, to="bf16", return_flags=True)
     assert y.dtype == np.uint16
     assert [hex(v) for v in y] == ["0x3f80", "0x3f80", "0x3f82", "0x7f80", "0x8000"]
     assert flags == Flags.INEXACT | Flags.OVERFLOW
@@ -24,36 +24,40 @@ def test_convert_fp32_to_bf16_known_values():
 
 def test_convert_rounding_modes_and_saturate():
     x = np.array([1.00390625, -1.00390625], dtype=np.float32)  # exactly halfway
-    assert list(bf16emu.convert(x, to="bf16", rounding="rne")[0]) == [0x3F80, 0xBF80]
-    assert list(bf16emu.convert(x, to="bf16", rounding="nearest_away")[0]) == [0x3F81, 0xBF81]
-    assert list(bf16emu.convert(x, to="bf16", rounding="upward")[0]) == [0x3F81, 0xBF80]
-    assert list(bf16emu.convert(x, to="bf16", rounding="downward")[0]) == [0x3F80, 0xBF81]
-    assert list(bf16emu.convert(x, to="bf16", rounding="toward_zero")[0]) == [0x3F80, 0xBF80]
+    assert list(bf16emu.convert(x, to="bf16", rounding="rne")) == [0x3F80, 0xBF80]
+    assert list(bf16emu.convert(x, to="bf16", rounding="nearest_away")) == [0x3F81, 0xBF81]
+    assert list(bf16emu.convert(x, to="bf16", rounding="upward")) == [0x3F81, 0xBF80]
+    assert list(bf16emu.convert(x, to="bf16", rounding="downward")) == [0x3F80, 0xBF81]
+    assert list(bf16emu.convert(x, to="bf16", rounding="toward_zero")) == [0x3F80, 0xBF80]
     big = np.array([3.4028234663852886e38], dtype=np.float32)
-    assert list(bf16emu.convert(big, to="bf16", saturate=True)[0]) == [0x7F7F]
+    assert list(bf16emu.convert(big, to="bf16", saturate=True)) == [0x7F7F]
 
 
 def test_any_shape_and_non_contiguous():
     x = np.arange(24, dtype=np.float32).reshape(2, 3, 4) * np.float32(1.1)
-    y, _ = bf16emu.convert(x, to="bf16")
+    y = bf16emu.convert(x, to="bf16")
     assert y.shape == (2, 3, 4)
     t = x.transpose(2, 0, 1)  # non-contiguous: copied, same values per element
-    yt, _ = bf16emu.convert(t, to="bf16")
+    yt = bf16emu.convert(t, to="bf16")
     np.testing.assert_array_equal(yt, y.transpose(2, 0, 1))
-    z, _ = bf16emu.convert(np.float32(2.5), to="fp16")
+    z = bf16emu.convert(np.float32(2.5), to="fp16")
     assert z.shape == () and z.dtype == np.float16 and int(z.view(np.uint16)) == 0x4100
 
 
 def test_empty_and_thread_count_independent():
-    e, f = bf16emu.add(np.zeros((0, 3), np.float32), np.zeros((0, 3), np.float32))
+    e, _, f = bf16emu.add(np.zeros((0, 3), np.float32), np.zeros((0, 3), np.float32), return_flags=True)
     assert e.shape == (0, 3) and f == Flags.NONE
     rng = np.random.default_rng(2)
     a = rng.integers(0, 1 << 16, size=300000, dtype=np.uint32).astype(np.uint16)  # > 4 chunks
     b = rng.integers(0, 1 << 16, size=300000, dtype=np.uint32).astype(np.uint16)
     for op in (bf16emu.add, bf16emu.div):
-        one, f1 = op(a, b, format="bf16", threads=1)
-        many, f4 = op(a, b, format="bf16", threads=4)
+        one = op(a, b, format="bf16", threads=1)
+        many = op(a, b, format="bf16", threads=4)
         np.testing.assert_array_equal(one, many)
+        one, m1, f1 = op(a, b, format="bf16", threads=1, return_flags=True)
+        many, m4, f4 = op(a, b, format="bf16", threads=4, return_flags=True)
+        np.testing.assert_array_equal(one, many)
+        np.testing.assert_array_equal(m1, m4)
         assert f1 == f4
 
 
@@ -74,19 +78,19 @@ def test_gil_released():
 
 def test_arith_bf16_known_values():
     # 1 + 2^-8: a tie in bf16 -> 1.0; 1.5 * 1.5 = 2.25 exact; 1 / 3 in bf16 = 0x3EAB
-    s, f = bf16emu.add(bf(0x3F80), bf(0x3B80), format="bf16")
+    s, _, f = bf16emu.add(bf(0x3F80), bf(0x3B80), format="bf16", return_flags=True)
     assert list(s) == [0x3F80] and f == Flags.INEXACT
-    p, f = bf16emu.mul(bf(0x3FC0), bf(0x3FC0), format="bf16")
+    p, _, f = bf16emu.mul(bf(0x3FC0), bf(0x3FC0), format="bf16", return_flags=True)
     assert list(p) == [0x4010] and f == Flags.NONE
-    q, _ = bf16emu.div(bf(0x3F80), bf(0x4040), format="bf16")
+    q = bf16emu.div(bf(0x3F80), bf(0x4040), format="bf16")
     assert list(q) == [0x3EAB]
-    d, f = bf16emu.div(bf(0x3F80), bf(0x0000), format="bf16")
+    d, _, f = bf16emu.div(bf(0x3F80), bf(0x0000), format="bf16", return_flags=True)
     assert list(d) == [0x7F80] and f == Flags.DIVBYZERO
-    r, f = bf16emu.sqrt(bf(0x4080), format="bf16")  # sqrt(4) = 2
+    r, _, f = bf16emu.sqrt(bf(0x4080), format="bf16", return_flags=True)  # sqrt(4) = 2
     assert list(r) == [0x4000] and f == Flags.NONE
-    n, f = bf16emu.sub(bf(0x7F80), bf(0x7F80), format="bf16", nan="cuda")
+    n, _, f = bf16emu.sub(bf(0x7F80), bf(0x7F80), format="bf16", nan="cuda", return_flags=True)
     assert list(n) == [0x7FFF] and f == Flags.INVALID
-    n, _ = bf16emu.sub(bf(0x7F80), bf(0x7F80), format="bf16", nan="pytorch")
+    n = bf16emu.sub(bf(0x7F80), bf(0x7F80), format="bf16", nan="pytorch")
     assert list(n) == [0x7FC0]
 
 
@@ -96,29 +100,29 @@ def test_fma_single_rounding():
     a = np.array([1.0000001192092896], dtype=np.float32)
     b = np.array([0.99999988079071045], dtype=np.float32)
     c = np.array([-1.0], dtype=np.float32)
-    r, _ = bf16emu.fma(a, b, c)
+    r = bf16emu.fma(a, b, c)
     assert r.dtype == np.float32 and r[0] == np.float32(-2.0 ** -46)
-    m, _ = bf16emu.mul(a, b)
+    m = bf16emu.mul(a, b)
     assert m[0] == np.float32(1.0)
 
 
 def test_fp16_numpy_native_and_fp8():
     a = np.array([1.0, 65504.0], dtype=np.float16)
-    r, f = bf16emu.add(a, a)
+    r, _, f = bf16emu.add(a, a, return_flags=True)
     assert r.dtype == np.float16 and list(r.view(np.uint16)) == [0x4000, 0x7C00]
     assert f & Flags.OVERFLOW
-    e, _ = bf16emu.convert(np.array([448.0, 500.0, 1.0], dtype=np.float32), to="e4m3", saturate=True)
+    e = bf16emu.convert(np.array([448.0, 500.0, 1.0], dtype=np.float32), to="e4m3", saturate=True)
     assert e.dtype == np.uint8 and list(e) == [0x7E, 0x7E, 0x38]
-    s, _ = bf16emu.add(np.array([0x38], np.uint8), np.array([0x38], np.uint8), format="e4m3")
+    s = bf16emu.add(np.array([0x38], np.uint8), np.array([0x38], np.uint8), format="e4m3")
     assert list(s) == [0x40]
 
 
 def test_flags_are_or_of_elements():
     x = np.array([1.0, 3.4028234663852886e38, 0.0], dtype=np.float32)
     y = np.array([0.0, 3.4028234663852886e38, 0.0], dtype=np.float32)
-    _, f = bf16emu.add(x, y)
+    _, _, f = bf16emu.add(x, y, return_flags=True)
     assert f == Flags.OVERFLOW | Flags.INEXACT
-    _, f = bf16emu.div(x, y)
+    _, _, f = bf16emu.div(x, y, return_flags=True)
     assert f == Flags.INVALID | Flags.DIVBYZERO  # 1/0 and 0/0; max/max = 1 exactly
 
 
@@ -126,8 +130,8 @@ def test_round_trips_numpy():
     rng = np.random.default_rng(1)
     bits = rng.integers(0, 1 << 16, size=100000, dtype=np.uint32).astype(np.uint16)
     for fmt, nan_above in (("bf16", 0x7F80), ("fp16", 0x7C00)):
-        wide, _ = bf16emu.convert(bits, format=fmt, to="fp32")
-        back, _ = bf16emu.convert(wide, to=fmt)
+        wide = bf16emu.convert(bits, format=fmt, to="fp32")
+        back = bf16emu.convert(wide, to=fmt)
         back = back.view(np.uint16)  # fp16 from a float32 array comes back as numpy float16
         keep = (bits & 0x7FFF) <= nan_above  # NaNs come back quieted
         np.testing.assert_array_equal(back[keep], bits[keep])
@@ -138,25 +142,25 @@ def test_round_trips_numpy():
 def test_round_trips_torch():
     torch = pytest.importorskip("torch")
     t = torch.randn(3, 5, 7).to(torch.bfloat16)
-    bits, _ = bf16emu.convert(t, to="fp32")
+    bits = bf16emu.convert(t, to="fp32")
     assert bits.dtype == torch.float32 and bits.shape == t.shape
     assert torch.equal(bits, t.float())
-    back, _ = bf16emu.convert(bits, to="bf16")
+    back = bf16emu.convert(bits, to="bf16")
     assert back.dtype == torch.bfloat16 and torch.equal(back, t)
-    s, _ = bf16emu.add(t, t)
+    s = bf16emu.add(t, t)
     assert s.dtype == torch.bfloat16 and torch.equal(s, t + t)
     nc = t.transpose(0, 2)  # non-contiguous tensor
-    s2, _ = bf16emu.mul(nc, nc)
+    s2 = bf16emu.mul(nc, nc)
     assert torch.equal(s2, nc * nc)
     h = torch.randn(10).half()
-    assert torch.equal(bf16emu.div(h, h + 3)[0], h / (h + 3))
+    assert torch.equal(bf16emu.div(h, h + 3), h / (h + 3))
 
 
 def test_stochastic_rounding_reproducible():
     x = np.full(100000, 1.0 + 2.0 ** -10, dtype=np.float32)  # 1/8 of a bf16 ulp above 1.0
-    a, _ = bf16emu.convert(x, to="bf16", rounding="stochastic", seed=42)
-    b, _ = bf16emu.convert(x, to="bf16", rounding="stochastic", seed=42, threads=1)
-    c, _ = bf16emu.convert(x, to="bf16", rounding="stochastic", seed=43)
+    a = bf16emu.convert(x, to="bf16", rounding="stochastic", seed=42)
+    b = bf16emu.convert(x, to="bf16", rounding="stochastic", seed=42, threads=1)
+    c = bf16emu.convert(x, to="bf16", rounding="stochastic", seed=43)
     np.testing.assert_array_equal(a, b)
     assert (a != c).any()
     ups = np.count_nonzero(a == 0x3F81) / a.size

@@ -209,7 +209,7 @@ def test_threads_do_not_change_the_bits():
 # --- linear and matmul ---------------------------------------------------------------------
 
 def rounded(x, fmt="bf16"):
-    bits, _ = bf16emu.convert(np.ascontiguousarray(x, np.float32), to=fmt)
+    bits = bf16emu.convert(np.ascontiguousarray(x, np.float32), to=fmt)
     return bits
 
 
@@ -260,18 +260,18 @@ def test_matmul_batched_and_stochastic():
     b = torch.randn(3, 16, 8, generator=gen)
     d = et.matmul(a, b, format="fp16")
     for i in range(3):
-        aq, _ = bf16emu.convert(a[i].numpy(), to="fp16")
-        bq, _ = bf16emu.convert(b[i].numpy(), to="fp16")
+        aq = bf16emu.convert(a[i].numpy(), to="fp16")
+        bq = bf16emu.convert(b[i].numpy(), to="fp16")
         assert np.array_equal(d[i].numpy(), bf16emu.gemm(aq, bq, arch="sm90"))
     s1 = et.matmul(a[0], b[0], rounding="stochastic", seed=4)
     s2 = et.matmul(a[0], b[0], rounding="stochastic", seed=4)
-    aq, _ = bf16emu.convert(a[0].numpy(), to="bf16", rounding="stochastic", seed=4)
-    bq, _ = bf16emu.convert(b[0].numpy(), to="bf16", rounding="stochastic", seed=5)
+    aq = bf16emu.convert(a[0].numpy(), to="bf16", rounding="stochastic", seed=4)
+    bq = bf16emu.convert(b[0].numpy(), to="bf16", rounding="stochastic", seed=5)
     assert torch.equal(s1, s2) and np.array_equal(s1.numpy(), gemm(aq, bq))
     # stochastic rounding of the output too: D rounded to BF16 with stream seed + 3
     s3 = et.matmul(a[0], b[0], rounding="stochastic", seed=4, output="bf16")
-    d_bits, _ = bf16emu.convert(gemm(aq, bq), to="bf16", rounding="stochastic", seed=7)
-    want, _ = bf16emu.convert(d_bits, to="fp32", format="bf16")
+    d_bits = bf16emu.convert(gemm(aq, bq), to="bf16", rounding="stochastic", seed=7)
+    want = bf16emu.convert(d_bits, to="fp32", format="bf16")
     assert np.array_equal(s3.numpy(), want) and not torch.equal(s3, s1)
 
 

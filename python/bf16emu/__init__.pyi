@@ -1,0 +1,155 @@
+# Type stubs of the bf16emu package (docs/python.md). Arrays are NumPy arrays or torch tensors;
+# results are of the input's kind.
+import enum
+from typing import Any, Literal, Optional, Sequence, Tuple, TypeVar, Union, overload
+
+import numpy as np
+import numpy.typing as npt
+
+__version__: str
+MAX_THREADS: int
+ROUNDING_DEFAULT: str
+
+Array = Any  # a NumPy array (or anything np.asarray takes) or a torch.Tensor
+A = TypeVar("A")
+
+class Flags(enum.IntFlag):
+    NONE = 0
+    INVALID = 1
+    DIVBYZERO = 2
+    OVERFLOW = 4
+    UNDERFLOW = 8
+    INEXACT = 16
+
+@overload
+def convert(x: Array, to: str, *, format: Optional[str] = ..., rounding: str = ..., tininess: str = ...,
+            nan: str = ..., ftz: bool = ..., daz: bool = ..., saturate: bool = ..., seed: Optional[int] = ...,
+            threads: int = ..., out: Optional[Array] = ..., return_flags: Literal[False] = ...,
+            legacy_tuple: Literal[False] = ...) -> Array: ...
+@overload
+def convert(x: Array, to: str, *, format: Optional[str] = ..., rounding: str = ..., tininess: str = ...,
+            nan: str = ..., ftz: bool = ..., daz: bool = ..., saturate: bool = ..., seed: Optional[int] = ...,
+            threads: int = ..., out: Optional[Array] = ..., return_flags: Literal[True],
+            legacy_tuple: Literal[False] = ...) -> Tuple[Array, Array, Flags]: ...
+@overload
+def convert(x: Array, to: str, *, format: Optional[str] = ..., rounding: str = ..., tininess: str = ...,
+            nan: str = ..., ftz: bool = ..., daz: bool = ..., saturate: bool = ..., seed: Optional[int] = ...,
+            threads: int = ..., out: Optional[Array] = ..., return_flags: Literal[False] = ...,
+            legacy_tuple: Literal[True]) -> Tuple[Array, Flags]: ...
+
+@overload
+def add(a: Array, b: Array, *, format: Optional[str] = ..., rounding: str = ..., tininess: str = ...,
+        nan: str = ..., ftz: bool = ..., daz: bool = ..., saturate: bool = ..., seed: Optional[int] = ...,
+        threads: int = ..., out: Optional[Array] = ..., return_flags: Literal[False] = ...,
+        legacy_tuple: Literal[False] = ...) -> Array: ...
+@overload
+def add(a: Array, b: Array, *, format: Optional[str] = ..., rounding: str = ..., tininess: str = ...,
+        nan: str = ..., ftz: bool = ..., daz: bool = ..., saturate: bool = ..., seed: Optional[int] = ...,
+        threads: int = ..., out: Optional[Array] = ..., return_flags: Literal[True],
+        legacy_tuple: Literal[False] = ...) -> Tuple[Array, Array, Flags]: ...
+@overload
+def add(a: Array, b: Array, *, format: Optional[str] = ..., rounding: str = ..., tininess: str = ...,
+        nan: str = ..., ftz: bool = ..., daz: bool = ..., saturate: bool = ..., seed: Optional[int] = ...,
+        threads: int = ..., out: Optional[Array] = ..., return_flags: Literal[False] = ...,
+        legacy_tuple: Literal[True]) -> Tuple[Array, Flags]: ...
+
+sub = add
+mul = add
+div = add
+
+@overload
+def fma(a: Array, b: Array, c: Array, *, format: Optional[str] = ..., rounding: str = ..., tininess: str = ...,
+        nan: str = ..., ftz: bool = ..., daz: bool = ..., saturate: bool = ..., seed: Optional[int] = ...,
+        threads: int = ..., out: Optional[Array] = ..., return_flags: Literal[False] = ...,
+        legacy_tuple: Literal[False] = ...) -> Array: ...
+@overload
+def fma(a: Array, b: Array, c: Array, *, format: Optional[str] = ..., rounding: str = ..., tininess: str = ...,
+        nan: str = ..., ftz: bool = ..., daz: bool = ..., saturate: bool = ..., seed: Optional[int] = ...,
+        threads: int = ..., out: Optional[Array] = ..., return_flags: Literal[True],
+        legacy_tuple: Literal[False] = ...) -> Tuple[Array, Array, Flags]: ...
+@overload
+def fma(a: Array, b: Array, c: Array, *, format: Optional[str] = ..., rounding: str = ..., tininess: str = ...,
+        nan: str = ..., ftz: bool = ..., daz: bool = ..., saturate: bool = ..., seed: Optional[int] = ...,
+        threads: int = ..., out: Optional[Array] = ..., return_flags: Literal[False] = ...,
+        legacy_tuple: Literal[True]) -> Tuple[Array, Flags]: ...
+
+@overload
+def sqrt(a: Array, *, format: Optional[str] = ..., rounding: str = ..., tininess: str = ..., nan: str = ...,
+         ftz: bool = ..., daz: bool = ..., saturate: bool = ..., seed: Optional[int] = ..., threads: int = ...,
+         out: Optional[Array] = ..., return_flags: Literal[False] = ...,
+         legacy_tuple: Literal[False] = ...) -> Array: ...
+@overload
+def sqrt(a: Array, *, format: Optional[str] = ..., rounding: str = ..., tininess: str = ..., nan: str = ...,
+         ftz: bool = ..., daz: bool = ..., saturate: bool = ..., seed: Optional[int] = ..., threads: int = ...,
+         out: Optional[Array] = ..., return_flags: Literal[True],
+         legacy_tuple: Literal[False] = ...) -> Tuple[Array, Array, Flags]: ...
+@overload
+def sqrt(a: Array, *, format: Optional[str] = ..., rounding: str = ..., tininess: str = ..., nan: str = ...,
+         ftz: bool = ..., daz: bool = ..., saturate: bool = ..., seed: Optional[int] = ..., threads: int = ...,
+         out: Optional[Array] = ..., return_flags: Literal[False] = ...,
+         legacy_tuple: Literal[True]) -> Tuple[Array, Flags]: ...
+
+def to_bits(x: Array, format: Optional[str] = ..., arg: str = ...) -> Tuple[npt.NDArray[Any], str, Any]: ...
+def from_bits(bits: npt.NDArray[Any], format: str, kind: Any = ...) -> Array: ...
+
+def trace(op: str, *operands: Any, format: Optional[str] = ..., to: Optional[str] = ..., rounding: str = ...,
+          tininess: str = ..., nan: str = ..., ftz: bool = ..., daz: bool = ..., saturate: bool = ...,
+          seed: Optional[int] = ..., index: int = ...) -> dict: ...
+
+class Comparison:
+    format: str
+    shape: Tuple[int, ...]
+    count: int
+    mismatches: int
+    nan_mismatches: int
+    ulp_histogram: dict
+    worst: Optional[dict]
+    first_mismatches: list
+    def explain(self, index: Union[int, Sequence[int]]) -> dict: ...
+    def as_dict(self) -> dict: ...
+
+def compare(actual: Array, expected: Array, *, format: Optional[str] = ..., first: int = ...,
+            op: Optional[str] = ..., inputs: Sequence[Array] = ..., input_format: Optional[str] = ...,
+            rounding: str = ..., tininess: str = ..., nan: str = ..., ftz: bool = ..., daz: bool = ...,
+            saturate: bool = ...) -> Comparison: ...
+
+def gemm(a: Array, b: Array, c: Optional[Array] = ..., *, arch: str = ..., kind: Optional[str] = ...,
+         a_format: Optional[str] = ..., c_format: Optional[str] = ..., trace: Optional[Tuple[int, int]] = ...,
+         threads: int = ...) -> Any: ...
+def mma(a: Array, b: Array, c: Optional[Array] = ..., *, arch: str = ..., kind: Optional[str] = ...,
+        a_format: Optional[str] = ..., c_format: Optional[str] = ...,
+        trace: Optional[Tuple[int, int]] = ...) -> Any: ...
+
+def attention(q: Array, k: Array, v: Array, *, policy: str = ..., variant: str = ..., beta: float = ...,
+              causal: bool = ..., ledger: bool = ..., reference: bool = ..., block_m: int = ..., block_n: int = ...,
+              format: Optional[str] = ..., threads: int = ..., sites: Union[None, str, dict] = ...,
+              scale: Optional[float] = ...) -> dict: ...
+def attention_backward(q: Array, k: Array, v: Array, do: Array, *, backward: str = ..., **kwargs: Any) -> dict: ...
+
+def quantize_mx(x: Array, elem: str = ..., *, block: int = ..., format: Optional[str] = ..., rounding: str = ...,
+                tininess: str = ..., nan: str = ..., threads: int = ...) -> Tuple[Array, Array, Flags]: ...
+def dequantize_mx(scales: Array, elements: Array, elem: str = ..., *, block: int = ...) -> npt.NDArray[np.float64]: ...
+
+class FormatInfo:
+    name: str
+    bits: int
+    storage_bits: int
+    exponent_bits: int
+    mantissa_bits: int
+    precision: int
+    bias: int
+    emin: int
+    emax: int
+    max: float
+    min: float
+    tiny: float
+    smallest_normal: float
+    smallest_subnormal: float
+    eps: float
+    has_inf: bool
+    has_nan: bool
+    values: Optional[npt.NDArray[np.float64]]
+    grid: Optional[npt.NDArray[np.float64]]
+    def __init__(self, name: str) -> None: ...
+
+def finfo(fmt: str) -> FormatInfo: ...
