@@ -39,7 +39,11 @@ ROUNDING_DEFAULT = "nearest_even"
 
 
 class Flags(enum.IntFlag):
-    """IEEE exception flags (the core's bit values)."""
+    """IEEE exception flags (the core's bit values).
+
+    >>> bf16emu.Flags(20)
+    <Flags.OVERFLOW|INEXACT: 20>
+    """
     NONE = 0
     INVALID = 1
     DIVBYZERO = 2
@@ -476,7 +480,12 @@ def trace(op: str, *operands, format: str | None = None, to: str | None = None, 
     result - exact value as a decimal string), error_value (as a float), result_bits, result,
     flags, and 'steps' with every rounding event (a second step when to= rounds the result
     again). For convert, `to` is the destination. With rounding='stochastic', element `index`
-    of a call with the same seed is traced."""
+    of a call with the same seed is traced.
+
+    >>> t = bf16emu.trace("add", -2.4071154594421387, -2.296875, to="bf16")  # the paper's case
+    >>> hex(t["result_bits"]), t["guard"], t["round"], t["sticky"], t["decision"], t["error"]
+    ('0xc097', 1, 0, 1, 'up', '-0.014759540557861328125')
+    """
     if not isinstance(op, str) or op not in _ARITY:
         raise ValueError(f"argument 'op': unknown operation {str(op)[:80]!r} (add, sub, mul, fma, div, sqrt, convert)")
     if len(operands) != _ARITY[op]:
@@ -523,7 +532,12 @@ class Comparison:
     """Result of compare(): count, mismatches (bitwise), ulp_histogram {bucket: count} (buckets
     0, 1, 2, 4, 8, ...: key k counts distances in (k/2, k]; 'nan' counts elements where exactly
     one side is NaN), worst (the element farthest apart),
-    first_mismatches (index tuples, in C order), and explain(index)."""
+    first_mismatches (index tuples, in C order), and explain(index).
+
+    >>> c = bf16emu.compare(np.uint16([0x3F80, 0x4000]), np.uint16([0x3F80, 0x4001]), format="bf16")
+    >>> c.mismatches, c.ulp_histogram, c.first_mismatches
+    (1, {0: 1, 1: 1}, [(1,)])
+    """
 
     def __init__(self, fmt, shape, a_bits, e_bits, first, op, inputs, opts):
         self.format = fmt
@@ -570,7 +584,12 @@ class Comparison:
     def explain(self, index) -> dict:
         """The element at `index` (a tuple, or a flat int): both values and their ulp distance;
         when compare() was given op= and inputs=, also bf16emu.trace() of that element's
-        operation (the 'trace' key): guard, round, sticky, decision and exact error."""
+        operation (the 'trace' key): guard, round, sticky, decision and exact error.
+
+        >>> c = bf16emu.compare(np.uint16([0x4000]), np.uint16([0x4001]), format="bf16")
+        >>> c.explain(0)["ulps"], c.explain(0)["expected"]
+        (1, 2.015625)
+    """
         if isinstance(index, numbers.Integral) and not isinstance(index, bool):
             flat = int(index)
             if not 0 <= flat < self.count:
@@ -601,7 +620,14 @@ def compare(actual, expected, *, format: str | None = None, first: int = 10, op:
             ftz=False, daz=False, saturate=False):
     """Compare two arrays/tensors of one format element by element (bit patterns). With op=
     and inputs= (the operands that produced `expected` through that bf16emu operation),
-    explain(index) adds the trace of the element's rounding."""
+    explain(index) adds the trace of the element's rounding.
+
+    >>> a, b = np.uint16([0x3F80]), np.uint16([0x3B80])  # 1 + 2^-8 in bf16: a tie
+    >>> mine = np.uint16([0x3F81])                      # a kernel that rounded it up
+    >>> c = bf16emu.compare(mine, bf16emu.add(a, b, format="bf16"), format="bf16", op="add", inputs=(a, b))
+    >>> c.mismatches, c.explain(0)["trace"]["decision"]
+    (1, 'tie_down')
+    """
     a_bits, fa, _ = to_bits(actual, format, "actual")
     e_bits, fe, _ = to_bits(expected, format, "expected")
     if fa != fe:
@@ -643,7 +669,14 @@ def gemm(a, b, c=None, *, arch: str = "sm80", kind: str | None = None, a_format:
     (K x N) in the input format (bf16/fp16/tf32/e4m3/e5m2: from the dtype, or a_format= for
     uint bits), c (M x N) in the accumulator format (fp32 or fp16; None: zeros in fp32, or in
     c_format). kind: mma, wgmma or tcgen05 (default: the architecture's own). Returns D in
-    c's kind; with trace=(i, j), returns (D, trace) where trace lists the blocks of D[i, j]."""
+    c's kind; with trace=(i, j), returns (D, trace) where trace lists the blocks of D[i, j].
+
+    >>> a = bf16emu.convert(np.ones((16, 32), np.float32), to="bf16")
+    >>> b = bf16emu.convert(np.ones((32, 8), np.float32), to="bf16")
+    >>> d, tr = bf16emu.gemm(a, b, a_format="bf16", arch="sm80", trace=(0, 0))
+    >>> d.shape, float(d[0, 0]), len(tr["blocks"])
+    ((16, 8), 32.0, 4)
+    """
     a_bits, fin, kind_a = to_bits(a, a_format, "a")
     b_bits, fb, _ = to_bits(b, a_format or fin, "b")
     if fb != fin:
@@ -682,7 +715,13 @@ def gemm(a, b, c=None, *, arch: str = "sm80", kind: str | None = None, a_format:
 def mma(a, b, c=None, *, arch: str = "sm80", kind: str | None = None, a_format: str | None = None,
         c_format: str | None = None, trace=None):
     """One tensor-core instruction D = A B + C on the preset's exact m x n x k tile (e.g.
-    16x8x16 for sm80 mma.sync bf16): the shapes must match the instruction. See gemm()."""
+    16x8x16 for sm80 mma.sync bf16): the shapes must match the instruction. See gemm().
+
+    >>> a = bf16emu.convert(np.ones((16, 16), np.float32), to="bf16")
+    >>> b = bf16emu.convert(np.ones((16, 8), np.float32), to="bf16")
+    >>> bf16emu.mma(a, b, a_format="bf16", arch="sm80")[0, 0]
+    16.0
+    """
     return gemm(a, b, c, arch=arch, kind=kind, a_format=a_format, c_format=c_format, trace=trace, threads=1,
                 _single=True)
 
@@ -709,7 +748,13 @@ def attention(q, k, v, *, policy: str = "fa2:sm80", variant: str = "fa2", beta: 
     scale: the softmax scale (None: 1/sqrt(dim) rounded to FP32). Returns a dict: 'o'
     (batch, heads, seq, dim) and 'lse' (batch, heads, seq) as float64 arrays holding the
     policy's output values, 'o_exact' and 'output_error' (with reference=True), 'ledger'
-    (sites -> error counts and sums; with ledger=True), and the policy settings."""
+    (sites -> error counts and sums; with ledger=True), and the policy settings.
+
+    >>> q = np.random.default_rng(0).standard_normal((1, 2, 16, 8))   # (batch, heads, seq, dim)
+    >>> r = bf16emu.attention(q, q, q, policy="paper:autocast", causal=True)
+    >>> r["o"].shape, r["lse"].shape, "ledger" in r
+    ((1, 2, 16, 8), (1, 2, 16), True)
+    """
     for name, val in (("policy", policy), ("variant", variant)):
         if not isinstance(val, str):
             raise TypeError(f"argument '{name}' must be a name (str), got {type(val).__name__}")
@@ -757,7 +802,13 @@ def _softmax_scale(scale) -> float:
 def attention_backward(q, k, v, do, *, backward: str = "reference", **kwargs):
     """Forward and backward (dq, dk, dv, delta, and their errors against the exact policy's
     reference backward) under the policy; backward='reference' or 'tiled' (the FlashAttention-2
-    tiled backward). Same arguments and dict as attention(), plus these keys."""
+    tiled backward). Same arguments and dict as attention(), plus these keys.
+
+    >>> q = np.random.default_rng(0).standard_normal((1, 1, 8, 4))
+    >>> r = bf16emu.attention_backward(q, q, q, np.ones_like(q), policy="fa2:sm90", backward="tiled")
+    >>> r["dq"].shape, r["dk"].shape, r["dv"].shape
+    ((1, 1, 8, 4), (1, 1, 8, 4), (1, 1, 8, 4))
+    """
     if not isinstance(backward, str) or not backward:
         raise ValueError(f"argument 'backward' must be 'reference' or 'tiled', got {str(backward)[:80]!r}")
     return attention(q, k, v, _do=do, _backward=backward, **kwargs)

@@ -123,7 +123,13 @@ def attention(q, k, v, *, policy: str, variant: str = "fa2", beta: float = 2.0, 
     'reference'. sites: the CLI's --site-precision overrides, e.g. {"row_sum": "fp32"}.
     ledger=True returns (o, ledger): the forward's ledger dict, which gets a 'backward' entry (the
     backward call's ledger) once the gradient has been computed; ledger='forward' returns the
-    forward's only (the backward then runs without one, about twice as fast)."""
+    forward's only (the backward then runs without one, about twice as fast).
+
+    >>> q = torch.randn(1, 2, 8, 4, requires_grad=True)
+    >>> o = et.attention(q, q, q, policy="paper:autocast")
+    >>> o.sum().backward(); o.shape, q.grad.shape
+    (torch.Size([1, 2, 8, 4]), torch.Size([1, 2, 8, 4]))
+    """
     for name, val in (("q", q), ("k", k), ("v", v)):
         _check_tensor(val, name, 4)
     if k.shape != v.shape:
@@ -256,7 +262,11 @@ def matmul(a, b, *, arch: str = "sm90", kind=None, format: str = "bf16", roundin
     instruction's k chunks, each a chain of the preset's hardware blocks (docs/tensor-cores.md);
     for dB, k is a's rows (the batch and sequence positions, flattened in C order).
     output='bf16' or 'fp16' rounds each product's FP32 result (D, dA, dB) to that format with
-    `rounding` (stochastic: streams seed + 3, + 4, + 5). The result has a's dtype."""
+    `rounding` (stochastic: streams seed + 3, + 4, + 5). The result has a's dtype.
+
+    >>> et.matmul(torch.ones(4, 32), torch.ones(32, 8), arch="sm90", format="bf16")[0, 0].item()
+    32.0
+    """
     _check_tensor(a, "a")
     _check_tensor(b, "b")
     if a.dim() < 2 or b.dim() < 2:
@@ -281,7 +291,11 @@ def linear(x, weight, bias=None, *, arch: str = "sm90", kind=None, format: str =
     model: Y = X·Wᵀ accumulated onto C = bias (FP32), dX = dY·W, dWᵀ = Xᵀ·dY (k = the rows of
     x, leading dims flattened in C order) and dbias = 1ᵀ·dY. Rounding, k order and seeds as
     matmul() with a = x and b = Wᵀ (output rounding: dbias with stream seed + 6); the result
-    has x's dtype."""
+    has x's dtype.
+
+    >>> et.linear(torch.ones(2, 16), torch.ones(3, 16), torch.zeros(3)).tolist()
+    [[16.0, 16.0, 16.0], [16.0, 16.0, 16.0]]
+    """
     _check_tensor(x, "x")
     _check_tensor(weight, "weight", 2)
     if bias is not None:
@@ -308,7 +322,12 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     emulate(..., attention=...) is in force. torch 1.13 has no F.scaled_dot_product_attention:
     a model written for 1.13 calls this function (outside an emulation it computes
     softmax(q kᵀ · scale + mask) v with torch's own ops); on torch >= 2.0 emulate() also
-    routes F.scaled_dot_product_attention here."""
+    routes F.scaled_dot_product_attention here.
+
+    >>> q = torch.randn(1, 2, 8, 4)
+    >>> et.scaled_dot_product_attention(q, q, q, is_causal=True).shape
+    torch.Size([1, 2, 8, 4])
+    """
     cfg = next((e.attention for e in reversed(_ACTIVE) if e.attention is not None), None)
     if cfg is not None:
         if attn_mask is not None:
@@ -411,7 +430,14 @@ def emulate(model, attention=None, linear=None, *, ledger: bool = False) -> Emul
     arguments, or an arch name) and its scaled_dot_product_attention calls by
     bf16emu.torch.attention (attention: a dict of its keyword arguments, or a policy name), until
     restore() or the end of the `with` block. None leaves that op alone. ledger=True keeps each
-    attention call's ledger in .ledgers ('forward': the forward ledgers only)."""
+    attention call's ledger in .ledgers ('forward': the forward ledgers only).
+
+    >>> model = torch.nn.Sequential(torch.nn.Linear(16, 3))
+    >>> with et.emulate(model, linear={"arch": "sm90", "format": "bf16"}) as m:
+    ...     y = m(torch.ones(2, 16))
+    >>> y.shape
+    torch.Size([2, 3])
+    """
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"argument 'model' must be a torch.nn.Module, got {type(model).__name__}")
     if not isinstance(ledger, bool) and ledger != "forward":
