@@ -21,6 +21,7 @@ from __future__ import annotations
 import enum
 import math
 import numbers
+import sys
 import warnings
 
 import numpy as np
@@ -125,12 +126,20 @@ def _torch_bit_dtypes(torch) -> dict:
     return table
 
 
+def _caller_level() -> int:
+    """The warnings stacklevel of the first frame outside this package (the user's call)."""
+    level, frame = 2, sys._getframe(2)
+    while frame is not None and frame.f_globals.get("__name__", "").split(".")[0] == "bf16emu":
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 def _warn_detached(x, arg: str) -> None:
     if getattr(x, "requires_grad", False):
         warnings.warn(f"bf16emu: argument '{arg}' requires grad; bf16emu's element-wise functions are not "
                       f"differentiable and their result is detached from the graph (bf16emu.torch has the "
                       f"autograd ops: attention, linear, matmul; call .detach() to silence this)",
-                      UserWarning, stacklevel=4)
+                      UserWarning, stacklevel=_caller_level())
 
 
 def _tensor_bits(x, arg: str, fmt):
@@ -287,10 +296,10 @@ def _out_bits(out, fmt: str, shape: tuple):
             raise TypeError(f"argument 'out': a {out.dtype} tensor cannot hold {fmt} results")
         if tuple(out.shape) != tuple(shape):
             raise ValueError(f"argument 'out': shape {tuple(out.shape)} does not match the result {tuple(shape)}")
-        if out.device.type != "cpu" or not out.is_contiguous():
-            return None
         if out.requires_grad:
             raise ValueError("argument 'out' requires grad; bf16emu cannot write into it")
+        if out.device.type != "cpu" or not out.is_contiguous():
+            return None
         view = out.view(torch.uint8 if _WIDTH[fmt] == 8 else {16: torch.int16, 32: torch.int32,
                                                               64: torch.int64}[_WIDTH[fmt]])
         return view.numpy().view(_BITS_DTYPE[_WIDTH[fmt]])
@@ -327,7 +336,7 @@ def _run(call, inputs, shape, fmt, kind, out, return_flags, legacy_tuple):
             raise ValueError("arguments 'legacy_tuple' and 'return_flags' exclude each other")
         warnings.warn("bf16emu: legacy_tuple=True (the (result, flags) tuple) is deprecated and goes in the "
                       "next release; use return_flags=True for (result, mask, flags)",
-                      DeprecationWarning, stacklevel=3)
+                      DeprecationWarning, stacklevel=_caller_level())
     mask = np.zeros(shape, np.uint8) if return_flags else None
     target = None
     if out is not None:

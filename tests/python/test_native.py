@@ -398,3 +398,16 @@ def test_stubs_cover_the_public_names():
         if names is None:
             names = ["attention", "linear", "matmul", "emulate", "Emulated", "scaled_dot_product_attention"]
         assert not set(names) - defined, (stub, set(names) - defined)
+
+
+def test_warnings_point_at_the_caller():
+    with pytest.warns(DeprecationWarning) as rec:
+        bf16emu.add(np.float32([1]), np.float32([2]), legacy_tuple=True)
+    assert rec[0].filename == __file__
+    with pytest.warns(DeprecationWarning) as rec:
+        bf16emu.convert(np.float32([1]), to="bf16", legacy_tuple=True)
+    assert rec[0].filename == __file__
+    torch = pytest.importorskip("torch")
+    with pytest.warns(UserWarning) as rec:
+        bf16emu.mul(torch.ones(2, requires_grad=True), torch.ones(2))
+    assert rec[0].filename == __file__
