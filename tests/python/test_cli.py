@@ -47,14 +47,17 @@ def test_arith_matches_cli(fmt, op, rounding):
     n = {"sqrt": 1, "fma": 3}.get(op, 2)
     b = BITS[fmt]
     operands = [b, b[3:] + b[:3], b[7:] + b[:7]][:n]
-    got, flags = fn(*[arr(fmt, o) for o in operands], format=None if fmt == "fp32" else fmt, rounding=rounding)
+    got, mask, flags = fn(*[arr(fmt, o) for o in operands], format=None if fmt == "fp32" else fmt,
+                          rounding=rounding, return_flags=True)
     got = result_bits(got)
     all_flags = 0
     for i in range(len(b)):
         hexes = [f"0x{o[i]:X}" for o in operands]
         d = cli_json(op, "-f", fmt, "-r", rounding, *hexes)
         assert int(d["result"]["bits"], 16) == got[i], (op, fmt, rounding, hexes)
-        all_flags |= sum(int(bf16emu.Flags[f.upper()]) for f in d["flags"])
+        element_flags = sum(int(bf16emu.Flags[f.upper()]) for f in d["flags"])
+        assert int(mask[i]) == element_flags, (op, fmt, rounding, hexes)  # each element's own flags
+        all_flags |= element_flags
     assert int(flags) == all_flags
 
 
