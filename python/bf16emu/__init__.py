@@ -306,7 +306,8 @@ def _out_bits(out, fmt: str, shape: tuple):
     if not isinstance(out, np.ndarray):
         raise TypeError(f"argument 'out' must be a NumPy array or a torch tensor, got {type(out).__name__}")
     dt = out.dtype
-    ok = _NUMPY_FORMATS.get(dt) == fmt or (dt.kind == "u" and dt.itemsize * 8 == _WIDTH[fmt])
+    native = dt.newbyteorder("=")  # '>f4' holds fp32 too (written through a copy)
+    ok = _NUMPY_FORMATS.get(native) == fmt or (dt.kind == "u" and dt.itemsize * 8 == _WIDTH[fmt])
     if not ok:
         raise TypeError(f"argument 'out': a {dt} array cannot hold {fmt} results "
                         f"(uint{_WIDTH[fmt]} bit patterns{', or the float dtype' if fmt in ('fp16', 'fp32', 'fp64') else ''})")

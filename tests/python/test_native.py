@@ -84,6 +84,14 @@ def test_out():
     y = np.arange(5, dtype=np.float32)  # out overlaps an operand shifted by one
     bf16emu.add(y[:4], np.float32([10]), out=y[1:])
     assert y.tolist() == [0, 10, 11, 12, 13]
+    swapped = np.zeros(3, ">f4")  # the other byte order: written by value
+    bf16emu.add(a, b, out=swapped)
+    assert swapped.tolist() == [1.5, 2.5, 3.5] and swapped.tobytes()[:4] == b"\x3f\xc0\x00\x00"
+    bits_be = np.zeros(3, ">u2")
+    bf16emu.convert(a, to="bf16", out=bits_be)
+    assert bits_be.tobytes() == bytes.fromhex("3f8040004040")
+    zero_d = np.zeros((), np.uint16)
+    assert bf16emu.convert(np.float32(1 / 3), to="bf16", out=zero_d) is zero_d and int(zero_d) == 0x3EAB
     with pytest.raises(TypeError, match="out"):
         bf16emu.add(a, b, out=np.empty(3, np.float64))
     with pytest.raises(ValueError, match="out"):
