@@ -21,6 +21,7 @@ from __future__ import annotations
 import enum
 import math
 import numbers
+import os
 import sys
 import warnings
 
@@ -31,7 +32,7 @@ from . import _core
 __all__ = [
     "Flags", "convert", "add", "sub", "mul", "div", "fma", "sqrt", "trace", "to_bits", "from_bits",
     "compare", "Comparison", "mma", "gemm", "attention", "attention_backward", "quantize_mx", "dequantize_mx",
-    "finfo", "FormatInfo", "__version__",
+    "finfo", "FormatInfo", "__version__", "explain_gemm", "GemmExplanation",
 ]
 
 __version__: str = _core.__version__
@@ -673,7 +674,9 @@ def compare(actual, expected, *, format: str | None = None, first: int = 10, op:
 
 
 def gemm(a, b, c=None, *, arch: str = "sm80", kind: str | None = None, a_format: str | None = None,
-         c_format: str | None = None, trace=None, threads: int = 0, _single: bool = False):
+         c_format: str | None = None, trace=None, threads: int = 0, split_k: int = 1, slice: int | None = None,
+         order: str = "sequential", partial_format: str | None = None, c_entry: str = "first",
+         out_format: str | None = None, _single: bool = False):
     """D = A B + C on the tensor-core model of `arch` (tc presets, docs/tensor-cores.md): K is
     cut into the instruction's k chunks, each a chain of hardware blocks. a (M x K) and b
     (K x N) in the input format (bf16/fp16/tf32/e4m3/e5m2: from the dtype, or a_format= for
@@ -686,11 +689,31 @@ def gemm(a, b, c=None, *, arch: str = "sm80", kind: str | None = None, a_format:
     >>> d, tr = bf16emu.gemm(a, b, a_format="bf16", arch="sm80", trace=(0, 0))
     >>> d.shape, float(d[0, 0]), len(tr["blocks"])
     ((16, 8), 32.0, 4)
+
+    Split-k and the sum of the partials (the GEMM family of explain_gemm, docs/explain-gemm.md):
+    split_k= slices of ceil(K / split_k) products (or slice= products each), each computed on
+    the preset (arch= may also be "ieee-fma" or "ieee-mul-add": plain binary32 arithmetic in k
+    order), each partial rounded to partial_format (fp32, the default, or D's format), added
+    in order= ("sequential" or "pairwise") in that format; c_entry="first" (C enters slice 0)
+    or "end" (C added after the partials); out_format= rounds D into fp32, fp16 or bf16
+    (default: C's format). With trace=(i, j) the trace also holds each slice's partial and
+    the member.
+
+    >>> a = bf16emu.convert(np.float32([[1.0, 2.0**-9, 2.0**-9, 2.0**-9]]), to="bf16")
+    >>> b = bf16emu.convert(np.ones((4, 1), np.float32), to="bf16")
+    >>> d1 = bf16emu.gemm(a, b, a_format="bf16", arch="ieee-mul-add", out_format="bf16")
+    >>> d2 = bf16emu.gemm(a, b, a_format="bf16", arch="ieee-mul-add", out_format="bf16", split_k=2, partial_format="bf16")
+    >>> hex(int(d1[0, 0])), hex(int(d2[0, 0]))  # 1 + 3 * 2^-9 rounded once; (1 + 2^-9 -> 1) + 2^-8: a tie
+    ('0x3f81', '0x3f80')
     """
     a_bits, fin, kind_a = to_bits(a, a_format, "a")
     b_bits, fb, _ = to_bits(b, a_format or fin, "b")
     if fb != fin:
         raise TypeError(f"argument 'b' holds {fb} but argument 'a' holds {fin}")
+    if (arch in _IEEE_ENGINES or split_k != 1 or slice is not None or order != "sequential"
+            or partial_format is not None or c_entry != "first" or out_format is not None):
+        return _gemm_family(a_bits, fin, kind_a, b_bits, c, arch, kind, c_format, trace, threads, split_k, slice,
+                            order, partial_format, c_entry, out_format)
     if c is None:
         fout = _format_name(c_format, "c_format") if c_format is not None else "fp32"
         if a_bits.ndim != 2 or b_bits.ndim != 2:
@@ -720,6 +743,199 @@ def gemm(a, b, c=None, *, arch: str = "sm80", kind: str | None = None, a_format:
     info["element"] = (ti, tj)
     info["blocks"] = blocks
     return d, info
+
+
+_IEEE_ENGINES = ("ieee-fma", "ieee-mul-add")
+
+
+def _count(x, arg: str, low: int) -> int:
+    if isinstance(x, bool) or not isinstance(x, numbers.Integral) or x < low:
+        raise ValueError(f"argument '{arg}' must be an integer >= {low}, got {x!r:.80}")
+    return int(x)
+
+
+def _pair(trace):
+    try:
+        ti, tj = (int(v) for v in trace)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"argument 'trace' must be an (i, j) pair, got {str(trace)[:80]}") from err
+    if ti < 0 or tj < 0:
+        raise ValueError(f"argument 'trace' = ({ti}, {tj}) has a negative index")
+    return ti, tj
+
+
+def _member(arch, kind, accumulator, split_k, slice, order, partial, c_entry) -> dict:
+    if not isinstance(arch, str):
+        raise TypeError(f"argument 'arch' must be a name (str), got {type(arch).__name__}")
+    if kind is not None and not isinstance(kind, str):
+        raise TypeError(f"argument 'kind' must be a name (str), got {type(kind).__name__}")
+    if order not in ("sequential", "pairwise"):
+        raise ValueError(f"argument 'order' must be 'sequential' or 'pairwise', got {str(order)[:80]!r}")
+    if c_entry not in ("first", "end"):
+        raise ValueError(f"argument 'c_entry' must be 'first' or 'end', got {str(c_entry)[:80]!r}")
+    engine = arch if arch in _IEEE_ENGINES else "preset"
+    return {"engine": engine, "arch": "" if engine != "preset" else arch, "kind": kind or "",
+            "accumulator": accumulator, "split_k": _count(split_k, "split_k", 1),
+            "slice": 0 if slice is None else _count(slice, "slice", 1), "order": order,
+            "partial_format": partial, "c_entry": c_entry}
+
+
+def _gemm_family(a_bits, fin, kind_a, b_bits, c, arch, kind, c_format, trace, threads, split_k, slice, order,
+                 partial_format, c_entry, out_format):
+    if c is None:
+        fc = _format_name(c_format, "c_format") if c_format is not None else "fp32"
+        c_bits, kind_c = None, _Kind(kind_a.torch, True)
+    else:
+        c_bits, fc, kind_c = to_bits(c, c_format, "c")
+    acc = fc if fc in ("fp32", "fp16") else "fp32"  # the preset's D format
+    fd = _format_name(out_format, "out_format") if out_format is not None else fc
+    pf = _format_name(partial_format, "partial_format") if partial_format is not None else "fp32"
+    member = _member(arch, kind, acc, split_k, slice, order, pf, c_entry)
+    ti = tj = -1
+    if trace is not None:
+        ti, tj = _pair(trace)
+    _options(ROUNDING_DEFAULT, "after", "ieee", False, False, False, None, threads)
+    d_bits, blocks, partials, info = _core.gemm_member(a_bits, b_bits, c_bits, fin, fc, fd, member, ti, tj,
+                                                       int(threads))
+    d = from_bits(d_bits, fd, kind_c)
+    if trace is None:
+        return d
+    return d, {"member": info, "element": (ti, tj), "blocks": blocks, "partials": partials}
+
+
+def _load(x, arg: str):
+    """A .npy path (str or os.PathLike) -> its array; anything else unchanged."""
+    if isinstance(x, (str, os.PathLike)):
+        try:
+            return np.load(x, allow_pickle=False)
+        except (OSError, ValueError) as err:
+            raise ValueError(f"argument '{arg}': cannot read {str(x)[:80]!r} as .npy: {str(err)[:80]}") from err
+    return x
+
+
+class GemmExplanation:
+    """Result of explain_gemm(): members (how many the family had), sample (elements every
+    member was compared on), match (the first member reproducing every element bit for bit,
+    as a dict with 'name', or None), matches (all such members), ranking (members with their
+    mismatch counts, fewest first), first_unexplained ((i, j) of the first sampled element no
+    member reproduces, or None), mismatch (with no match: the best member's first mismatching
+    element, its expected and computed bits, the slices' partials and the block trace).
+    str() is the report; as_dict() is JSON-ready.
+
+    >>> a = bf16emu.convert(np.float32([[1.0, 1.5 * 2.0**-24]]), to="bf16")
+    >>> b = bf16emu.convert(np.float32([[1.0], [1.0]]), to="bf16")
+    >>> e = bf16emu.explain_gemm(a, b, np.float32([[1.0 + 2.0**-23]]), a_format="bf16", max_split=1)
+    >>> e.match["engine"], [m["engine"] for m in e.matches]  # rounded up: IEEE; tensor cores truncate to 1
+    ('ieee-fma', ['ieee-fma', 'ieee-mul-add'])
+    """
+
+    def __init__(self, raw: dict, shape, top: int, mismatch):
+        self.members = int(raw["members"])
+        self.sample = int(raw["sample"])
+        self.shape = tuple(shape)
+        rank = raw["ranking"]
+        self.matches = [m for m in rank if m["mismatches"] == 0 and m["all"]]
+        self.match = self.matches[0] if self.matches else None
+        self.ranking = rank[:top] if top else list(rank)
+        fu = int(raw["first_unexplained"])
+        self.first_unexplained = None if fu < 0 else self._index(fu)
+        self.mismatch = mismatch
+
+    def _index(self, flat: int):
+        return (flat // self.shape[1], flat % self.shape[1])
+
+    def as_dict(self) -> dict:
+        return {"members": self.members, "sample": self.sample, "match": self.match, "matches": self.matches,
+                "ranking": self.ranking, "first_unexplained": self.first_unexplained, "mismatch": self.mismatch}
+
+    def __str__(self) -> str:
+        lines = [f"searched {self.members} members, each on {self.sample} of "
+                 f"{self.shape[0] * self.shape[1]} elements"]
+        if self.match:
+            lines.append(f"match: {self.match['name']}")
+            if len(self.match.get("same_arithmetic", [])) > 1:
+                lines.append("  same arithmetic: " + "; ".join(self.match["same_arithmetic"][1:]))
+            if len(self.matches) > 1:
+                lines.append(f"  {len(self.matches) - 1} other member(s) also reproduce every element:")
+                lines += [f"    {m['name']}" for m in self.matches[1:6]]
+        else:
+            lines.append("no member reproduces the result")
+            if self.first_unexplained is not None:
+                lines.append(f"first element no member reproduces: {self.first_unexplained}")
+        lines.append("ranking (mismatching elements / compared):")
+        lines += [f"  {m['mismatches']:>6} / {m['checked']:<6} {m['name']}" for m in self.ranking]
+        if self.mismatch:
+            mm = self.mismatch
+            lines.append(f"best member's first mismatch at {mm['element']}: result {mm['result']} "
+                         f"({mm['result_bits']:#x}), member {mm['member_value']} ({mm['member_bits']:#x})")
+            lines.append("  partials: " + ", ".join(f"{p:#010x}" for p in mm["partials"]))
+            for blk in mm["blocks"]:
+                lines.append(f"  slice {blk['slice']} block {blk['block']} k0 {blk['k0']}: c {blk['c_bits']:#x} -> "
+                             f"d {blk['d_bits']:#x}, max_exp {blk['max_exp']}, lsb 2^{blk['lsb_exp']}, "
+                             f"lost {sum(t['lost'] for t in blk['terms']):.6g}, trunc_err {blk['trunc_err']:.6g}")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return (f"GemmExplanation(members={self.members}, match={self.match['name'] if self.match else None!r}, "
+                f"first_unexplained={self.first_unexplained})")
+
+
+def explain_gemm(a, b, result, *, c=None, a_format: str | None = None, c_format: str | None = None,
+                 result_format: str | None = None, arch: str | None = None, max_split: int = 4,
+                 presets: bool = True, ieee: bool = True, c_at_end: bool = True, sample: int = 4096, top: int = 10,
+                 threads: int = 0) -> GemmExplanation:
+    """Which way of computing D = A B (+ C) reproduces `result` bit for bit? Searches the GEMM
+    family (docs/explain-gemm.md): tensor-core presets taking A's format (arch= keeps one
+    architecture's) and plain IEEE fp32 (ieee-fma, ieee-mul-add); split-k 1 .. max_split;
+    partial sums added sequentially or pairwise, in fp32 or D's format; C first or at the end.
+    a (M x K), b (K x N), result (M x N) and c (M x N) are arrays, tensors or .npy paths; bit
+    patterns (uint) need a_format=, c_format=, result_format=. Every member is compared on up
+    to `sample` elements, those that reproduce all of them on every element. Returns a
+    GemmExplanation: .match names the first member (in family order) reproducing every element;
+    with none, .mismatch holds the best member's first mismatching element with its trace.
+
+    >>> rng = np.random.default_rng(0)
+    >>> a = bf16emu.convert(rng.standard_normal((8, 64)).astype(np.float32), to="bf16")
+    >>> b = bf16emu.convert(rng.standard_normal((64, 8)).astype(np.float32), to="bf16")
+    >>> d = bf16emu.gemm(a, b, a_format="bf16", arch="sm90", split_k=2)
+    >>> e = bf16emu.explain_gemm(a, b, d, a_format="bf16")
+    >>> e.match["arch"], e.match["split_k"], e.match["order"], e.match["c_entry"]
+    ('sm90', 2, 'sequential', 'first')
+    """
+    a, b, result = _load(a, "a"), _load(b, "b"), _load(result, "result")
+    c = _load(c, "c") if c is not None else None
+    a_bits, fin, _ = to_bits(a, a_format, "a")
+    b_bits, fb, _ = to_bits(b, a_format or fin, "b")
+    if fb != fin:
+        raise TypeError(f"argument 'b' holds {fb} but argument 'a' holds {fin}")
+    r_bits, fd, _ = to_bits(result, result_format, "result")
+    c_bits, fc = None, "fp32"
+    if c is not None:
+        c_bits, fc, _ = to_bits(c, c_format, "c")
+    if arch is not None and not isinstance(arch, str):
+        raise TypeError(f"argument 'arch' must be a name (str), got {type(arch).__name__}")
+    opts = {"max_split": _count(max_split, "max_split", 1), "presets": bool(presets), "ieee": bool(ieee),
+            "c_at_end": bool(c_at_end), "arch": arch or "", "sample": _count(sample, "sample", 1)}
+    top = _count(top, "top", 0)
+    _options(ROUNDING_DEFAULT, "after", "ieee", False, False, False, None, threads)
+    raw = _core.explain_gemm(a_bits, b_bits, c_bits, r_bits, fin, fc, fd, opts, int(threads))
+    shape = r_bits.shape
+    mismatch = None
+    rank = raw["ranking"]
+    if rank and not (rank[0]["mismatches"] == 0 and rank[0]["all"]):
+        best = rank[0]
+        flat = int(best["first_mismatch"])
+        i, j = flat // shape[1], flat % shape[1]
+        member = {k: best[k] for k in ("engine", "split_k", "slice", "order", "partial_format", "c_entry",
+                                       "accumulator")}
+        member["arch"], member["kind"] = best.get("arch", ""), best.get("kind", "")
+        d_bits, blocks, partials, _ = _core.gemm_member(a_bits[i:i + 1], b_bits, None if c_bits is None else
+                                                        c_bits[i:i + 1], fin, fc, fd, member, 0, j, 1)
+        got, want = int(d_bits[0, j]), int(r_bits[i, j])
+        mismatch = {"member": best["name"], "element": (i, j), "result_bits": want,
+                    "result": _core.value(fd, want), "member_bits": got, "member_value": _core.value(fd, got),
+                    "partials": [int(p) for p in partials], "blocks": blocks}
+    return GemmExplanation(raw, shape, top, mismatch)
 
 
 def mma(a, b, c=None, *, arch: str = "sm80", kind: str | None = None, a_format: str | None = None,

@@ -1,6 +1,7 @@
 # Type stubs of the bf16emu package (docs/python.md). Arrays are NumPy arrays or torch tensors;
 # results are of the input's kind.
 import enum
+import os
 from typing import Any, Literal, Optional, Sequence, Tuple, TypeVar, Union, overload
 
 import numpy as np
@@ -115,7 +116,25 @@ def compare(actual: Array, expected: Array, *, format: Optional[str] = ..., firs
 
 def gemm(a: Array, b: Array, c: Optional[Array] = ..., *, arch: str = ..., kind: Optional[str] = ...,
          a_format: Optional[str] = ..., c_format: Optional[str] = ..., trace: Optional[Tuple[int, int]] = ...,
-         threads: int = ...) -> Any: ...
+         threads: int = ..., split_k: int = ..., slice: Optional[int] = ..., order: str = ...,
+         partial_format: Optional[str] = ..., c_entry: str = ..., out_format: Optional[str] = ...) -> Any: ...
+
+class GemmExplanation:
+    members: int
+    sample: int
+    shape: Tuple[int, ...]
+    match: Optional[dict]
+    matches: list
+    ranking: list
+    first_unexplained: Optional[Tuple[int, int]]
+    mismatch: Optional[dict]
+    def as_dict(self) -> dict: ...
+
+def explain_gemm(a: Union[Array, str, "os.PathLike[str]"], b: Union[Array, str, "os.PathLike[str]"],
+                 result: Union[Array, str, "os.PathLike[str]"], *, c: Union[None, Array, str, "os.PathLike[str]"] = ...,
+                 a_format: Optional[str] = ..., c_format: Optional[str] = ..., result_format: Optional[str] = ...,
+                 arch: Optional[str] = ..., max_split: int = ..., presets: bool = ..., ieee: bool = ...,
+                 c_at_end: bool = ..., sample: int = ..., top: int = ..., threads: int = ...) -> GemmExplanation: ...
 def mma(a: Array, b: Array, c: Optional[Array] = ..., *, arch: str = ..., kind: Optional[str] = ...,
         a_format: Optional[str] = ..., c_format: Optional[str] = ...,
         trace: Optional[Tuple[int, int]] = ...) -> Any: ...

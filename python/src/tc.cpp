@@ -7,6 +7,7 @@
 
 #include <bf16emu/parallel.hpp>
 #include <bf16emu/tc.hpp>
+#include <bf16emu/tc/gemm_family.hpp>
 
 #include "io/names.hpp"
 #include "module.hpp"
@@ -57,6 +58,220 @@ pybind11::dict block_dict(const tc::block_trace &t) {
     terms.append(term);
   }
   d["terms"] = terms; // products, then c
+  return d;
+}
+
+// ---------------------------------------------------------------------------
+// The GEMM family (tc/gemm_family.hpp): one member's GEMM, and the search.
+
+// Member <-> dict. The dict: engine ("preset", "ieee-fma", "ieee-mul-add"), arch, kind (the
+// preset's), split_k, slice, order, partial_format, c_entry; to C++ also "accumulator" (the
+// preset's D format, fp32 or fp16).
+tc::gemm_member member_from(const pybind11::dict &d, format_id in) {
+  tc::gemm_member m;
+  const std::string engine = d["engine"].cast<std::string>();
+  if (!tc::parse_engine(engine, m.engine))
+    throw pybind11::value_error("unknown engine '" + engine.substr(0, 80) +
+                                "' (preset, ieee-fma, ieee-mul-add)");
+  if (m.engine == tc::dot_engine::preset)
+    m.p = &lookup(d["arch"].cast<std::string>(), d["kind"].cast<std::string>(), in,
+                  io::parse_format(d["accumulator"].cast<std::string>()));
+  m.split_k = d["split_k"].cast<int>();
+  m.slice = d["slice"].cast<int>();
+  const std::string order = d["order"].cast<std::string>(), c = d["c_entry"].cast<std::string>();
+  if (!tc::parse_order(order, m.order))
+    throw pybind11::value_error("argument 'order': unknown order '" + order.substr(0, 80) +
+                                "' (sequential, pairwise)");
+  if (!tc::parse_c_entry(c, m.c))
+    throw pybind11::value_error("argument 'c_entry': unknown entry '" + c.substr(0, 80) + "' (first, end)");
+  m.partial = io::parse_format(d["partial_format"].cast<std::string>());
+  return m;
+}
+
+pybind11::dict member_dict(const tc::gemm_member &m) {
+  pybind11::dict d;
+  d["name"] = tc::member_name(m);
+  d["engine"] = tc::to_string(m.engine);
+  if (m.p) {
+    d["arch"] = tc::to_string(m.p->arch);
+    d["kind"] = tc::to_string(m.p->kind);
+    d["ptx"] = m.p->ptx;
+    d["gpu"] = m.p->gpu;
+    pybind11::list same;
+    for (const tc::preset *q : tc::preset_aliases(m.p))
+      same.append(std::string(tc::to_string(q->arch)) + " " + q->ptx);
+    d["same_arithmetic"] = same; // presets a GEMM cannot tell apart from this one
+  }
+  d["accumulator"] = io::name(tc::accumulator_format(m));
+  d["split_k"] = m.split_k;
+  d["slice"] = m.slice;
+  d["order"] = tc::to_string(m.order);
+  d["partial_format"] = io::name(m.partial);
+  d["c_entry"] = tc::to_string(m.c);
+  return d;
+}
+
+// C (any of fp32, fp16, bf16) as binary32 containers (exact); empty for None.
+std::vector<fp<binary32>> widen_c(const pybind11::object &c, const std::string &c_name, long M, long N) {
+  std::vector<fp<binary32>> v;
+  if (c.is_none()) return v;
+  const pybind11::array arr = c.cast<pybind11::array>();
+  if (arr.ndim() != 2 || arr.shape(0) != M || arr.shape(1) != N)
+    throw pybind11::value_error("argument 'c': shape " + shape_text(arr) + " is not (" + std::to_string(M) +
+                                ", " + std::to_string(N) + ")");
+  const format_id fc = io::parse_format(c_name);
+  v.resize(std::size_t(M * N));
+  visit_format(fc, [&](auto f) {
+    using F = decltype(f);
+    if constexpr (F::precision <= 24) {
+      const auto *src = reinterpret_cast<const fp<F> *>(arr.data());
+      for (long i = 0; i < M * N; ++i)
+        v[std::size_t(i)] = convert<binary32>(src[i]).value;
+    } else {
+      throw pybind11::value_error("argument 'c': fp64 is not a C format of the GEMM family");
+    }
+  });
+  return v;
+}
+
+void check_ab(const pybind11::array &a, const pybind11::array &b) {
+  if (a.ndim() != 2 || b.ndim() != 2)
+    throw pybind11::value_error("arguments 'a' and 'b' must be 2-d (M x K, K x N)");
+  if (b.shape(0) != a.shape(1))
+    throw pybind11::value_error("argument 'b': " + std::to_string(b.shape(0)) + " rows, but 'a' has " +
+                                std::to_string(a.shape(1)) + " columns");
+}
+
+// Visits the (A/B format, D format) pair the family takes: inputs bf16, fp16, tf32, e4m3, e5m2
+// or fp32; D fp32, fp16 or bf16.
+template <class Fn> void visit_family(format_id in, format_id out, Fn &&fn) {
+  if (out != format_id::fp32 && out != format_id::fp16 && out != format_id::bf16)
+    throw pybind11::value_error(std::string("the GEMM family has D in fp32, fp16 or bf16, not ") +
+                                io::name(out));
+  if (in != format_id::bf16 && in != format_id::fp16 && in != format_id::tf32 && in != format_id::e4m3 &&
+      in != format_id::e5m2 && in != format_id::fp32)
+    throw pybind11::value_error(
+        std::string("the GEMM family takes A and B in bf16, fp16, tf32, e4m3, e5m2 or "
+                    "fp32, not ") +
+        io::name(in));
+  visit_format(in, [&](auto fi) {
+    visit_format(out, [&](auto fo) {
+      using In = decltype(fi);
+      using Out = decltype(fo);
+      if constexpr (In::precision <= 24 && In::width <= 32 &&
+                    (std::is_same_v<Out, binary32> || std::is_same_v<Out, binary16> ||
+                     std::is_same_v<Out, bfloat16>))
+        fn(In{}, Out{});
+    });
+  });
+}
+
+// D = A B + C with one member; with trace_i/j >= 0 also that element's blocks (each with its
+// slice) and its slices' partials (as bits of the partial format, held in fp32 bits).
+pybind11::tuple gemm_member_bits(const pybind11::array &a, const pybind11::array &b,
+                                 const pybind11::object &c, const std::string &in_name,
+                                 const std::string &c_name, const std::string &out_name,
+                                 const pybind11::dict &member, long trace_i, long trace_j, unsigned threads) {
+  check_ab(a, b);
+  const format_id in = io::parse_format(in_name), out = io::parse_format(out_name);
+  const long M = long(a.shape(0)), K = long(a.shape(1)), N = long(b.shape(1));
+  const tc::gemm_member m = member_from(member, in);
+  if (!tc::valid(m, int(K), out))
+    throw pybind11::value_error("the member is not one of the family: " + tc::member_name(m) + " (at most " +
+                                std::to_string(tc::max_split) +
+                                " slices; partials in fp32 or in D's format " + io::name(out) + ")");
+  if (trace_i >= M || trace_j >= N)
+    throw pybind11::value_error("argument 'trace': element outside the output");
+  const std::vector<fp<binary32>> cv = widen_c(c, c_name, M, N);
+  pybind11::array d;
+  pybind11::list blocks, partials;
+  visit_family(in, out, [&](auto fi, auto fo) {
+    using In = decltype(fi);
+    using Out = decltype(fo);
+    d = pybind11::array(pybind11::dtype(Out::width == 32 ? "uint32" : "uint16"),
+                        std::vector<pybind11::ssize_t>{M, N});
+    const auto *A = reinterpret_cast<const fp<In> *>(a.data());
+    const auto *B = reinterpret_cast<const fp<In> *>(b.data());
+    auto *D = reinterpret_cast<fp<Out> *>(d.mutable_data());
+    {
+      pybind11::gil_scoped_release release;
+      tc::member_gemm<In, Out>(m, int(M), int(N), int(K), A, K, B, N, cv.empty() ? nullptr : cv.data(), N, D,
+                               N, out, threads);
+    }
+    if (trace_i >= 0) {
+      std::vector<std::pair<int, tc::block_trace>> rec;
+      auto fn = [&](int slice, const tc::block_trace &t) { rec.emplace_back(slice, t); };
+      fp<binary32> part[tc::max_split];
+      const fp<binary32> cij =
+          cv.empty() ? fp<binary32>::from_bits(0) : cv[std::size_t(trace_i * N + trace_j)];
+      tc::member_dot<In>(m, A + trace_i * K, 1, B + trace_j, N, int(K), cij, out, part, &fn);
+      for (const auto &[slice, t] : rec) {
+        pybind11::dict bd = block_dict(t);
+        bd["slice"] = slice;
+        blocks.append(bd);
+      }
+      for (int s = 0; s < tc::slice_count(m, int(K)); ++s)
+        partials.append(part[s].bits);
+    }
+  });
+  return pybind11::make_tuple(d, blocks, partials, member_dict(m));
+}
+
+// The search: the family for these formats (opts: max_split, presets, ieee, c_at_end, arch,
+// sample), every member scored against r (M x N in D's format). Returns a dict: members (the
+// family's size), sample, first_unexplained, matches, ranking (member dicts with checked,
+// mismatches, first_mismatch, all).
+pybind11::dict explain_gemm_bits(const pybind11::array &a, const pybind11::array &b,
+                                 const pybind11::object &c, const pybind11::array &r,
+                                 const std::string &in_name, const std::string &c_name,
+                                 const std::string &out_name, const pybind11::dict &opts, unsigned threads) {
+  check_ab(a, b);
+  const format_id in = io::parse_format(in_name), out = io::parse_format(out_name);
+  const long M = long(a.shape(0)), K = long(a.shape(1)), N = long(b.shape(1));
+  if (r.ndim() != 2 || r.shape(0) != M || r.shape(1) != N)
+    throw pybind11::value_error("argument 'result': shape " + shape_text(r) + " is not (" +
+                                std::to_string(M) + ", " + std::to_string(N) + ")");
+  const std::vector<fp<binary32>> cv = widen_c(c, c_name, M, N);
+  tc::family_options o;
+  o.max_split = opts["max_split"].cast<int>();
+  o.presets = opts["presets"].cast<bool>();
+  o.ieee = opts["ieee"].cast<bool>();
+  o.c_at_end = opts["c_at_end"].cast<bool>();
+  const std::string arch = opts["arch"].cast<std::string>();
+  if (!arch.empty()) {
+    o.arch_only = true;
+    if (!tc::parse_arch(arch, o.arch))
+      throw pybind11::value_error("argument 'arch': unknown architecture '" + arch.substr(0, 80) + "'");
+  }
+  const long sample = opts["sample"].cast<long>();
+  if (o.max_split < 1 || o.max_split > tc::max_split)
+    throw pybind11::value_error("argument 'max_split' must be in [1, " + std::to_string(tc::max_split) + "]");
+  const std::vector<tc::gemm_member> family = tc::enumerate_family(in, out, int(K), !cv.empty(), o);
+  tc::search_result res;
+  visit_family(in, out, [&](auto fi, auto fo) {
+    using In = decltype(fi);
+    using Out = decltype(fo);
+    pybind11::gil_scoped_release release;
+    res = tc::search_family<In, Out>(
+        family, int(M), int(N), int(K), reinterpret_cast<const fp<In> *>(a.data()), K,
+        reinterpret_cast<const fp<In> *>(b.data()), N, cv.empty() ? nullptr : cv.data(), N,
+        reinterpret_cast<const fp<Out> *>(r.data()), N, out, sample, threads);
+  });
+  pybind11::dict d;
+  d["members"] = family.size();
+  d["sample"] = res.sample;
+  d["first_unexplained"] = res.first_unexplained;
+  d["matches"] = res.matches;
+  pybind11::list ranking;
+  for (const tc::member_score &s : res.ranking) {
+    pybind11::dict e = member_dict(s.member);
+    e["checked"] = s.checked;
+    e["mismatches"] = s.mismatches;
+    e["first_mismatch"] = s.first_mismatch;
+    e["all"] = s.all;
+    ranking.append(e);
+  }
+  d["ranking"] = ranking;
   return d;
 }
 
@@ -132,6 +347,9 @@ pybind11::tuple gemm_bits(const pybind11::array &a, const pybind11::array &b, co
 void bind_tc(pybind11::module_ &m) {
   m.def("gemm", &gemm_bits,
         "D = A B + C on the tensor-core model; returns (D bits, trace blocks, preset info)");
+  m.def("gemm_member", &gemm_member_bits,
+        "D = A B + C with one member of the GEMM family; returns (D bits, trace blocks, partials, member)");
+  m.def("explain_gemm", &explain_gemm_bits, "search the GEMM family for the member reproducing a result");
 }
 
 } // namespace bf16emu::py
