@@ -179,6 +179,7 @@ pybind11::dict run(const pybind11::array_t<double> &q, const pybind11::array_t<d
     in.dout = values(g, "do");
   }
   at::run_report r;
+  opt.progress = signal_checker(); // Ctrl-C between (batch, head) items
   {
     pybind11::gil_scoped_release release;
     r = at::run_attention(in, opt);

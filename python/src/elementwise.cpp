@@ -49,10 +49,13 @@ template <class Fn> std::uint8_t run_chunks(std::size_t n, const call_env &ce, F
   std::vector<std::uint8_t> flags(chunks, 0);
   {
     pybind11::gil_scoped_release release;
-    parallel_for(chunks, ce.threads, [&](std::uint64_t c, unsigned) {
-      const std::size_t b = std::size_t(c) * chunk, e = b + chunk < n ? b + chunk : n;
-      flags[c] = fn(b, e);
-    });
+    parallel_for(
+        chunks, ce.threads,
+        [&](std::uint64_t c, unsigned) {
+          const std::size_t b = std::size_t(c) * chunk, e = b + chunk < n ? b + chunk : n;
+          flags[c] = fn(b, e);
+        },
+        signal_checker());
   }
   std::uint8_t all = 0;
   for (std::uint8_t f : flags)

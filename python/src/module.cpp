@@ -1,7 +1,10 @@
 // bf16emu Python module `bf16emu._core`: the compiled half of the package. The Python half
 // (python/bf16emu/__init__.py) turns NumPy arrays and torch tensors into contiguous bit
 // patterns, checks dtypes and wraps the results; everything numeric happens here.
+#include <chrono>
 #include <cstdio>
+#include <memory>
+#include <thread>
 
 #include <bf16emu/bias/rng.hpp>
 
@@ -66,6 +69,22 @@ std::string hex(std::uint64_t v) {
   char b[20];
   std::snprintf(b, sizeof b, "%llX", static_cast<unsigned long long>(v));
   return b;
+}
+
+progress_fn signal_checker() {
+  struct state {
+    std::thread::id caller = std::this_thread::get_id();
+    std::chrono::steady_clock::time_point next = std::chrono::steady_clock::now();
+  };
+  auto st = std::make_shared<state>();
+  return [st](std::uint64_t, std::uint64_t) {
+    if (std::this_thread::get_id() != st->caller) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (now < st->next) return;
+    st->next = now + std::chrono::milliseconds(50);
+    pybind11::gil_scoped_acquire gil;
+    if (PyErr_CheckSignals() != 0) throw pybind11::error_already_set();
+  };
 }
 
 } // namespace bf16emu::py

@@ -11,6 +11,7 @@
 #include <pybind11/stl.h>
 
 #include <bf16emu/core/env.hpp>
+#include <bf16emu/parallel.hpp>
 
 namespace bf16emu::py {
 
@@ -33,6 +34,13 @@ op_kind parse_op(const std::string &name);
 
 std::string shape_text(const pybind11::array &a); // "(2, 3)"
 std::string hex(std::uint64_t v);                 // upper-case hex digits, no prefix
+
+// Ctrl-C in a long call: a parallel_for progress callback (made in the calling thread, with the
+// GIL held, before it is released). At most every 50 ms, and only in the thread that made it
+// (parallel_for's worker 0 is the calling thread), it takes the GIL and runs Python's signal
+// handlers; a KeyboardInterrupt, or any exception a handler raises, is thrown as
+// error_already_set, which stops the loop (parallel_for rethrows it) and raises it in Python.
+progress_fn signal_checker();
 
 void bind_elementwise(pybind11::module_ &m);
 void bind_tc(pybind11::module_ &m);

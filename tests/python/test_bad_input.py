@@ -1,4 +1,5 @@
-"""Bad input to the Python package (issue 28, item 9): byte order, thread counts, the size guard.
+"""Bad input to the Python package (issue 28, item 9): byte order, thread counts, the size guard,
+Ctrl-C in long calls.
 Expected values are written out by hand from the formats' definitions (bf16 0x3F80 = 1.0,
 0x4000 = 2.0), never computed by bf16emu."""
 
@@ -68,6 +69,42 @@ def test_attention_size_guard_honours_ulimit_v():
     assert r.returncode == 0, r.stderr[-500:]
     assert r.stdout.startswith("refused:"), r.stdout + r.stderr[-500:]
     assert "ulimit -v" in r.stdout
+
+
+CTRL_C = textwrap.dedent("""
+    import os, signal, sys, threading, time
+    import numpy as np, bf16emu
+    kind = sys.argv[1]
+    if kind == "elementwise":
+        x = np.linspace(-3, 3, 12_000_000, dtype=np.float32)
+        run = lambda: bf16emu.fma(x, x, x, rounding="stochastic", threads=1)  # about 1 s on one core
+    else:
+        q = np.linspace(-1, 1, 8 * 256 * 64).reshape(1, 8, 256, 64)
+        run = lambda: bf16emu.attention(q, q, q, policy="fa2:sm80", ledger=True, reference=True, threads=1)
+    bf16emu.sqrt(np.ones(4, dtype=np.float32))  # the first call's imports are not part of the timing
+    t0 = time.monotonic(); run(); full = time.monotonic() - t0
+    threading.Timer(full / 4, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+    t0 = time.monotonic()
+    try:
+        run()
+    except KeyboardInterrupt:
+        print(f"interrupted after {time.monotonic() - t0:.3f} s of {full:.3f} s")
+    else:
+        print(f"not interrupted ({time.monotonic() - t0:.3f} s of {full:.3f} s)")
+""")
+
+
+@pytest.mark.parametrize("kind", ["elementwise", "attention"])
+def test_ctrl_c_interrupts_a_long_call(kind):
+    # A SIGINT a quarter of the way into a call that runs with the GIL released raises
+    # KeyboardInterrupt in the caller before the call would have finished (the 0.7 leaves room for
+    # the 50 ms check interval and the last item in flight).
+    r = subprocess.run([sys.executable, "-c", CTRL_C, kind], capture_output=True, text=True, env=os.environ,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr[-800:]
+    assert r.stdout.startswith("interrupted after"), r.stdout + r.stderr[-500:]
+    took, full = (float(w) for w in r.stdout.split()[2:6:3])
+    assert took < 0.7 * full, r.stdout
 
 
 def test_gemm_trace_follows_the_two_block_add_presets():
