@@ -616,6 +616,15 @@ class Comparison:
             d["trace"] = trace(self._op, *[int(v) for v in ops], format=self._inputs_format, **self._opts)
         return d
 
+    def plot(self, path=None, **kwargs):
+        """The ulp histogram and the error map (bf16emu.plot.comparison; needs matplotlib):
+        returns the matplotlib Figure, and with path= writes it as a PNG. c.plot("c.png").
+        (Its example is bf16emu.plot.comparison's, run by tests/python/test_plots.py, which
+        skips without matplotlib.)
+        """
+        from .plot import comparison
+        return comparison(self, path, **kwargs)
+
     def as_dict(self) -> dict:
         return {"format": self.format, "count": self.count, "mismatches": self.mismatches,
                 "nan_mismatches": self.nan_mismatches, "ulp_histogram": dict(self.ulp_histogram),
@@ -1174,3 +1183,6 @@ def finfo(fmt) -> FormatInfo:
     [-6.0, -4.0, -3.0, -2.0, -1.5, -1.0, -0.5, 0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0]
     """
     return FormatInfo(_format_name(fmt, "fmt"))
+
+
+from . import plot  # noqa: E402  (bf16emu.plot: pictures; imports matplotlib only when drawing)

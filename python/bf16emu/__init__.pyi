@@ -107,6 +107,8 @@ class Comparison:
     worst: Optional[dict]
     first_mismatches: list
     def explain(self, index: Union[int, Sequence[int]]) -> dict: ...
+    def plot(self, path: Optional[Union[str, os.PathLike]] = ..., *, shape: Optional[Tuple[int, int]] = ...,
+             title: Optional[str] = ...) -> Any: ...  # a matplotlib Figure (bf16emu.plot.comparison)
     def as_dict(self) -> dict: ...
 
 def compare(actual: Array, expected: Array, *, format: Optional[str] = ..., first: int = ...,
@@ -172,3 +174,5 @@ class FormatInfo:
     def __init__(self, name: str) -> None: ...
 
 def finfo(fmt: str) -> FormatInfo: ...
+
+from . import plot as plot  # pictures (matplotlib, optional): docs/python.md "Pictures"
