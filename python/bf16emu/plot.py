@@ -35,11 +35,17 @@ _MISSING = ("bf16emu.plot needs matplotlib, which is not installed (Debian: apt-
             "python3-matplotlib; elsewhere: pip install matplotlib)")
 
 
-def _figure(width: float, height: float):
+def _require() -> None:
+    """Called first by every picture: the ImportError names the package to install."""
     try:
-        from matplotlib.figure import Figure
+        import matplotlib  # noqa: F401
+        import matplotlib.figure  # noqa: F401
     except ImportError as err:
         raise ImportError(_MISSING) from err
+
+
+def _figure(width: float, height: float):
+    from matplotlib.figure import Figure
     return Figure(figsize=(width, height), dpi=100, layout="constrained")
 
 
@@ -78,6 +84,7 @@ def comparison(c: Comparison, path: Optional[Path] = None, *, shape: Optional[Tu
     >>> [int(b.get_height()) for b in fig.axes[0].patches]   # buckets 0 and +1
     [1, 1]
     """
+    _require()
     from matplotlib.colors import SymLogNorm
 
     d = _signed_ulps(c)
@@ -178,6 +185,7 @@ def ledger(result: dict, path: Optional[Path] = None, *, title: Optional[str] = 
     >>> [t.get_text() for t in fig.axes[2].get_xticklabels()][:3]
     ['input', 'qk', 'scale']
     """
+    _require()
     sites = {k: v for k, v in _ledger_sites(result).items() if int(v.get("count", 0)) > 0}
     names = list(sites)
     fig = _figure(max(7.0, 0.75 * len(names) + 2), 7.2)
@@ -263,6 +271,7 @@ def format(fmt: str, path: Optional[Path] = None, *, title: Optional[str] = None
     ...        for x in c.get_offsets()[:, 0])
     [0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0]
     """
+    _require()
     from . import finfo
     f = finfo(fmt)
     small = f.grid is not None
@@ -342,6 +351,7 @@ def block(trace: dict, path: Optional[Path] = None, *, block: int = 0, title: Op
     >>> sorted(p.get_gid() for p in fig.axes[0].patches if p.get_gid())
     ['kept:0', 'kept:1', 'truncated:1']
     """
+    _require()
     from matplotlib.patches import Rectangle
 
     blk, info = _one_block(trace, int(block))

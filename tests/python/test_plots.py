@@ -256,12 +256,16 @@ def test_docstring_examples(mpl):
 
 
 def test_without_matplotlib(monkeypatch):
-    for mod in ("matplotlib", "matplotlib.figure"):
+    for mod in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")] + ["matplotlib"]:
         monkeypatch.setitem(sys.modules, mod, None)  # import raises ImportError
     with pytest.raises(ImportError, match="python3-matplotlib"):
         bp.format("e4m3")
     c = bf16emu.compare(np.uint16([1]), np.uint16([1]), format="bf16")
     with pytest.raises(ImportError, match="python3-matplotlib"):
         c.plot()
+    with pytest.raises(ImportError, match="python3-matplotlib"):
+        bp.ledger(HAND_LEDGER)
+    with pytest.raises(ImportError, match="python3-matplotlib"):
+        bp.block({"terms": []})
     code = "import sys, bf16emu, bf16emu.plot; assert 'matplotlib' not in sys.modules, 'imported matplotlib'"
     subprocess.run([sys.executable, "-c", code], check=True)
