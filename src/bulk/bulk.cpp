@@ -54,6 +54,16 @@ inline result<bfloat16> scalar_arith(arith_op op, std::uint16_t x, std::uint16_t
   }
 }
 
+inline result<binary16> scalar_arith16(arith_op op, std::uint16_t x, std::uint16_t y, const args &a,
+                                       std::size_t i) noexcept {
+  const env e = element_env(a, i);
+  switch (op) {
+  case arith_op::add: return add(f16{x}, f16{y}, e);
+  case arith_op::sub: return sub(f16{x}, f16{y}, e);
+  default: return mul(f16{x}, f16{y}, e);
+  }
+}
+
 } // namespace bf16emu::bulk::detail
 #endif
 
@@ -964,6 +974,133 @@ std::uint8_t bf16_fma(const std::uint16_t *x, const std::uint16_t *y, const std:
 }
 
 // ---------------------------------------------------------------------------
+// fp16 add / sub / mul: an fp32 value that rounds as the exact result does, then the fp32 ->
+// fp16 kernel (narrow_small) in the call's env. The operands widen to fp32 exactly.
+//   mul: the product of two 11-bit significands has at most 22 bits and its magnitude lies in
+//        [2^-48, 2^32), so the native fp32 product is the exact product.
+//   add / sub: s = x + y in native fp32 and its exact error t by TwoSum; when t != 0 and s's
+//        last bit is 0, s moves one ulp toward the exact sum (as in bf16_odd): the exact sum
+//        rounded to odd at 24 bits. As 24 >= 11 + 2, that value rounds to fp16 as the exact sum
+//        does in every deterministic mode, with the same flags: it is inexact at fp16's quantum
+//        exactly when the exact sum is (the odd last bit lies below it), it is below 2^-14
+//        exactly when the exact sum is (before-rounding tininess; 2^-14 is even), and rounded to
+//        11 bits with an unbounded exponent it gives the exact sum's (after-rounding tininess).
+//        Stochastic rounding reads 32 bits below the cut: add / sub under it run the scalar core.
+// Lanes left to the scalar core: an operand that is zero, Inf or NaN, or subnormal when inputs
+// are read as zero; an exact zero sum (its sign depends on the mode); the elements after the
+// last whole vector of a block. narrow_small sees 1.0 (exact, no flag) in those lanes. Only
+// when args::host_fp.
+template <bop Op, rm Mode>
+std::uint8_t f16_arith(const std::uint16_t *pa, const std::uint16_t *pb, std::uint16_t *out, std::size_t n,
+                       const args &a) {
+  static_assert(Op == bop::mul || Mode != rm::stochastic, "to-odd keeps 24 bits, stochastic reads 40");
+  const hn::ScalableTag<std::uint32_t> d;
+  const hn::RebindToSigned<decltype(d)> di;
+  const hn::RebindToFloat<decltype(d)> df;
+  const hn::Rebind<std::uint16_t, decltype(d)> d16;
+  const std::size_t N = hn::Lanes(d);
+  constexpr std::size_t block = 1024; // a multiple of every vector's lane count
+  const bool daz =
+      (static_cast<unsigned>(a.e.subnormal) & static_cast<unsigned>(subnormals::inputs_as_zero)) != 0;
+  const auto one = hn::Set(d, 1u);
+  const auto abs16 = hn::Set(d, 0x7FFFu);
+  // Operands settled here: 1 <= |x| <= max finite (0x7BFF), or 0x400 <= |x| under inputs-as-zero.
+  const auto lowest = hn::Set(d, daz ? 0x400u : 1u);
+  const auto span = hn::Set(d, 0x7C00u - (daz ? 0x400u : 1u));
+  const auto rebias = hn::Set(d, std::uint32_t(127 - 15) << 10);
+  const auto scale = hn::Set(df, 1.0f / 16777216.0f); // 2^-24, fp16's subnormal quantum
+  const auto f = [&](auto v) { return hn::BitCast(df, v); };
+  // fp16 bits (in 32-bit lanes) -> fp32 bits, exact for finite values.
+  const auto widen = [&](auto v) {
+    const auto mag = hn::And(v, abs16);
+    const auto normal = hn::ShiftLeft<13>(hn::Add(mag, rebias));
+    const auto sub = hn::BitCast(d, hn::Mul(hn::ConvertTo(df, hn::BitCast(di, mag)), scale));
+    return hn::Or(hn::IfThenElse(hn::Lt(mag, hn::Set(d, 0x400u)), sub, normal),
+                  hn::ShiftLeft<31>(hn::ShiftRight<15>(v)));
+  };
+  const auto settled = [&](auto v) { return hn::Lt(hn::Sub(hn::And(v, abs16), lowest), span); };
+  HWY_ALIGN std::uint32_t mid[block];
+  HWY_ALIGN std::uint32_t ok_lanes[block];
+  std::uint8_t flags = 0;
+  for (std::size_t base = 0; base < n; base += block) {
+    const std::size_t m = std::min(block, n - base);
+    std::size_t j = 0;
+    for (; j + N <= m; j += N) {
+      const auto va = hn::PromoteTo(d, hn::LoadU(d16, pa + base + j));
+      const auto vb = hn::PromoteTo(d, hn::LoadU(d16, pb + base + j));
+      const auto fa = widen(va);
+      auto fb = widen(vb);
+      if constexpr (Op == bop::sub) fb = hn::Xor(fb, hn::Set(d, 0x80000000u));
+      auto ok = hn::And(settled(va), settled(vb));
+      hn::Vec<decltype(d)> s;
+      if constexpr (Op == bop::mul) {
+        s = hn::BitCast(d, hn::Mul(f(fa), f(fb)));
+      } else {
+        const auto sf = hn::Add(f(fa), f(fb));
+        const auto bb = hn::Sub(sf, f(fa));
+        const auto t = hn::Add(hn::Sub(f(fa), hn::Sub(sf, bb)), hn::Sub(f(fb), bb));
+        s = hn::BitCast(d, sf);
+        ok = hn::And(ok, hn::Ne(hn::And(s, hn::Set(d, 0x7FFFFFFFu)), hn::Zero(d)));
+        const auto even = hn::Eq(hn::And(s, one), hn::Zero(d));
+        const auto fix = hn::And(even, hn::RebindMask(d, hn::Ne(t, hn::Zero(df))));
+        // +1 when t and s have the same sign, -1 (all ones) otherwise.
+        const auto step =
+            hn::Or(hn::BitCast(d, hn::BroadcastSignBit(hn::BitCast(di, hn::Xor(hn::BitCast(d, t), s)))), one);
+        s = hn::Add(s, hn::IfThenElseZero(fix, step));
+      }
+      hn::Store(hn::IfThenElse(ok, s, hn::Set(d, 0x3F800000u)), d, mid + j);
+      hn::Store(hn::VecFromMask(d, ok), d, ok_lanes + j);
+    }
+    for (; j < m; ++j) {
+      mid[j] = 0x3F800000u;
+      ok_lanes[j] = 0;
+    }
+    args piece = a;
+    piece.offset = a.offset + base;
+    flags |= narrow_small<binary16, Mode>(mid, out + base, m, piece);
+    for (j = 0; j < m; ++j) {
+      if (ok_lanes[j]) continue;
+      const result<binary16> r =
+          detail::scalar_arith16(detail::arith_op(Op), pa[base + j], pb[base + j], a, base + j);
+      out[base + j] = r.value.bits;
+      flags |= r.flags;
+    }
+  }
+  return flags;
+}
+
+// The exported fp16 kernels: f16_arith where it applies, else the scalar core per element.
+template <bop Op>
+std::uint8_t f16_op(const std::uint16_t *x, const std::uint16_t *y, std::uint16_t *out, std::size_t n,
+                    const args &a) {
+  return with_fixed_mode(a.e.mode, [&](auto m) -> std::uint8_t {
+    constexpr rm Mode = decltype(m)::value;
+    if constexpr (Op == bop::mul || Mode != rm::stochastic) {
+      if (a.host_fp) return f16_arith<Op, Mode>(x, y, out, n, a);
+    }
+    std::uint8_t flags = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const result<binary16> r = detail::scalar_arith16(detail::arith_op(Op), x[i], y[i], a, i);
+      out[i] = r.value.bits;
+      flags |= r.flags;
+    }
+    return flags;
+  });
+}
+std::uint8_t f16_add(const std::uint16_t *x, const std::uint16_t *y, std::uint16_t *out, std::size_t n,
+                     const args &a) {
+  return f16_op<bop::add>(x, y, out, n, a);
+}
+std::uint8_t f16_sub(const std::uint16_t *x, const std::uint16_t *y, std::uint16_t *out, std::size_t n,
+                     const args &a) {
+  return f16_op<bop::sub>(x, y, out, n, a);
+}
+std::uint8_t f16_mul(const std::uint16_t *x, const std::uint16_t *y, std::uint16_t *out, std::size_t n,
+                     const args &a) {
+  return f16_op<bop::mul>(x, y, out, n, a);
+}
+
+// ---------------------------------------------------------------------------
 // dot_n, nearest-even: the W partial sums p[j] (fp32 bit patterns, in and out; W = 16 for
 // blocked16, 1 for sequential) take steps p[j] = fma_to<binary32>(a[i], b[i], p[j]) over
 // whole chunks of W elements (n a multiple of W). The product of two bf16 significands has
@@ -1054,6 +1191,9 @@ HWY_EXPORT(bf16_add);
 HWY_EXPORT(bf16_sub);
 HWY_EXPORT(bf16_mul);
 HWY_EXPORT(bf16_fma);
+HWY_EXPORT(f16_add);
+HWY_EXPORT(f16_sub);
+HWY_EXPORT(f16_mul);
 HWY_EXPORT(dot16_even);
 HWY_EXPORT(dot1_even);
 
@@ -1222,6 +1362,31 @@ std::uint8_t fma_n(const bf16 *a, const bf16 *b, const bf16 *c, bf16 *out, std::
   return in_blocks(n, make_args(e, rng), [&](std::size_t first, std::size_t count, const detail::args &x) {
     return HWY_DYNAMIC_DISPATCH(bf16_fma)(&a[first].bits, &b[first].bits, &c[first].bits, &out[first].bits,
                                           count, x);
+  });
+}
+
+std::uint8_t add_n(const f16 *a, const f16 *b, f16 *out, std::size_t n, const env &e,
+                   const random_stream *rng) noexcept {
+  const host_float_scope scope;
+  if (n == 0) return 0;
+  return in_blocks(n, make_args(e, rng), [&](std::size_t first, std::size_t count, const detail::args &x) {
+    return HWY_DYNAMIC_DISPATCH(f16_add)(&a[first].bits, &b[first].bits, &out[first].bits, count, x);
+  });
+}
+std::uint8_t sub_n(const f16 *a, const f16 *b, f16 *out, std::size_t n, const env &e,
+                   const random_stream *rng) noexcept {
+  const host_float_scope scope;
+  if (n == 0) return 0;
+  return in_blocks(n, make_args(e, rng), [&](std::size_t first, std::size_t count, const detail::args &x) {
+    return HWY_DYNAMIC_DISPATCH(f16_sub)(&a[first].bits, &b[first].bits, &out[first].bits, count, x);
+  });
+}
+std::uint8_t mul_n(const f16 *a, const f16 *b, f16 *out, std::size_t n, const env &e,
+                   const random_stream *rng) noexcept {
+  const host_float_scope scope;
+  if (n == 0) return 0;
+  return in_blocks(n, make_args(e, rng), [&](std::size_t first, std::size_t count, const detail::args &x) {
+    return HWY_DYNAMIC_DISPATCH(f16_mul)(&a[first].bits, &b[first].bits, &out[first].bits, count, x);
   });
 }
 

@@ -84,6 +84,16 @@ std::uint8_t mul_n(const bf16 *a, const bf16 *b, bf16 *out, std::size_t n, const
 std::uint8_t fma_n(const bf16 *a, const bf16 *b, const bf16 *c, bf16 *out, std::size_t n, const env &e = {},
                    const random_stream *rng = nullptr) noexcept;
 
+// fp16 element-wise arithmetic: out[i] = add/sub/mul(a[i], b[i], e), the same contract as bf16's.
+// (The exact product, or the sum rounded to odd in fp32, rounded once more to fp16: exact
+// rounding in every mode; add/sub under stochastic rounding run the scalar core per element.)
+std::uint8_t add_n(const f16 *a, const f16 *b, f16 *out, std::size_t n, const env &e = {},
+                   const random_stream *rng = nullptr) noexcept;
+std::uint8_t sub_n(const f16 *a, const f16 *b, f16 *out, std::size_t n, const env &e = {},
+                   const random_stream *rng = nullptr) noexcept;
+std::uint8_t mul_n(const f16 *a, const f16 *b, f16 *out, std::size_t n, const env &e = {},
+                   const random_stream *rng = nullptr) noexcept;
+
 // Dot product of bf16 vectors with fp32 accumulation, every step one fused multiply-add
 // fma_to<binary32>(a[i], b[i], acc, e) (the bf16 product is exact in fp32, so this is also
 // "multiply exactly, add once"):

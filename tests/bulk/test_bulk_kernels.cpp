@@ -384,6 +384,144 @@ bf::result<bf::binary32> dot_reference(const std::vector<bf::bf16> &a, const std
   return {p[0], flags};
 }
 
+// fp16 values of every class: zeros, subnormals (smallest, largest, a power of two), min/max
+// normal, Inf, quiet and signaling NaNs, 1 and its neighbours, both signs.
+std::vector<std::uint16_t> f16_specials() {
+  std::vector<std::uint16_t> v = {0x0000, 0x0001, 0x0002, 0x0200, 0x03FF, 0x0400, 0x0401, 0x07FF,
+                                  0x0800, 0x3C00, 0x3C01, 0x3BFF, 0x4000, 0x7800, 0x7BFE, 0x7BFF,
+                                  0x7C00, 0x7C01, 0x7DFF, 0x7E00, 0x7FFF, 0x1400, 0x5BFF, 0x2E66};
+  const std::size_t k = v.size();
+  for (std::size_t i = 0; i < k; ++i)
+    v.push_back(std::uint16_t(v[i] | 0x8000u));
+  return v;
+}
+
+struct f16_pairs {
+  std::vector<std::uint16_t> a, b;
+  void push(std::uint16_t x, std::uint16_t y) {
+    a.push_back(x);
+    b.push_back(y);
+  }
+};
+
+// Operand pairs: random patterns, specials, b near a's exponent (gaps up to 16: cancellation,
+// the TwoSum error, tiny and exact zero sums), b = +-a and -a with the last bit changed.
+f16_pairs f16_operands(std::size_t n, std::mt19937_64 &rng) {
+  const std::vector<std::uint16_t> sp = f16_specials();
+  f16_pairs t;
+  const auto pick = [&](std::uint64_t r) {
+    return (r & 3) == 0 ? sp[(r >> 2) % sp.size()] : std::uint16_t(r >> 40);
+  };
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint64_t r = rng(), q = rng();
+    const std::uint16_t a = pick(r);
+    std::uint16_t b = pick(q);
+    switch ((q >> 8) % 5) {
+    case 0: {
+      const int ea = (a >> 10) & 0x1F;
+      int eb = ea + int((q >> 16) % 33) - 16;
+      eb = eb < 0 ? 0 : (eb > 31 ? 31 : eb);
+      b = std::uint16_t((q & 0x8000) | (unsigned(eb) << 10) | ((q >> 24) & 0x3FF));
+      break;
+    }
+    case 1: b = std::uint16_t(a ^ ((q >> 16) & 1 ? 0x8000 : 0)); break;
+    case 2: b = std::uint16_t(a ^ 0x8000 ^ ((q >> 16) & 1)); break;
+    default: break;
+    }
+    t.push(a, b);
+  }
+  return t;
+}
+
+// Every exponent field pair (0..30 each: subnormal to the overflow edge), fractions 0, all
+// ones or random, all four sign pairs: every exponent gap of add / sub and every product
+// binade of mul, the round-to-odd intermediate's carries and borrows at a power of two.
+f16_pairs f16_edges(std::mt19937_64 &rng) {
+  f16_pairs t;
+  for (unsigned ea = 0; ea <= 30; ++ea)
+    for (unsigned eb = 0; eb <= 30; ++eb)
+      for (unsigned k = 0; k < 12; ++k) {
+        const unsigned fa = k % 3 == 0 ? 0u : k % 3 == 1 ? 0x3FFu : unsigned(rng()) & 0x3FFu;
+        const unsigned fb = k < 4 ? 0u : k < 8 ? unsigned(rng()) & 0x3FFu : 0x3FFu - (unsigned(rng()) & 3u);
+        t.push(std::uint16_t(((k & 1) << 15) | (ea << 10) | fa),
+               std::uint16_t((((k >> 1) & 1) << 15) | (eb << 10) | fb));
+      }
+  return t;
+}
+
+enum class arith16 { add, sub, mul };
+const char *name(arith16 k) { return k == arith16::add ? "add" : k == arith16::sub ? "sub" : "mul"; }
+
+bf::result<bf::binary16> scalar16(arith16 k, bf::f16 a, bf::f16 b, const env &e) {
+  switch (k) {
+  case arith16::add: return bf::add(a, b, e);
+  case arith16::sub: return bf::sub(a, b, e);
+  default: return bf::mul(a, b, e);
+  }
+}
+
+std::uint8_t run16(arith16 k, const bf::f16 *a, const bf::f16 *b, bf::f16 *out, std::size_t n, const env &e,
+                   const bk::random_stream *rng) {
+  switch (k) {
+  case arith16::add: return bk::add_n(a, b, out, n, e, rng);
+  case arith16::sub: return bk::sub_n(a, b, out, n, e, rng);
+  default: return bk::mul_n(a, b, out, n, e, rng);
+  }
+}
+
+// One fp16 kernel call on misaligned copies, against the scalar core.
+void check_f16(arith16 k, const f16_pairs &t, const env &e, const bk::random_stream *rng) {
+  const std::size_t n = t.a.size();
+  std::vector<bf::f16> a(n + 1), b(n + 1), out(n + 2, bf::f16{0x5A5A});
+  for (std::size_t i = 0; i < n; ++i) {
+    a[i + 1].bits = t.a[i];
+    b[i + 1].bits = t.b[i];
+  }
+  const std::uint8_t flags = run16(k, a.data() + 1, b.data() + 1, out.data() + 1, n, e, rng);
+  std::uint8_t want_flags = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const bf::result<bf::binary16> r = scalar16(k, a[i + 1], b[i + 1], element_env(e, rng, i));
+    want_flags |= r.flags;
+    ASSERT_EQ(out[i + 1].bits, r.value.bits)
+        << "fp16 " << name(k) << " a=" << hex<int>(t.a[i]) << " b=" << hex<int>(t.b[i]) << " i=" << i
+        << " n=" << n << " mode=" << bf::to_string(e.mode) << " sub=" << int(e.subnormal)
+        << " tiny=" << int(e.tiny) << " nan=" << int(e.nan) << " sat=" << e.saturate;
+  }
+  ASSERT_EQ(out[0].bits, 0x5A5A);
+  ASSERT_EQ(out[n + 1].bits, 0x5A5A);
+  ASSERT_EQ(flags, want_flags) << "fp16 " << name(k) << " n=" << n << " mode=" << bf::to_string(e.mode)
+                               << " sub=" << int(e.subnormal) << " tiny=" << int(e.tiny);
+}
+
+// Every target and env: the odd lengths, every special against every special, the exponent
+// edges and 100,000 random pairs; stochastic rounding also with a stream across a key block.
+void f16_suite(arith16 k) {
+  std::mt19937_64 rng(0x5EED0010 + unsigned(k));
+  const bk::random_stream stream{0xF16ull, (std::uint64_t{1} << 32) - 1500};
+  f16_pairs all;
+  const auto sp = f16_specials();
+  for (const auto x : sp)
+    for (const auto y : sp)
+      all.push(x, y);
+  const f16_pairs edges = f16_edges(rng);
+  const f16_pairs many = f16_operands(100000, rng);
+  for_each_target([&] {
+    for (const env &e : envs()) {
+      for (const std::size_t n : lengths) {
+        const f16_pairs t = f16_operands(n, rng);
+        check_f16(k, t, e, nullptr);
+        if (e.mode == round_mode::stochastic) check_f16(k, t, e, &stream);
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+      for (const f16_pairs *t : {static_cast<const f16_pairs *>(&all), &edges, &many}) {
+        check_f16(k, *t, e, nullptr);
+        if (e.mode == round_mode::stochastic) check_f16(k, *t, e, &stream);
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+    }
+  });
+}
+
 } // namespace
 
 TEST(Bulk, CounterRandomKnownAnswers) {
@@ -428,6 +566,10 @@ TEST(Bulk, WidenTf32) { widen_suite<bf::tensorfloat32>(); }
 TEST(Bulk, WidenFp16) { widen_suite<bf::binary16>(); }
 TEST(Bulk, WidenE4m3) { widen_suite<bf::float8_e4m3>(); }
 TEST(Bulk, WidenE5m2) { widen_suite<bf::float8_e5m2>(); }
+
+TEST(Bulk, Fp16AddN) { f16_suite(arith16::add); }
+TEST(Bulk, Fp16SubN) { f16_suite(arith16::sub); }
+TEST(Bulk, Fp16MulN) { f16_suite(arith16::mul); }
 
 TEST(Bulk, AddN) { arith_suite(arith::add); }
 TEST(Bulk, SubN) { arith_suite(arith::sub); }
@@ -695,4 +837,50 @@ TEST(BulkLong, AddAllPairs) {
   for (std::size_t x = 0; x < 65536; ++x)
     rows[x] = std::uint16_t(x);
   EXPECT_EQ(add_rows(rows), 0u);
+}
+
+// Long tier (label long, ctest -R bulk_fp16_all_pairs): every fp16 pair through add_n, sub_n
+// and mul_n on the chosen target; row x runs mode x % 7 under one of four environments
+// ((x / 7) % 4), stochastic with a stream per row.
+TEST(BulkLong, Fp16AllPairs) {
+  const unsigned threads = bf::resolve_threads(0, 65536);
+  for (const arith16 k : {arith16::add, arith16::sub, arith16::mul}) {
+    std::vector<std::uint64_t> bad(65536, 0);
+    bf::parallel_for(65536, threads, [&](std::uint64_t row, unsigned) {
+      env e;
+      e.mode = round_mode(row % bf::round_mode_count);
+      e.random = std::uint32_t(row * 2654435761u);
+      switch ((row / bf::round_mode_count) % 4) {
+      case 1:
+        e.subnormal = bf::subnormals::flush_both;
+        e.tiny = bf::tininess::before_rounding;
+        break;
+      case 2:
+        e.saturate = true;
+        e.nan = bf::nan_policy::cuda;
+        break;
+      case 3:
+        e.subnormal = bf::subnormals::inputs_as_zero;
+        e.nan = bf::nan_policy::pytorch;
+        break;
+      default: break;
+      }
+      const bk::random_stream stream{row, row << 16};
+      std::vector<bf::f16> a(65536, bf::f16{std::uint16_t(row)}), b(65536), out(65536);
+      for (std::size_t j = 0; j < 65536; ++j)
+        b[j].bits = std::uint16_t(j);
+      const std::uint8_t flags = run16(k, a.data(), b.data(), out.data(), 65536, e, &stream);
+      std::uint8_t want = 0;
+      for (std::size_t j = 0; j < 65536; ++j) {
+        const auto r = scalar16(k, a[j], b[j], element_env(e, &stream, j));
+        want |= r.flags;
+        bad[row] += r.value.bits != out[j].bits;
+      }
+      bad[row] += flags != want;
+    });
+    std::uint64_t total = 0;
+    for (const auto x : bad)
+      total += x;
+    EXPECT_EQ(total, 0u) << name(k);
+  }
 }
