@@ -2,14 +2,19 @@
 //
 // Arrays arrive as C-contiguous bit patterns (the Python layer views bfloat16/float16 tensors
 // and float32/float64 arrays as unsigned integers of the format's width). The work is cut into
-// chunks run by bf16emu::parallel_for with the GIL released; each chunk uses the bulk paths of
-// core/bulk.hpp where the format and mode have one, the scalar routines otherwise. Flags are
-// ORed per chunk slot, so the result is the same for any thread count. The caller may hand in
-// the result array (out=) and a uint8 array for each element's own flags (return_flags=True);
-// with the latter every element runs the scalar routine, which reports its flags.
+// chunks run by bf16emu::parallel_for with the GIL released; each chunk uses the Highway kernels
+// of src/bulk where there is one (BF16EMU_PY_BULK: fp32 <-> bf16/tf32/fp16/e4m3/e5m2, bf16
+// add/sub/mul/fma, fp16 add/sub/mul), else the bulk paths of core/bulk.hpp where the format and
+// mode have one, else the scalar routines. Each gives the scalar routine's bits and flags
+// (tests/bulk, tests/python/test_bulk_path.py). Stochastic rounding stays scalar: its random
+// bits per element (random_bits below) are not the kernels' stream. Flags are ORed per chunk
+// slot, so the result is the same for any thread count. The caller may hand in the result array
+// (out=) and a uint8 array for each element's own flags (return_flags=True); with the latter
+// every element runs the scalar routine, which reports its flags.
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <bf16emu/bias/rng.hpp>
@@ -17,6 +22,10 @@
 #include <bf16emu/core/bulk.hpp>
 #include <bf16emu/core/scale.hpp>
 #include <bf16emu/parallel.hpp>
+
+#ifdef BF16EMU_PY_BULK
+#include "bulk/bulk.hpp"
+#endif
 
 #include "io/arith_report.hpp"
 #include "io/error.hpp"
@@ -35,6 +44,57 @@ constexpr std::size_t chunk = std::size_t{1} << 16;
 std::uint32_t random_bits(std::uint64_t key, std::size_t i) {
   bias::counter_rng r{key, i};
   return std::uint32_t(r.next() >> 32);
+}
+
+// The formats src/bulk converts from and to fp32.
+template <class F>
+inline constexpr bool hwy_narrow_format =
+    std::is_same_v<F, bfloat16> || std::is_same_v<F, tensorfloat32> || std::is_same_v<F, binary16> ||
+    std::is_same_v<F, float8_e4m3> || std::is_same_v<F, float8_e5m2>;
+
+// in -> out with the src/bulk kernel where there is one (any env but stochastic rounding, which
+// the caller has excluded); returns false when there is none.
+template <class Out, class In>
+bool hwy_convert([[maybe_unused]] const fp<In> *in, [[maybe_unused]] fp<Out> *out,
+                 [[maybe_unused]] std::size_t n, [[maybe_unused]] const env &e,
+                 [[maybe_unused]] std::uint8_t &flags) {
+#ifdef BF16EMU_PY_BULK
+  if constexpr (std::is_same_v<In, binary32> && hwy_narrow_format<Out>) {
+    flags = bulk::convert_n(in, out, n, e);
+    return true;
+  } else if constexpr (std::is_same_v<Out, binary32> && hwy_narrow_format<In>) {
+    flags = bulk::convert_n(in, out, n, e);
+    return true;
+  }
+#endif
+  return false;
+}
+
+// out = a op b (a * b + c for fma) with the src/bulk kernel where there is one (bf16 add, sub,
+// mul, fma; fp16 add, sub, mul; any env but stochastic rounding); returns false when there is none.
+template <class F>
+bool hwy_arith([[maybe_unused]] op_kind op, [[maybe_unused]] const fp<F> *a, [[maybe_unused]] const fp<F> *b,
+               [[maybe_unused]] const fp<F> *c, [[maybe_unused]] fp<F> *out, [[maybe_unused]] std::size_t n,
+               [[maybe_unused]] const env &e, [[maybe_unused]] std::uint8_t &flags) {
+#ifdef BF16EMU_PY_BULK
+  if constexpr (std::is_same_v<F, bfloat16>) {
+    switch (op) {
+    case op_kind::add: flags = bulk::add_n(a, b, out, n, e); return true;
+    case op_kind::sub: flags = bulk::sub_n(a, b, out, n, e); return true;
+    case op_kind::mul: flags = bulk::mul_n(a, b, out, n, e); return true;
+    case op_kind::fma: flags = bulk::fma_n(a, b, c, out, n, e); return true;
+    default: break;
+    }
+  } else if constexpr (std::is_same_v<F, binary16>) {
+    switch (op) {
+    case op_kind::add: flags = bulk::add_n(a, b, out, n, e); return true;
+    case op_kind::sub: flags = bulk::sub_n(a, b, out, n, e); return true;
+    case op_kind::mul: flags = bulk::mul_n(a, b, out, n, e); return true;
+    default: break;
+    }
+  }
+#endif
+  return false;
 }
 
 template <class F> const fp<F> *as_fp(const pybind11::array &a) {
@@ -153,6 +213,10 @@ pybind11::tuple convert_array(const pybind11::array &x, const std::string &from,
       const fp<In> *a = as_fp<In>(x);
       fp<Out> *o = as_fp<Out>(out);
       return run_chunks(n, ce, [&](std::size_t b, std::size_t e) -> std::uint8_t {
+        if (ce.e.mode != round_mode::stochastic && !each) {
+          std::uint8_t f = 0;
+          if (hwy_convert<Out, In>(a + b, o + b, e - b, ce.e, f)) return f;
+        }
         // The bulk conversion for 16/32-bit outputs (fp32 -> bf16, tf32; fp32 -> fp16 has another
         // exponent range). fp16 -> e5m2 stays scalar: GCC 12 reports a false -Wstringop-overflow
         // on the bulk loop's 8-bit stores.
@@ -207,6 +271,11 @@ pybind11::tuple arith_array(const std::string &opname, const std::vector<pybind1
       fp<F> *o = as_fp<F>(out);
       return run_chunks(n, ce, [&](std::size_t lo, std::size_t hi) -> std::uint8_t {
         const bool scalar = ce.e.mode == round_mode::stochastic || each != nullptr;
+        if (!scalar) {
+          std::uint8_t f = 0;
+          if (hwy_arith<F>(op, a + lo, b ? b + lo : nullptr, c ? c + lo : nullptr, o + lo, hi - lo, ce.e, f))
+            return f;
+        }
         if constexpr (detail::bulk_add_format<F>) {
           if (op == op_kind::add && !scalar) return add_n<F>(a + lo, b + lo, o + lo, hi - lo, ce.e);
           if (op == op_kind::sub && !scalar) return sub_n<F>(a + lo, b + lo, o + lo, hi - lo, ce.e);
@@ -407,6 +476,17 @@ void bind_elementwise(pybind11::module_ &m) {
       [](const pybind11::array &x, const std::string &from, const std::string &elem, long long block,
          const pybind11::dict &opts) { return quantize_mx_array(x, from, elem, block, make_env(opts)); },
       "OCP MX block quantization along the last axis; returns (UE8M0 scale bytes, element bits, flags).");
+  m.def(
+      "bulk_target",
+      []() -> pybind11::object {
+#ifdef BF16EMU_PY_BULK
+        return pybind11::str(bulk::target_name());
+#else
+        return pybind11::none();
+#endif
+      },
+      "The SIMD target of the src/bulk kernels on this CPU (Highway's name, e.g. 'AVX2'), or None when "
+      "the module was built without them.");
   m.def("value", [](const std::string &format, std::uint64_t bits) {
     return io::value_double(io::parse_format(format), bits);
   });
