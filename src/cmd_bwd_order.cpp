@@ -17,6 +17,7 @@
 #include "bf16emu/pitfalls/bwd_order.hpp"
 #include "command.hpp"
 #include "io/attention.hpp"
+#include "io/files.hpp"
 #include "io/json.hpp"
 #include "io/memory.hpp"
 #include "options.hpp"
@@ -109,7 +110,7 @@ void run(const bwd_order_cli &o) {
   io::check_memory(need, o.max_memory, "bwd-order");
 
   const std::optional<at::attention_inputs> scenario = at::scenario_by_name(o.scenario, o.n, o.d, o.seed);
-  if (!scenario) throw bad_input("unknown --scenario '" + o.scenario + "' (random, sink)");
+  if (!scenario) throw bad_input("unknown --scenario '" + io::shorten(o.scenario) + "' (random, sink)");
   const at::attention_inputs &in = *scenario;
   const at::head_view h{in.n, in.d, in.q.data(), in.k.data(), in.v.data()};
   const pit::bwd_order_report r = pit::run_bwd_orders(opt, h, in.dout.data());

@@ -88,7 +88,7 @@ void run(const cp_cli &o) {
   io::check_memory(need, o.max_memory, "cp");
 
   const std::optional<at::attention_inputs> scenario = at::scenario_by_name(o.scenario, o.n, o.d, o.seed);
-  if (!scenario) throw bad_input("unknown --scenario '" + o.scenario + "' (random, sink)");
+  if (!scenario) throw bad_input("unknown --scenario '" + io::shorten(o.scenario) + "' (random, sink)");
   const at::attention_inputs &in = *scenario;
   const at::head_view h{in.n, in.d, in.q.data(), in.k.data(), in.v.data()};
 

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "io/error.hpp"
+#include "io/files.hpp"
 
 namespace bf16emu::io {
 
@@ -131,7 +132,7 @@ std::string human_bytes(std::uint64_t bytes) {
 
 std::uint64_t parse_size(std::string_view text, const char *what) {
   auto fail = [&]() -> std::uint64_t {
-    std::string shown(text.substr(0, 40));
+    const std::string shown = shorten(std::string(text), 40);
     throw input_error(std::string(what) + ": cannot read '" + shown +
                       "' as a size (bytes, or a number with K, M, G, T or P: 512M, 24G, 1.5T)");
   };
