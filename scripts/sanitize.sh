@@ -5,6 +5,8 @@
 # interpreter) and the two slowest pure-arithmetic tiers, which the Release tier runs: every
 # bf16/fp16 encoding (core.EveryEncoding.Bfloat16/Binary16, ~250 CPU-s each under ASan) and the
 # 10^6-vectors-per-preset tensor-core reference (tc.AllPresets/ModelVsReference.*, ~500 CPU-s).
+# Built at -O1 with line tables only (what ASan recommends; the stack traces keep file:line) and
+# without MPI (Open MPI's own allocations trip LeakSanitizer), to keep CI's build time down.
 # Uses the asan-ubsan preset of CMakePresets.json, build directory build-asan.
 #   bash scripts/sanitize.sh
 set -euo pipefail
