@@ -32,6 +32,11 @@ required=(
   "python3-numpy:file:/usr/lib/python3/dist-packages/numpy/__init__.py"
   "python3-pytest:file:/usr/lib/python3/dist-packages/pytest/__init__.py"
   "python3-torch:file:/usr/lib/python3/dist-packages/torch/__init__.py"
+  "python3-venv:file:/usr/lib/python3.11/ensurepip/__init__.py"
+  "python3-build:file:/usr/lib/python3/dist-packages/build/__init__.py"
+  "python3-setuptools:file:/usr/lib/python3/dist-packages/setuptools/__init__.py"
+  "python3-wheel:file:/usr/lib/python3/dist-packages/wheel/__init__.py"
+  "python3-matplotlib:file:/usr/lib/python3/dist-packages/matplotlib/__init__.py"
 )
 if [[ "${BF16EMU_DEPS_NINJA:-0}" == 1 ]]; then
   required+=("ninja-build:cmd:ninja")
