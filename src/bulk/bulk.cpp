@@ -8,6 +8,7 @@
 #include <hwy/highway.h>
 
 #include <algorithm>
+#include <type_traits>
 #if defined(__SSE2__) || defined(_M_X64)
 #include <xmmintrin.h> // _mm_getcsr
 #endif
@@ -408,6 +409,22 @@ std::uint8_t narrow_small(const std::uint32_t *HWY_RESTRICT in, typename Out::st
   for (; i + N <= n; i += N) {
     const auto x = hn::LoadU(d, in + i);
     const auto mag = hn::And(x, abs);
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2 && !defined(HWY_DISABLE_F16C)
+    if constexpr (Mode == rm::nearest_even && std::is_same_v<Out, binary16>) {
+      // Every lane a normal fp16 number once rounded, no overflow: 2^-14 <= |x| < 65520 (which
+      // rounds to 65504). The F16C conversion (vcvtps2ph, nearest-even) is then the result, and
+      // the lane is inexact exactly when the result widened back differs from x.
+      if (hn::AllTrue(d,
+                      hn::Lt(hn::Sub(mag, hn::Set(d, 0x38800000u)), hn::Set(d, 0x477FF000u - 0x38800000u)))) {
+        const hn::RebindToFloat<decltype(d)> df;
+        const hn::Rebind<hwy::float16_t, decltype(d)> dh;
+        const auto h = hn::DemoteTo(dh, hn::BitCast(df, x));
+        acc_inexact = hn::Or(acc_inexact, hn::Xor(hn::BitCast(d, hn::PromoteTo(df, h)), x));
+        hn::StoreU(hn::BitCast(dn, h), dn, out + i);
+        continue;
+      }
+    }
+#endif
     const auto E = hn::Max(hn::ShiftRight<23>(mag), one); // a subnormal's field 0 counts as 1
     const auto sig = hn::Sub(mag, hn::ShiftLeft<23>(hn::Sub(E, one)));
     // sh = base + max(0, emin - lead); kept, guard, round and sticky need sh only up to 31.

@@ -119,9 +119,7 @@ env element_env(const env &e, const bk::random_stream *rng, std::size_t i) {
 // 2^emin (after-rounding tininess) up past the overflow edge; fractions random, exact ties at
 // a random cut, all ones below a random cut (carries into the next binade, to 2^emin, to
 // overflow), or zeros below it; both signs.
-template <class Out> std::vector<std::uint32_t> f32_near_range(std::size_t n, std::mt19937_64 &rng) {
-  const int lo = std::max(1, 127 + Out::emin - Out::frac_bits - 14);
-  const int hi = std::min(254, 127 + Out::emax + 2);
+std::vector<std::uint32_t> f32_exponents(std::size_t n, std::mt19937_64 &rng, int lo, int hi) {
   std::vector<std::uint32_t> v(n);
   for (auto &x : v) {
     const std::uint64_t r = rng();
@@ -137,6 +135,19 @@ template <class Out> std::vector<std::uint32_t> f32_near_range(std::size_t n, st
     }
     x = std::uint32_t((r >> 7) & 1) << 31 | E << 23 | f;
   }
+  return v;
+}
+template <class Out> std::vector<std::uint32_t> f32_near_range(std::size_t n, std::mt19937_64 &rng) {
+  return f32_exponents(n, rng, std::max(1, 127 + Out::emin - Out::frac_bits - 14),
+                       std::min(254, 127 + Out::emax + 2));
+}
+// fp32 values inside Out's normal range (2^emin to its top binade; whole vectors of them take
+// the kernels' fast paths), ties and carries as above, and every 16th one just below the
+// overflow edge (the top binade of Out, all ones below a random cut).
+template <class Out> std::vector<std::uint32_t> f32_in_range(std::size_t n, std::mt19937_64 &rng) {
+  std::vector<std::uint32_t> v = f32_exponents(n, rng, 127 + Out::emin, 127 + Out::emax);
+  for (std::size_t i = 0; i < v.size(); i += 16)
+    v[i] = (v[i] & 0x80000000u) | std::uint32_t(127 + Out::emax) << 23 | (0x7FFFFFu >> (rng() % 12));
   return v;
 }
 
@@ -165,6 +176,24 @@ void check_narrow(const std::vector<std::uint32_t> &src, const env &e, const bk:
                                << " tiny=" << int(e.tiny);
 }
 
+// Normal numbers of Out, exact in fp32 (so each narrows exactly), with at most one element
+// moved off Out's grid by one fp32 ulp: the OR of the flags then depends on that element alone,
+// wherever it sits (a fast whole vector or not).
+template <class Out>
+std::vector<std::uint32_t> f32_exact_but_one(std::size_t n, std::mt19937_64 &rng, bool one) {
+  std::vector<std::uint32_t> v(n);
+  const std::uint64_t exp_field = (std::uint64_t(Out::exp_mask) >> Out::frac_bits);
+  for (auto &x : v) {
+    const std::uint64_t r = rng();
+    const std::uint64_t field = 1 + (r >> 8) % (exp_field - 1); // 1 .. top binade - 1 (finite)
+    const auto bits = typename Out::storage((((r >> 3) & 1) << (Out::width - 1)) | (field << Out::frac_bits) |
+                                            ((r >> 20) & Out::frac_mask));
+    x = bf::convert<bf::binary32>(bf::fp<Out>{bits}, env{}).value.bits;
+  }
+  if (one && n) v[rng() % n] += 1;
+  return v;
+}
+
 template <class Out> void narrow_suite() {
   std::mt19937_64 rng(0x5EED0001);
   const bk::random_stream stream{0xC0FFEEull, 12345};
@@ -180,6 +209,13 @@ template <class Out> void narrow_suite() {
       const auto near = f32_near_range<Out>(4099, rng);
       check_narrow<Out>(near, e, nullptr);
       if (e.mode == round_mode::stochastic) check_narrow<Out>(near, e, &stream);
+      const auto inside = f32_in_range<Out>(4099, rng);
+      check_narrow<Out>(inside, e, nullptr);
+      if (e.mode == round_mode::stochastic) check_narrow<Out>(inside, e, &stream);
+      for (const bool one : {false, true, true, true}) {
+        check_narrow<Out>(f32_exact_but_one<Out>(1001, rng, one), e, nullptr);
+        if (::testing::Test::HasFatalFailure()) return;
+      }
       if (::testing::Test::HasFatalFailure()) return;
     }
   });

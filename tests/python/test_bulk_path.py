@@ -40,17 +40,20 @@ def opts(rounding="nearest_even", tininess="after", nan="ieee", ftz=False, daz=F
             "seed": 0, "threads": 0}
 
 
-def f32_inputs(to: str, n: int, rng) -> np.ndarray:
+def f32_inputs(to: str, n: int, rng, inside=False) -> np.ndarray:
     """fp32 bit patterns for a narrowing to `to`: a quarter random bits, the rest exponents around
-    `to`'s range (deep underflow .. past overflow) with random fractions, exact ties at the cut,
-    all ones below it (carries) or zeros below it; specials sprinkled in."""
+    `to`'s range (deep underflow .. past overflow; inside=True: its normal range only, so that
+    whole vectors take the kernels' fast paths) with random fractions, exact ties at the cut,
+    all ones below it (carries) or zeros below it; specials sprinkled in (not when inside)."""
     e_bits, m = SMALL[to]
     bias = (1 << (e_bits - 1)) - 1
     emin, emax = 1 - bias, bias + 1  # emax + 1 covers e4m3's extended range and the overflow edge
     sh = 23 - m
     x = rng.integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32)
-    k = n * 3 // 4
+    k = n if inside else n * 3 // 4
     lo, hi = max(1, 127 + emin - m - 3), min(254, 127 + emax + 1)
+    if inside:
+        lo, hi = 127 + emin, 127 + emax - 1
     E = rng.integers(lo, hi + 1, k, dtype=np.uint32)
     f = rng.integers(0, 1 << 23, k, dtype=np.uint32)
     kind = rng.integers(0, 4, k)
@@ -61,6 +64,8 @@ def f32_inputs(to: str, n: int, rng) -> np.ndarray:
     f = np.where(kind == 3, f & ~below, f) & np.uint32(0x7FFFFF)  # exact
     sign = rng.integers(0, 2, k, dtype=np.uint32) << np.uint32(31)
     x[:k] = sign | (E << np.uint32(23)) | f
+    if inside:
+        return x
     specials = np.array([0, 1, 0x7FFFFF, 0x400000, 0x800000, 0x7F7FFFFF, 0x7F800000, 0x7F800001, 0x7FC00000,
                          0x7FBFFFFF, 0x7FFFFFFF, 0x3F800000, 0x477FE000, 0x477FF000, 0x43E00000, 0x43F00000,
                          0x47600000, 0x47700000, 0x33800000, 0x33000000, 0x38800000, 0x387FFFFF],
@@ -158,12 +163,27 @@ def test_module_uses_the_bulk_kernels():
 def test_narrowing_matches_scalar(to):
     rng = np.random.default_rng(1000 + len(to) * 7 + ord(to[-1]))
     x = f32_inputs(to, N, rng)
+    inside = f32_inputs(to, N_POLICY, rng, inside=True)
     for mode in MODES:
         check(*run_convert(x, "fp32", to, opts(mode)), f"fp32->{to} {mode}")
+        check(*run_convert(inside, "fp32", to, opts(mode)), f"fp32->{to} {mode}, normal range")
     xs = x[:N_POLICY]
     for pol in POLICIES:
         for mode in POLICY_MODES:
             check(*run_convert(xs, "fp32", to, opts(mode, **pol)), f"fp32->{to} {mode} {pol}")
+    # Normal numbers of `to` (widened by the scalar path, exact), at most one moved off its grid:
+    # the OR of the flags then comes from that one element, wherever its chunk or vector lies.
+    e_bits, m = SMALL[to]
+    field = rng.integers(1, (1 << e_bits) - 1, 100_003).astype(np.uint32)
+    bits = (rng.integers(0, 2, field.size, dtype=np.uint32) << np.uint32(e_bits + m)) | (field << np.uint32(m)) | \
+        rng.integers(0, 1 << m, field.size, dtype=np.uint32)
+    exact, _ = _core.convert(bits.astype(STORAGE[to]), to, "fp32", opts(), None, np.zeros(field.size, np.uint8))
+    for where in (None, 0, 70_000, int(rng.integers(0, field.size))):
+        y = exact.copy()
+        if where is not None:
+            y[where] += np.uint32(1)
+        for mode in ("nearest_even", "upward"):
+            check(*run_convert(y, "fp32", to, opts(mode)), f"fp32->{to} {mode}, exact but element {where}")
 
 
 @pytest.mark.parametrize("src", sorted(SMALL))
