@@ -52,8 +52,9 @@ inline constexpr bool hwy_narrow_format =
     std::is_same_v<F, bfloat16> || std::is_same_v<F, tensorfloat32> || std::is_same_v<F, binary16> ||
     std::is_same_v<F, float8_e4m3> || std::is_same_v<F, float8_e5m2>;
 
-// in -> out with the src/bulk kernel where there is one (any env but stochastic rounding, which
-// the caller has excluded); returns false when there is none.
+// in -> out with the src/bulk kernels where there are (fp32 <-> bf16/tf32/fp16/e4m3/e5m2, and
+// between two of the latter through fp32; any env but stochastic rounding, which the caller has
+// excluded); returns false when there are none.
 template <class Out, class In>
 bool hwy_convert([[maybe_unused]] const fp<In> *in, [[maybe_unused]] fp<Out> *out,
                  [[maybe_unused]] std::size_t n, [[maybe_unused]] const env &e,
@@ -64,6 +65,22 @@ bool hwy_convert([[maybe_unused]] const fp<In> *in, [[maybe_unused]] fp<Out> *ou
     return true;
   } else if constexpr (std::is_same_v<Out, binary32> && hwy_narrow_format<In>) {
     flags = bulk::convert_n(in, out, n, e);
+    return true;
+  } else if constexpr (hwy_narrow_format<In> && hwy_narrow_format<Out> && !std::is_same_v<In, Out>) {
+    // Through fp32, which holds every value of In exactly: the widening's flags (a signaling
+    // NaN) and the narrowing's together are the direct conversion's. Not when outputs are
+    // flushed and In has fp32's exponent range: the widening would flush In's subnormals, which
+    // the direct conversion rounds (tf32's largest ones round up to bf16's smallest normal).
+    if constexpr (In::exp_bits == binary32::exp_bits)
+      if (static_cast<unsigned>(e.subnormal) & static_cast<unsigned>(subnormals::flush_outputs)) return false;
+    constexpr std::size_t piece = 4096;
+    f32 mid[piece];
+    flags = 0;
+    for (std::size_t i = 0; i < n; i += piece) {
+      const std::size_t m = n - i < piece ? n - i : piece;
+      flags |= bulk::convert_n(in + i, mid, m, e);
+      flags |= bulk::convert_n(mid, out + i, m, e);
+    }
     return true;
   }
 #endif

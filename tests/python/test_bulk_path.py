@@ -194,6 +194,21 @@ def test_widening_matches_scalar(src):
         check(*run_convert(x, src, "fp32", opts(**pol)), f"{src}->fp32 {pol}")
 
 
+@pytest.mark.parametrize("src,to", [("bf16", "fp16"), ("bf16", "e4m3"), ("bf16", "e5m2"), ("fp16", "bf16"),
+                                    ("fp16", "e4m3"), ("fp16", "e5m2"), ("e4m3", "bf16"), ("e5m2", "fp16"),
+                                    ("e4m3", "e5m2"), ("tf32", "bf16")])
+def test_conversion_through_fp32_matches_scalar(src, to):
+    """Between two of bf16/tf32/fp16/e4m3/e5m2 the fast path widens to fp32 and narrows."""
+    rng = np.random.default_rng(4000 + ord(src[0]) * 3 + ord(to[-1]))
+    x = small_inputs(src, N, rng)
+    for mode in MODES:
+        check(*run_convert(x, src, to, opts(mode)), f"{src}->{to} {mode}")
+    xs = x[: max(N_POLICY, 1 << (1 + sum(SMALL[src])))]  # every encoding of src
+    for pol in POLICIES:
+        for mode in POLICY_MODES:
+            check(*run_convert(xs, src, to, opts(mode, **pol)), f"{src}->{to} {mode} {pol}")
+
+
 @pytest.mark.parametrize("fmt,op", [("bf16", "add"), ("bf16", "sub"), ("bf16", "mul"), ("bf16", "fma"),
                                     ("fp16", "add"), ("fp16", "sub"), ("fp16", "mul")])
 def test_arith_matches_scalar(fmt, op):
