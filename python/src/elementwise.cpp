@@ -3,14 +3,14 @@
 // Arrays arrive as C-contiguous bit patterns (the Python layer views bfloat16/float16 tensors
 // and float32/float64 arrays as unsigned integers of the format's width). The work is cut into
 // chunks run by bf16emu::parallel_for with the GIL released; each chunk uses the Highway kernels
-// of src/bulk where there is one (BF16EMU_PY_BULK: fp32 <-> bf16/tf32/fp16/e4m3/e5m2, bf16
-// add/sub/mul/fma, fp16 add/sub/mul), else the bulk paths of core/bulk.hpp where the format and
-// mode have one, else the scalar routines. Each gives the scalar routine's bits and flags
-// (tests/bulk, tests/python/test_bulk_path.py). Stochastic rounding stays scalar: its random
-// bits per element (random_bits below) are not the kernels' stream. Flags are ORed per chunk
-// slot, so the result is the same for any thread count. The caller may hand in the result array
-// (out=) and a uint8 array for each element's own flags (return_flags=True); with the latter
-// every element runs the scalar routine, which reports its flags.
+// of src/bulk where there is one (BF16EMU_PY_BULK: fp32 <-> bf16/tf32/fp16/e4m3/e5m2 and between
+// two of those through fp32, bf16 add/sub/mul/fma, fp16 add/sub/mul), else the bulk paths of core/bulk.hpp
+// where the format and mode have one, else the scalar routines. Each gives the scalar routine's bits and
+// flags (tests/bulk, tests/python/test_bulk_path.py). Stochastic rounding stays scalar: its random bits per
+// element (random_bits below) are not the kernels' stream. Flags are ORed per chunk slot, so the result is
+// the same for any thread count. The caller may hand in the result array (out=) and a uint8 array for each
+// element's own flags (return_flags=True); with the latter every element runs the scalar routine, which
+// reports its flags.
 #include <cstdint>
 #include <cstring>
 #include <string>
