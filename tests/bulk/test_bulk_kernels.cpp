@@ -724,6 +724,73 @@ TEST(Bulk, HostFloatEnvironment) {
 #endif
 }
 
+// The fp16 kernels and the fp32 -> fp16 conversion (its F16C path) under the same foreign
+// MXCSR settings.
+TEST(Bulk, Fp16HostFloatEnvironment) {
+#if defined(__SSE2__) || defined(_M_X64)
+  std::mt19937_64 rng(0x5EED0011);
+  f16_pairs t = f16_edges(rng);
+  const f16_pairs r = f16_operands(4000, rng);
+  t.a.insert(t.a.end(), r.a.begin(), r.a.end());
+  t.b.insert(t.b.end(), r.b.begin(), r.b.end());
+  const std::size_t n = t.a.size();
+  std::vector<bf::f16> a(n), b(n), out(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    a[i].bits = t.a[i];
+    b[i].bits = t.b[i];
+  }
+  const std::vector<std::uint32_t> src = f32_in_range<bf::binary16>(4099, rng);
+  std::vector<bf::f32> x(src.size());
+  for (std::size_t i = 0; i < src.size(); ++i)
+    x[i].bits = src[i];
+  std::vector<bf::f16> y(src.size());
+  const unsigned saved = _mm_getcsr();
+  for (const unsigned csr : {0x9FC0u, 0x7F80u, 0x5F80u, 0xFFC0u}) {
+    for (const env &e : envs()) {
+      if (e.mode == round_mode::stochastic) continue; // add/sub run the scalar core there
+      for (const arith16 k : {arith16::add, arith16::sub, arith16::mul}) {
+        std::vector<std::uint16_t> want(n);
+        std::uint8_t want_flags = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+          const bf::result<bf::binary16> s = scalar16(k, a[i], b[i], e);
+          want[i] = s.value.bits;
+          want_flags |= s.flags;
+        }
+        for_each_target([&] {
+          _mm_setcsr(csr);
+          const std::uint8_t flags = run16(k, a.data(), b.data(), out.data(), n, e, nullptr);
+          _mm_setcsr(saved);
+          for (std::size_t i = 0; i < n; ++i)
+            ASSERT_EQ(out[i].bits, want[i])
+                << name(k) << " csr=" << hex<int>(csr) << " a=" << hex<int>(t.a[i])
+                << " b=" << hex<int>(t.b[i]) << " mode=" << bf::to_string(e.mode);
+          ASSERT_EQ(flags, want_flags) << name(k) << " csr=" << hex<int>(csr);
+        });
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+      std::uint8_t want_flags = 0;
+      std::vector<std::uint16_t> want(src.size());
+      for (std::size_t i = 0; i < src.size(); ++i) {
+        const bf::result<bf::binary16> s = bf::convert<bf::binary16>(x[i], e);
+        want[i] = s.value.bits;
+        want_flags |= s.flags;
+      }
+      for_each_target([&] {
+        _mm_setcsr(csr);
+        const std::uint8_t flags = bk::convert_n(x.data(), y.data(), x.size(), e);
+        _mm_setcsr(saved);
+        for (std::size_t i = 0; i < src.size(); ++i)
+          ASSERT_EQ(y[i].bits, want[i]) << "fp32->fp16 csr=" << hex<int>(csr) << " x=" << hex<int>(src[i]);
+        ASSERT_EQ(flags, want_flags) << "fp32->fp16 csr=" << hex<int>(csr);
+      });
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+  }
+#else
+  GTEST_SKIP() << "MXCSR is x86 only";
+#endif
+}
+
 TEST(Bulk, InPlace) {
   for (const arith k : {arith::add, arith::sub, arith::mul, arith::fma})
     check_in_place(k);
