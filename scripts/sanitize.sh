@@ -4,7 +4,11 @@
 # then the default tier less the python tests (an ASan extension cannot load into the system
 # interpreter) and the two slowest pure-arithmetic tiers, which the Release tier runs: every
 # bf16/fp16 encoding (core.EveryEncoding.Bfloat16/Binary16, ~250 CPU-s each under ASan) and the
-# 10^6-vectors-per-preset tensor-core reference (tc.AllPresets/ModelVsReference.*, ~500 CPU-s).
+# 10^6-vectors-per-preset tensor-core reference (tc.AllPresets/ModelVsReference.*, ~500 CPU-s,
+# whose program is then not built), and the random and trace differential tests of the core vs
+# the oracle (core.RandomFp32.*, core.Trace.*), which the six differential fuzzers run under the
+# same sanitizers in every CI run (fuzz/replay.sh: the committed corpora, then fresh inputs).
+# Programs of the long tier only are not built here.
 # Built at -O1 with line tables only (what ASan recommends; the stack traces keep file:line) and
 # without MPI (Open MPI's own allocations trip LeakSanitizer), to keep CI's build time down.
 # Uses the asan-ubsan preset of CMakePresets.json, build directory build-asan.
