@@ -180,7 +180,7 @@ header_info parse_header(const std::uint8_t *data, std::size_t size, const std::
     p.need(':');
     // Each key once: a second 'shape' would otherwise silently win.
     auto first = [&](bool &seen) {
-      if (seen) p.bad("duplicate key '" + shorten(key) + "'");
+      if (seen) p.bad("duplicate key '" + io::shorten(key) + "'");
       seen = true;
     };
     if (key == "descr") {
@@ -231,7 +231,7 @@ array parse(const std::uint8_t *data, std::size_t size, const std::string &name,
   const std::string &descr_s = hi.descr;
   const std::vector<std::size_t> &shape = a.shape;
   if (!want.type_any && want.type != a.type)
-    fail(name, std::string("dtype is '") + shorten(descr_s) + "', expected '" + descr(want.type) + "'");
+    fail(name, std::string("dtype is '") + io::shorten(descr_s) + "', expected '" + descr(want.type) + "'");
   if (!want.any_shape) {
     bool ok = want.dims.size() == shape.size();
     for (std::size_t k = 0; ok && k < shape.size(); ++k)
