@@ -11,9 +11,11 @@
 
 #include "command.hpp"
 #include "io/error.hpp"
+#include "io/files.hpp"
 #include "io/json.hpp"
 #include "io/names.hpp"
 #include "io/npy.hpp"
+#include "io/tc_trace.hpp"
 #include "options.hpp"
 
 namespace bf16emu::cli {
@@ -27,21 +29,9 @@ struct explain_cli {
   bool no_ieee = false, no_presets = false, no_c_at_end = false, json = false;
 };
 
-std::string hex_of(format_id f, std::uint64_t bits) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%0*llx", (io::describe(f).width + 3) / 4,
-                static_cast<unsigned long long>(bits));
-  return buf;
-}
-
-// At most ~80 characters of a user's token, for messages.
-std::string shorten(const std::string &s) { return s.size() <= 80 ? s : s.substr(0, 77) + "..."; }
-
-std::string hexfloat(double x) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%a", x);
-  return buf;
-}
+using io::hexfloat;
+using io::shorten; // control characters escaped, long tokens cut (issue 28)
+std::string hex_of(format_id f, std::uint64_t bits) { return io::mma_hex(f, bits); }
 
 npy::array read_2d(const std::string &path, const char *what) {
   npy::array a = io::rethrow_as<bad_input>([&] { return npy::read(path); });
@@ -190,26 +180,8 @@ void run_typed(const explain_cli &o, const npy::array &an, const npy::array &bn,
       w.end_array();
       w.key("blocks").begin_array();
       for (const block_rec &b : blocks) {
-        w.begin_object()
-            .kv("slice", b.slice)
-            .kv("block", b.t.block)
-            .kv("k0", b.t.k0)
-            .kv("special", b.t.special);
-        w.kv("c", hex_of(acc_fmt, b.t.c_bits)).kv("d", hex_of(acc_fmt, b.t.d_bits));
-        w.kv("max_exp", b.t.max_exp).kv("lsb_exp", b.t.lsb_exp);
-        w.kv("sum_value", hexfloat(b.t.sum_value)).kv("trunc_err", hexfloat(b.t.trunc_err));
-        w.key("terms").begin_array();
-        for (int i = 0; i <= b.t.n_products; ++i) {
-          const tc::term_trace &tt = b.t.terms[i];
-          w.begin_object();
-          if (i < b.t.n_products)
-            w.kv("k", b.t.k0 + i);
-          else
-            w.kv("term", "c");
-          w.kv("zero", tt.zero).kv("exp", tt.exp).kv("shift", tt.shift).kv("lost", hexfloat(tt.lost));
-          w.end_object();
-        }
-        w.end_array();
+        w.begin_object().kv("slice", b.slice);
+        io::write_block_members(w, b.t, acc_fmt);
         w.end_object();
       }
       w.end_array();

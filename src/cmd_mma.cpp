@@ -22,6 +22,7 @@
 #include "io/mma_scaled.hpp"
 #include "io/names.hpp"
 #include "io/number.hpp"
+#include "io/tc_trace.hpp"
 #include "io/tokens.hpp"
 #include "options.hpp"
 
@@ -36,18 +37,8 @@ struct mma_cli {
   io::scaled_mma_options scaled; // --kind, --scale-format, --scale-vec (io/mma_scaled); B: b_format
 };
 
-std::string hex_of(format_id f, std::uint64_t bits) {
-  const int digits = (io::describe(f).width + 3) / 4;
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%0*llx", digits, static_cast<unsigned long long>(bits));
-  return buf;
-}
-
-std::string hexfloat(double x) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%a", x);
-  return buf;
-}
+using io::hexfloat;
+std::string hex_of(format_id f, std::uint64_t bits) { return io::mma_hex(f, bits); }
 
 // "sm70 sm75 ... sm120" + sep + "volta turing ... rtx-blackwell": the names --arch takes.
 std::string arch_names(const char *sep) {
@@ -224,26 +215,8 @@ void run_lines(const mma_cli &o, const tc::preset &P, std::istream &is) {
       if (o.trace) {
         w.key("blocks").begin_array();
         for (const tc::block_trace &t : blocks) {
-          w.begin_object().kv("block", t.block).kv("k0", t.k0).kv("special", t.special);
-          w.kv("c", hex_of(P.out, t.c_bits)).kv("d", hex_of(P.out, t.d_bits));
-          if (!t.special) {
-            w.kv("max_exp", t.max_exp)
-                .kv("lsb_exp", t.lsb_exp)
-                .kv("aligned_sum", std::int64_t(t.aligned_sum));
-            w.kv("sum_value", hexfloat(t.sum_value)).kv("trunc_err", hexfloat(t.trunc_err));
-            w.key("terms").begin_array();
-            for (int i = 0; i <= t.n_products; ++i) {
-              const tc::term_trace &tt = t.terms[i];
-              w.begin_object();
-              if (i < t.n_products)
-                w.kv("k", t.k0 + i);
-              else
-                w.kv("term", "c");
-              w.kv("zero", tt.zero).kv("exp", tt.exp).kv("shift", tt.shift).kv("lost", hexfloat(tt.lost));
-              w.end_object();
-            }
-            w.end_array();
-          }
+          w.begin_object();
+          io::write_block_members(w, t, P.out);
           w.end_object();
         }
         w.end_array();

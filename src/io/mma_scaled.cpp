@@ -13,18 +13,12 @@
 #include "io/json.hpp"
 #include "io/names.hpp"
 #include "io/number.hpp"
+#include "io/tc_trace.hpp"
 #include "io/tokens.hpp"
 
 namespace bf16emu::io {
 
 namespace {
-
-std::string hex_bits(format_id f, std::uint64_t bits) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%0*llx", (describe(f).width + 3) / 4,
-                static_cast<unsigned long long>(bits));
-  return buf;
-}
 
 [[noreturn]] void fail(int line, const std::string &what) {
   throw input_error("line " + std::to_string(line) + ": " + what);
@@ -39,7 +33,7 @@ std::uint64_t value_of(const std::string &tok, format_id f, int line, const std:
   }
   if (!op.exact)
     fail(line, what + " '" + shorten(tok) + "' is not exactly representable in " + name(f) +
-                   " (nearest: " + hex_bits(f, op.bits) + "); give its bit pattern");
+                   " (nearest: " + mma_hex(f, op.bits) + "); give its bit pattern");
   return op.bits;
 }
 
@@ -169,7 +163,7 @@ void run_scaled_lines(const scaled_mma_options &o, const mma_common &c, std::ist
       d.sb[s] = scale_of(tok[2 * K + S + s], p.scale, lineno, "scale of B #" + std::to_string(s));
     }
     d.c = value_of(tok[2 * K + 2 * S], fo, lineno, "C value");
-    const std::string dhex = hex_bits(fo, evaluate(*P, fa, fb, d, K));
+    const std::string dhex = mma_hex(fo, evaluate(*P, fa, fb, d, K));
     if (c.json) {
       json_writer w(out, false);
       w.begin_object().kv("line", lineno).kv("kind", P->kind).kv("d", dhex).end_object();
