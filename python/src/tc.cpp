@@ -312,9 +312,12 @@ pybind11::tuple gemm_bits(const pybind11::array &a, const pybind11::array &b, co
         auto *D = reinterpret_cast<fp<Out> *>(d.mutable_data());
         {
           pybind11::gil_scoped_release release;
-          parallel_for(std::uint64_t(M), threads, [&](std::uint64_t i, unsigned) {
-            tc::gemm<In, Out>(P, 1, int(N), int(K), A + i * K, K, B, N, C + i * N, N, D + i * N, N);
-          });
+          parallel_for(
+              std::uint64_t(M), threads,
+              [&](std::uint64_t i, unsigned) {
+                tc::gemm<In, Out>(P, 1, int(N), int(K), A + i * K, K, B, N, C + i * N, N, D + i * N, N);
+              },
+              signal_checker()); // Ctrl-C between rows
         }
         if (trace_i >= 0) {
           std::vector<tc::block_trace> rec;

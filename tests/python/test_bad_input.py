@@ -78,6 +78,10 @@ CTRL_C = textwrap.dedent("""
     if kind == "elementwise":
         x = np.linspace(-3, 3, 12_000_000, dtype=np.float32)
         run = lambda: bf16emu.fma(x, x, x, rounding="stochastic", threads=1)  # about 1 s on one core
+    elif kind == "gemm":
+        a = np.full((128, 1024), 0x3F80, dtype=np.uint16)  # bf16 1.0
+        b = np.full((1024, 1024), 0x3F80, dtype=np.uint16)
+        run = lambda: bf16emu.gemm(a, b, arch="sm90", a_format="bf16", threads=1)  # 2^27 products, 128 rows
     else:
         q = np.linspace(-1, 1, 8 * 256 * 64).reshape(1, 8, 256, 64)
         run = lambda: bf16emu.attention(q, q, q, policy="fa2:sm80", ledger=True, reference=True, threads=1)
@@ -94,7 +98,7 @@ CTRL_C = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("kind", ["elementwise", "attention"])
+@pytest.mark.parametrize("kind", ["elementwise", "gemm", "attention"])
 def test_ctrl_c_interrupts_a_long_call(kind):
     # A SIGINT a quarter of the way into a call that runs with the GIL released raises
     # KeyboardInterrupt in the caller before the call would have finished (the 0.7 leaves room for
