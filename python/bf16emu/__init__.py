@@ -735,14 +735,7 @@ def gemm(a, b, c=None, *, arch: str = "sm80", kind: str | None = None, a_format:
         raise TypeError(f"argument 'kind' must be a name (str), got {type(kind).__name__}")
     if not isinstance(arch, str):
         raise TypeError(f"argument 'arch' must be a name (str), got {type(arch).__name__}")
-    ti = tj = -1
-    if trace is not None:
-        try:
-            ti, tj = (int(v) for v in trace)
-        except (TypeError, ValueError) as err:
-            raise ValueError(f"argument 'trace' must be an (i, j) pair, got {str(trace)[:80]}") from err
-        if ti < 0 or tj < 0:
-            raise ValueError(f"argument 'trace' = ({ti}, {tj}) has a negative index")
+    ti, tj = (-1, -1) if trace is None else _pair(trace)
     _options(ROUNDING_DEFAULT, "after", "ieee", False, False, False, None, threads)
     d_bits, blocks, info = _core.gemm(a_bits, b_bits, c_bits, fin, fout, arch, kind or "", _single, ti, tj,
                                       int(threads))
