@@ -873,6 +873,31 @@ TEST(Bulk, DotRegimes) {
 
 namespace {
 
+// The environment of one row of the all-pairs checks: the mode, a random word from the row, and
+// one of four policy sets (0: IEEE defaults; 1: flush both, tininess before rounding; 2: saturate,
+// CUDA NaNs; 3: inputs as zero, PyTorch NaNs).
+env row_env(round_mode mode, std::uint64_t row, std::uint64_t policies) {
+  env e;
+  e.mode = mode;
+  e.random = std::uint32_t(row * 2654435761u);
+  switch (policies) {
+  case 1:
+    e.subnormal = bf::subnormals::flush_both;
+    e.tiny = bf::tininess::before_rounding;
+    break;
+  case 2:
+    e.saturate = true;
+    e.nan = bf::nan_policy::cuda;
+    break;
+  case 3:
+    e.subnormal = bf::subnormals::inputs_as_zero;
+    e.nan = bf::nan_policy::pytorch;
+    break;
+  default: break;
+  }
+  return e;
+}
+
 // Rows of the all-pairs check: add_n(row, every bf16 b) on the chosen target in each mode,
 // rows rotating four environments, stochastic with a stream per row; returns the mismatches
 // (values, plus one per row whose OR-ed flags differ).
@@ -883,24 +908,7 @@ std::uint64_t add_rows(const std::vector<std::uint16_t> &rows) {
     std::vector<std::uint64_t> bad(rows.size(), 0);
     bf::parallel_for(rows.size(), threads, [&](std::uint64_t k, unsigned) {
       const std::uint64_t row = rows[k];
-      env e;
-      e.mode = round_mode(m);
-      e.random = std::uint32_t(row * 2654435761u);
-      switch (row % 4) {
-      case 1:
-        e.subnormal = bf::subnormals::flush_both;
-        e.tiny = bf::tininess::before_rounding;
-        break;
-      case 2:
-        e.saturate = true;
-        e.nan = bf::nan_policy::cuda;
-        break;
-      case 3:
-        e.subnormal = bf::subnormals::inputs_as_zero;
-        e.nan = bf::nan_policy::pytorch;
-        break;
-      default: break;
-      }
+      const env e = row_env(round_mode(m), row, row % 4);
       const bk::random_stream stream{row, row << 16};
       std::vector<bf::bf16> a(65536, bf::bf16{std::uint16_t(row)}), b(65536), out(65536);
       for (std::size_t j = 0; j < 65536; ++j)
@@ -950,24 +958,7 @@ TEST(BulkLong, Fp16AllPairs) {
   for (const arith16 k : {arith16::add, arith16::sub, arith16::mul}) {
     std::vector<std::uint64_t> bad(65536, 0);
     bf::parallel_for(65536, threads, [&](std::uint64_t row, unsigned) {
-      env e;
-      e.mode = round_mode(row % bf::round_mode_count);
-      e.random = std::uint32_t(row * 2654435761u);
-      switch ((row / bf::round_mode_count) % 4) {
-      case 1:
-        e.subnormal = bf::subnormals::flush_both;
-        e.tiny = bf::tininess::before_rounding;
-        break;
-      case 2:
-        e.saturate = true;
-        e.nan = bf::nan_policy::cuda;
-        break;
-      case 3:
-        e.subnormal = bf::subnormals::inputs_as_zero;
-        e.nan = bf::nan_policy::pytorch;
-        break;
-      default: break;
-      }
+      const env e = row_env(round_mode(row % bf::round_mode_count), row, (row / bf::round_mode_count) % 4);
       const bk::random_stream stream{row, row << 16};
       std::vector<bf::f16> a(65536, bf::f16{std::uint16_t(row)}), b(65536), out(65536);
       for (std::size_t j = 0; j < 65536; ++j)
