@@ -223,14 +223,18 @@ template <class Out> void narrow_suite() {
 
 // bf16 values of every class: zeros, subnormals, min/max normal, Inf, quiet and signaling
 // NaNs, 1 and its neighbours, both signs.
-std::vector<std::uint16_t> bf16_specials() {
-  std::vector<std::uint16_t> v = {0x0000, 0x0001, 0x0040, 0x007F, 0x0080, 0x0081, 0x00FF, 0x0100,
-                                  0x3F80, 0x3F81, 0x3FFF, 0x4000, 0x7F00, 0x7F7E, 0x7F7F, 0x7F80,
-                                  0x7F81, 0x7FBF, 0x7FC0, 0x7FFF, 0x3B80, 0x4380, 0x0180, 0x0200};
+// v, then each of its values with the sign bit (bit 15) set.
+std::vector<std::uint16_t> with_negatives(std::vector<std::uint16_t> v) {
   const std::size_t k = v.size();
   for (std::size_t i = 0; i < k; ++i)
     v.push_back(std::uint16_t(v[i] | 0x8000u));
   return v;
+}
+
+std::vector<std::uint16_t> bf16_specials() {
+  return with_negatives({0x0000, 0x0001, 0x0040, 0x007F, 0x0080, 0x0081, 0x00FF, 0x0100,
+                         0x3F80, 0x3F81, 0x3FFF, 0x4000, 0x7F00, 0x7F7E, 0x7F7F, 0x7F80,
+                         0x7F81, 0x7FBF, 0x7FC0, 0x7FFF, 0x3B80, 0x4380, 0x0180, 0x0200});
 }
 
 // Operand pairs: random patterns, specials, b near a's exponent (ties, cancellation, the
@@ -423,13 +427,9 @@ bf::result<bf::binary32> dot_reference(const std::vector<bf::bf16> &a, const std
 // fp16 values of every class: zeros, subnormals (smallest, largest, a power of two), min/max
 // normal, Inf, quiet and signaling NaNs, 1 and its neighbours, both signs.
 std::vector<std::uint16_t> f16_specials() {
-  std::vector<std::uint16_t> v = {0x0000, 0x0001, 0x0002, 0x0200, 0x03FF, 0x0400, 0x0401, 0x07FF,
-                                  0x0800, 0x3C00, 0x3C01, 0x3BFF, 0x4000, 0x7800, 0x7BFE, 0x7BFF,
-                                  0x7C00, 0x7C01, 0x7DFF, 0x7E00, 0x7FFF, 0x1400, 0x5BFF, 0x2E66};
-  const std::size_t k = v.size();
-  for (std::size_t i = 0; i < k; ++i)
-    v.push_back(std::uint16_t(v[i] | 0x8000u));
-  return v;
+  return with_negatives({0x0000, 0x0001, 0x0002, 0x0200, 0x03FF, 0x0400, 0x0401, 0x07FF,
+                         0x0800, 0x3C00, 0x3C01, 0x3BFF, 0x4000, 0x7800, 0x7BFE, 0x7BFF,
+                         0x7C00, 0x7C01, 0x7DFF, 0x7E00, 0x7FFF, 0x1400, 0x5BFF, 0x2E66});
 }
 
 struct f16_pairs {
