@@ -53,9 +53,9 @@ bool is_negative_number(const std::string &arg) {
 // (cmd_arith.cpp). For such a subcommand every argument that reads as a negative number
 // (unless it is the value of the option before it) and every argument after its first "--"
 // is passed in that form, in place, so the operands keep their order and real options work.
-std::vector<std::string> negative_operands(CLI::App &app, const std::vector<std::string> &args) {
-  std::size_t at = 0;
-  CLI::App *sub = named_subcommand(app, args, at);
+// sub: the command args[at] names (named_subcommand), or null.
+std::vector<std::string> negative_operands(CLI::App *sub, std::size_t at,
+                                           const std::vector<std::string> &args) {
   if (sub == nullptr || sub->get_option_no_throw("--operand") == nullptr) return args;
   std::vector<std::string> out(args.begin(), args.begin() + std::ptrdiff_t(at) + 1);
   bool operands_only = false;
@@ -77,10 +77,8 @@ std::vector<std::string> negative_operands(CLI::App &app, const std::vector<std:
 // Option values that no option accepts, checked on the raw arguments before any command runs:
 // an empty value ("--ledger ''" is not "no --ledger") and a number that is not finite ("--tie-share
 // nan", "--strength inf", "--base 1e999"). Operands of the arithmetic commands (--operand) may be
-// any number. Throws input_error naming the option and the value.
-void check_option_values(CLI::App &app, const std::vector<std::string> &args) {
-  std::size_t at = 0;
-  CLI::App *sub = named_subcommand(app, args, at);
+// any number. Throws input_error naming the option and the value. sub and at as above.
+void check_option_values(const CLI::App *sub, std::size_t at, const std::vector<std::string> &args) {
   if (sub == nullptr) return;
   for (std::size_t i = at + 1; i < args.size(); ++i) {
     const std::string &arg = args[i];
@@ -137,7 +135,8 @@ void build_app(CLI::App &app) {
 
 std::vector<std::string> prepare_arguments(CLI::App &app, const std::vector<std::string> &args) {
   std::size_t at = 0;
-  if (named_subcommand(app, args, at) == nullptr && at < args.size())
+  CLI::App *sub = named_subcommand(app, args, at);
+  if (sub == nullptr && at < args.size())
     throw bad_input("unknown command '" + io::shorten(args[at]) + "' (commands: " + command_names(app) + ")");
   // Only options before any command: each must be one of the top-level ones.
   for (const std::string &arg : args)
@@ -145,8 +144,9 @@ std::vector<std::string> prepare_arguments(CLI::App &app, const std::vector<std:
         arg != "--help-all" && arg != "--version")
       throw bad_input("unknown option '" + io::shorten(arg) +
                       "' (put a command first: " + command_names(app) + "; or --help)");
-  std::vector<std::string> out = negative_operands(app, args);
-  check_option_values(app, out);
+  // The rewrite keeps every argument up to the command in place, so `at` indexes it in both.
+  std::vector<std::string> out = negative_operands(sub, at, args);
+  check_option_values(sub, at, out);
   return out;
 }
 
