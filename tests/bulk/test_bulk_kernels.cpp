@@ -242,9 +242,14 @@ std::vector<std::uint16_t> bf16_specials() {
 struct bf16_triples {
   std::vector<std::uint16_t> a, b, c;
 };
-bf16_triples bf16_operands(std::size_t n, std::mt19937_64 &rng) {
-  const std::vector<std::uint16_t> sp = bf16_specials();
-  bf16_triples t;
+// n operand pairs of a 16-bit format with `frac` fraction bits (sign, exponent, fraction):
+// a random pattern or a special, and b likewise, or within `gap` binades of a (random fraction
+// and sign), or +-a, or -a with the last bit flipped. emit(a, b, pick) takes each pair; pick(r)
+// draws another operand the same way (fma's c).
+template <class Emit>
+void operand_pairs(std::size_t n, std::mt19937_64 &rng, const std::vector<std::uint16_t> &sp, int frac,
+                   int gap, Emit emit) {
+  const unsigned exp_max = (1u << (15 - frac)) - 1, frac_mask = (1u << frac) - 1;
   const auto pick = [&](std::uint64_t r) {
     return (r & 3) == 0 ? sp[(r >> 2) % sp.size()] : std::uint16_t(r >> 40);
   };
@@ -253,21 +258,28 @@ bf16_triples bf16_operands(std::size_t n, std::mt19937_64 &rng) {
     const std::uint16_t a = pick(r);
     std::uint16_t b = pick(q);
     switch ((q >> 8) % 5) {
-    case 0: { // exponent within 0..20 of a's, random fraction and sign
-      const int ea = (a >> 7) & 0xFF;
-      int eb = ea + int((q >> 16) % 41) - 20;
-      eb = eb < 0 ? 0 : (eb > 255 ? 255 : eb);
-      b = std::uint16_t((q & 0x8000) | (unsigned(eb) << 7) | ((q >> 24) & 0x7F));
+    case 0: { // exponent within gap of a's, random fraction and sign
+      const int ea = int((a >> frac) & exp_max);
+      int eb = ea + int((q >> 16) % unsigned(2 * gap + 1)) - gap;
+      eb = eb < 0 ? 0 : (eb > int(exp_max) ? int(exp_max) : eb);
+      b = std::uint16_t((q & 0x8000) | (unsigned(eb) << frac) | ((q >> 24) & frac_mask));
       break;
     }
     case 1: b = std::uint16_t(a ^ ((q >> 16) & 1 ? 0x8000 : 0)); break; // +-a
     case 2: b = std::uint16_t(a ^ 0x8000 ^ ((q >> 16) & 1)); break;     // -a, last bit off
     default: break;
     }
+    emit(a, b, pick);
+  }
+}
+
+bf16_triples bf16_operands(std::size_t n, std::mt19937_64 &rng) {
+  bf16_triples t;
+  operand_pairs(n, rng, bf16_specials(), 7, 20, [&](std::uint16_t a, std::uint16_t b, const auto &pick) {
     t.a.push_back(a);
     t.b.push_back(b);
     t.c.push_back(pick(rng()));
-  }
+  });
   return t;
 }
 
@@ -443,29 +455,9 @@ struct f16_pairs {
 // Operand pairs: random patterns, specials, b near a's exponent (gaps up to 16: cancellation,
 // the TwoSum error, tiny and exact zero sums), b = +-a and -a with the last bit changed.
 f16_pairs f16_operands(std::size_t n, std::mt19937_64 &rng) {
-  const std::vector<std::uint16_t> sp = f16_specials();
   f16_pairs t;
-  const auto pick = [&](std::uint64_t r) {
-    return (r & 3) == 0 ? sp[(r >> 2) % sp.size()] : std::uint16_t(r >> 40);
-  };
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::uint64_t r = rng(), q = rng();
-    const std::uint16_t a = pick(r);
-    std::uint16_t b = pick(q);
-    switch ((q >> 8) % 5) {
-    case 0: {
-      const int ea = (a >> 10) & 0x1F;
-      int eb = ea + int((q >> 16) % 33) - 16;
-      eb = eb < 0 ? 0 : (eb > 31 ? 31 : eb);
-      b = std::uint16_t((q & 0x8000) | (unsigned(eb) << 10) | ((q >> 24) & 0x3FF));
-      break;
-    }
-    case 1: b = std::uint16_t(a ^ ((q >> 16) & 1 ? 0x8000 : 0)); break;
-    case 2: b = std::uint16_t(a ^ 0x8000 ^ ((q >> 16) & 1)); break;
-    default: break;
-    }
-    t.push(a, b);
-  }
+  operand_pairs(n, rng, f16_specials(), 10, 16,
+                [&](std::uint16_t a, std::uint16_t b, const auto &) { t.push(a, b); });
   return t;
 }
 
