@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "common.hpp"
@@ -264,11 +265,12 @@ bool fast_eligible(const preset &P) {
   });
 }
 
-// Every preset the fast path serves, BF16EMU_TC_FAST_BLOCKS blocks per distinct (input, output,
-// block parameters) combination: 10^6 in the long tier (tc_fast_long_tests), 10^5 by default.
-#ifndef BF16EMU_TC_FAST_BLOCKS
-#define BF16EMU_TC_FAST_BLOCKS 100000
-#endif
+// A count from the environment (the long tier sets it), else the default tier's.
+long env_count(const char *name, long fallback) {
+  const char *s = std::getenv(name);
+  return s ? std::max(1L, std::atol(s)) : fallback;
+}
+
 // Calls fn(P) for the first preset of every distinct fast-eligible (input, output, block
 // parameters) combination (with_k: and instruction k); returns how many.
 template <class Fn> int for_each_combination(bool with_k, Fn fn) {
@@ -288,8 +290,10 @@ template <class Fn> int for_each_combination(bool with_k, Fn fn) {
   return combos;
 }
 
+// Every preset the fast path serves, BF16EMU_TC_FAST_BLOCKS blocks per distinct (input, output,
+// block parameters) combination: 10^6 in the long tier (tc_fast_long), 10^5 by default.
 TEST(FastPaths, AgreeWithGeneralPathOnEveryPresetFormat) {
-  constexpr long per_combination = BF16EMU_TC_FAST_BLOCKS;
+  const long per_combination = env_count("BF16EMU_TC_FAST_BLOCKS", 100000);
   counts k;
   const int combos = for_each_combination(false, [&](const preset &P) { run_preset(P, per_combination, k); });
   EXPECT_EQ(k.failures, 0) << k.first;
@@ -304,17 +308,15 @@ TEST(FastPaths, AgreeWithGeneralPathOnEveryPresetFormat) {
 #endif
 }
 
-#ifndef BF16EMU_TC_FAST_CHAINS
-#define BF16EMU_TC_FAST_CHAINS 2000
-#endif
+// BF16EMU_TC_FAST_CHAINS chains per combination: 20,000 in the long tier, 2,000 by default.
 TEST(FastPaths, MultiColumnChainsAgreeWithSingleGeneralChains) {
+  const long chains = env_count("BF16EMU_TC_FAST_CHAINS", 2000);
   counts k;
-  const int combos =
-      for_each_combination(true, [&](const preset &P) { run_preset(P, BF16EMU_TC_FAST_CHAINS, k, true); });
+  const int combos = for_each_combination(true, [&](const preset &P) { run_preset(P, chains, k, true); });
   EXPECT_EQ(k.failures, 0) << k.first;
-  EXPECT_GT(k.blocks, combos * BF16EMU_TC_FAST_CHAINS);
-  std::printf("multi-column chains: %d combinations, %d chains each, %ld blocks, %ld mismatching chains\n",
-              combos, BF16EMU_TC_FAST_CHAINS, k.blocks, k.failures);
+  EXPECT_GT(k.blocks, combos * chains);
+  std::printf("multi-column chains: %d combinations, %ld chains each, %ld blocks, %ld mismatching chains\n",
+              combos, chains, k.blocks, k.failures);
 }
 
 // The comparison can fail: a wrong F on one side is caught.
