@@ -79,6 +79,14 @@ cpu_info detect() {
   return c;
 }
 
+// Out of line, with a memory clobber, so no instruction of a run_* call moves across it.
+__attribute__((noinline)) std::uint32_t swap_mxcsr(std::uint32_t v) {
+  std::uint32_t old = 0;
+  __asm__ volatile("stmxcsr %0" : "=m"(old) : : "memory");
+  __asm__ volatile("ldmxcsr %0" : : "m"(v) : "memory");
+  return old;
+}
+
 bool request_amx() {
 #if defined(__linux__)
   constexpr long arch_req_xcomp_perm = 0x1023, xfeature_xtiledata = 18;
@@ -147,6 +155,7 @@ __attribute__((target("amx-tile,amx-bf16"))) void run_tdpbf16ps(const std::uint1
 #else // not x86-64: nothing to detect, nothing to run
 
 cpu_info detect() { return {}; }
+std::uint32_t swap_mxcsr(std::uint32_t) { return 0; }
 bool request_amx() { return false; }
 void run_vdpbf16ps(const std::uint16_t *, const std::uint16_t *, std::uint32_t *, std::size_t) {}
 void run_vcvtneps2bf16(const std::uint32_t *, std::uint16_t *, std::size_t) {}

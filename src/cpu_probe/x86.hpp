@@ -26,6 +26,9 @@ cpu_info detect();
 // Asks Linux for the AMX tile-data state (arch_prctl ARCH_REQ_XCOMP_PERM); false if refused.
 bool request_amx();
 
+// Sets MXCSR to v and returns the value it had (this thread only); 0 where not x86-64.
+std::uint32_t swap_mxcsr(std::uint32_t v);
+
 // VDPBF16PS zmm: lanes (a multiple of 16) FP32 lanes; a, b hold 2 * lanes BF16 (memory order).
 void run_vdpbf16ps(const std::uint16_t *a, const std::uint16_t *b, std::uint32_t *acc, std::size_t lanes);
 // VCVTNEPS2BF16 zmm -> ymm: n (a multiple of 16) values.
