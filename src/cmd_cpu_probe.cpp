@@ -379,9 +379,9 @@ std::vector<instr_report> run_all(const cpu_probe::cpu_info &info, const probe_c
     out.push_back(skipped("TDPBF16PS", "AMX-BF16",
                           info.amx_bf16 ? "the OS refused the AMX tile state" : "not on this CPU"));
   }
-  out.push_back(
-      skipped("VCVTNEPS2BF16 (VEX), VBCSTNEBF162PS, VCVTNE[EO]BF162PS, VCVTNE[EO]PH2PS", "AVX-NE-CONVERT",
-              info.avx_ne_convert ? "no probe yet (models only; docs/cpu-bf16.md)" : "not on this CPU"));
+  out.push_back(skipped(
+      "VCVTNEPS2BF16 (VEX), VBCSTNEBF162PS, VCVTNE[EO]BF162PS, VCVTNE[EO]PH2PS", "AVX-NE-CONVERT",
+      info.avx_ne_convert ? "checked by --save DIR only (it records them and compares)" : "not on this CPU"));
   return out;
 }
 
@@ -503,12 +503,25 @@ io::record_table record_vdpbf16ps(u64 n, u64 seed) {
   return t;
 }
 
+// VCVTNEPS2BF16 with a VEX encoding (AVX-NE-CONVERT), 8 values per instruction.
+std::vector<u16> vcvtneps2bf16_vex_cpu(const std::vector<u32> &x) {
+  std::vector<u32> in(x);
+  in.resize((x.size() + 7) / 8 * 8);
+  std::vector<u16> out(in.size());
+  for (std::size_t i = 0; i < in.size(); i += 8)
+    cpu_probe::run_vcvtneps2bf16_vex(in.data() + i, out.data() + i);
+  out.resize(x.size());
+  return out;
+}
+
 io::record_table record_convert(io::recorded what, u64 n, u64 seed) {
   std::vector<u32> x = convert_probes();
   for (u64 i = 0; i < n; ++i)
     x.push_back(convert_input(i, seed));
-  const auto out = under_each_mxcsr(
-      [&] { return what == io::recorded::vcvtneps2bf16 ? vcvtneps2bf16_cpu(x) : vcvtne2ps2bf16_cpu(x); });
+  const auto out = under_each_mxcsr([&] {
+    if (what == io::recorded::vcvtneps2bf16) return vcvtneps2bf16_cpu(x);
+    return what == io::recorded::vcvtne2ps2bf16 ? vcvtne2ps2bf16_cpu(x) : vcvtneps2bf16_vex_cpu(x);
+  });
   io::record_table t{what, {}, {}};
   for (std::size_t i = 0; i < x.size(); ++i) {
     t.in.push_back({x[i]});
@@ -541,6 +554,35 @@ io::record_table record_tdpbf16ps(u64 n, u64 seed) {
   return t;
 }
 
+// An AVX-NE-CONVERT load on every 16-bit pattern, each once: the even (odd) loads convert
+// elements 0, 2, ... (1, 3, ...) of 16 consecutive patterns, the broadcasts one pattern each.
+io::record_table record_ne_load(io::recorded what, cpu_probe::ne_load op) {
+  using cpu_probe::ne_load;
+  const bool bcst = op == ne_load::bcst_bf16 || op == ne_load::bcst_fp16;
+  const u32 odd = op == ne_load::odd_bf16 || op == ne_load::odd_fp16 ? 1 : 0;
+  std::vector<u16> all(65536);
+  for (u32 i = 0; i < 65536; ++i)
+    all[i] = u16(i);
+  std::vector<u32> converted; // the patterns, in the order of the results
+  for (u32 i = 0; i < 65536; ++i)
+    if (bcst || i % 2 == odd) converted.push_back(i);
+  const auto out = under_each_mxcsr([&] {
+    std::vector<u32> r;
+    u32 o8[8];
+    for (std::size_t base = 0; base < all.size(); base += bcst ? 1 : 16) {
+      cpu_probe::run_ne_load(op, all.data() + base, o8);
+      r.insert(r.end(), o8, o8 + (bcst ? 1 : 8));
+    }
+    return r;
+  });
+  io::record_table t{what, {}, {}};
+  for (std::size_t i = 0; i < converted.size(); ++i) {
+    t.in.push_back({converted[i]});
+    t.out.push_back({out[0][i], out[1][i], out[2][i]});
+  }
+  return t;
+}
+
 std::string utc_now() {
   const std::time_t now = std::time(nullptr);
   std::tm tm{};
@@ -551,7 +593,7 @@ std::string utc_now() {
 }
 
 std::string record_readme(const cpu_probe::cpu_info &c, const std::vector<io::record_table> &tables,
-                          const probe_cli &o, u64 n, bool amx) {
+                          const probe_cli &o, u64 n, bool avx512, bool amx, bool ne) {
   std::ostringstream r;
   r << "# Real-CPU BF16 outputs (" << (c.brand.empty() ? c.vendor : c.brand)
     << "), recorded by bf16emu cpu-probe --save\n\n"
@@ -573,18 +615,24 @@ std::string record_readme(const cpu_probe::cpu_info &c, const std::vector<io::re
     if (t.what == io::recorded::vdpbf16ps)
       r << " The " << cpu::dot_probe_count << " probe lanes of bf16emu's cpu::dot_probes first, then " << n
         << " generated lanes.";
-    if (t.what == io::recorded::vcvtneps2bf16 || t.what == io::recorded::vcvtne2ps2bf16)
+    if (t.what == io::recorded::vcvtneps2bf16 || t.what == io::recorded::vcvtne2ps2bf16 ||
+        t.what == io::recorded::vcvtneps2bf16_vex)
       r << " Probe values first, then " << n << " generated values (frequent rounding ties).";
+    if (io::layout_of(t.what).wide_from == 1)
+      r << " Every 16-bit pattern this instruction converts, once (the even or odd elements of 16 in a row).";
     if (t.what == io::recorded::tdpbf16ps)
       r << " One 16 x 16 tile per 256 lines (A 16 x 8 bf16, B 8 x 16, 4 pairs), element by element:"
         << " a0..a7 the row of A, b0..b7 the column of B in k order, c the accumulator.";
     r << "\n";
   }
-  r << "\nNot recorded here:";
-  if (!amx) r << " TDPBF16PS (" << (c.amx_bf16 ? "the OS refused the AMX tile state" : "no AMX-BF16") << ");";
-  r << " AVX-NE-CONVERT ("
-    << (c.avx_ne_convert ? "present, but cpu-probe has no probe for it yet" : "not on this CPU")
-    << ").\n\nCheck with bf16emu's `tests/cpu/check_recorded.cpp` (`cpu_recorded_check DIR`): every result\n"
+  std::string missing;
+  if (!avx512) missing += " AVX512_BF16 (not on this CPU, or the OS has not enabled the AVX-512 state);";
+  if (!amx)
+    missing += std::string(" TDPBF16PS (") +
+               (c.amx_bf16 ? "the OS refused the AMX tile state" : "no AMX-BF16") + ");";
+  if (!ne) missing += " AVX-NE-CONVERT (not on this CPU);";
+  if (!missing.empty()) r << "\nNot recorded here:" << missing << "\n";
+  r << "\nCheck with bf16emu's `tests/cpu/check_recorded.cpp` (`cpu_recorded_check DIR`): every result\n"
     << "against the models, per MXCSR column. To contribute, see docs/cpu-bf16.md.\n";
   return r.str();
 }
@@ -592,16 +640,30 @@ std::string record_readme(const cpu_probe::cpu_info &c, const std::vector<io::re
 void save(const probe_cli &o) {
   io::rethrow_as<bad_input>([&] { io::check_record_dir(o.save, o.force); });
   const cpu_probe::cpu_info info = cpu_probe::detect();
-  if (!(info.avx512_bf16 && info.avx512f && info.os_zmm))
-    exit_absent(info, "; nothing recorded, nothing written");
+  const bool avx512 = info.avx512_bf16 && info.avx512f && info.os_zmm;
+  const bool amx = info.amx_bf16 && info.amx_tile && info.os_amx && cpu_probe::request_amx();
+  const bool ne = info.avx_ne_convert && info.os_ymm;
+  if (!avx512 && !amx && !ne)
+    exit_absent(info, "; no AMX-BF16 or AVX-NE-CONVERT either: nothing recorded, nothing written");
   const u64 n = o.count_given ? o.count : 32768;
   std::vector<io::record_table> tables;
-  tables.push_back(record_vdpbf16ps(n, o.seed));
-  tables.push_back(record_convert(io::recorded::vcvtneps2bf16, n, o.seed));
-  tables.push_back(record_convert(io::recorded::vcvtne2ps2bf16, n, o.seed));
-  const bool amx = info.amx_bf16 && info.amx_tile && info.os_amx && cpu_probe::request_amx();
+  if (avx512) {
+    tables.push_back(record_vdpbf16ps(n, o.seed));
+    tables.push_back(record_convert(io::recorded::vcvtneps2bf16, n, o.seed));
+    tables.push_back(record_convert(io::recorded::vcvtne2ps2bf16, n, o.seed));
+  }
   if (amx) tables.push_back(record_tdpbf16ps(n, o.seed));
-  const std::string readme = record_readme(info, tables, o, n, amx);
+  if (ne) {
+    using cpu_probe::ne_load;
+    tables.push_back(record_convert(io::recorded::vcvtneps2bf16_vex, n, o.seed));
+    tables.push_back(record_ne_load(io::recorded::vcvtneebf162ps, ne_load::even_bf16));
+    tables.push_back(record_ne_load(io::recorded::vcvtneobf162ps, ne_load::odd_bf16));
+    tables.push_back(record_ne_load(io::recorded::vbcstnebf162ps, ne_load::bcst_bf16));
+    tables.push_back(record_ne_load(io::recorded::vcvtneeph2ps, ne_load::even_fp16));
+    tables.push_back(record_ne_load(io::recorded::vcvtneoph2ps, ne_load::odd_fp16));
+    tables.push_back(record_ne_load(io::recorded::vbcstnesh2ps, ne_load::bcst_fp16));
+  }
+  const std::string readme = record_readme(info, tables, o, n, avx512, amx, ne);
   const std::vector<std::string> written =
       io::rethrow_as<bad_input>([&] { return io::save_records(o.save, tables, readme, o.force); });
   u64 mismatches = 0;
@@ -651,10 +713,12 @@ void register_cpu_probe(CLI::App &app) {
   add_count(sub, "--threads", o->threads, "worker threads, 1..1024 (default: all cores)", 1, 1024);
   sub->add_flag("--json", o->json, "machine-readable output");
   sub->add_flag("--list", o->list, "list the CPU models (names for mma --arch) and exit");
-  sub->add_option("--save", o->save,
-                  "record this CPU's outputs (VDPBF16PS, VCVTNEPS2BF16, VCVTNE2PS2BF16; TDPBF16PS where AMX) "
-                  "under MXCSR 0x1f80, 0x7f80, 0x9fc0 into DIR, in the format of tests/cpu/data, with a "
-                  "README.md; --count lanes (default 32768 here)");
+  sub->add_option(
+      "--save", o->save,
+      "record this CPU's outputs (VDPBF16PS, VCVTNEPS2BF16, VCVTNE2PS2BF16; TDPBF16PS where AMX; the "
+      "AVX-NE-CONVERT conversions where present) "
+      "under MXCSR 0x1f80, 0x7f80, 0x9fc0 into DIR, in the format of tests/cpu/data, with a "
+      "README.md; --count lanes (default 32768 here)");
   sub->add_flag("--force", o->force, "with --save: write into a DIR that is not empty (same names replaced)");
   sub->footer(
       "Exit status: 0 all lanes equal, 1 a mismatch, 77 this CPU lacks AVX512_BF16 (skipped; --save writes\n"

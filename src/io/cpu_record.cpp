@@ -71,7 +71,13 @@ std::uint32_t model_output(recorded what, const std::vector<std::uint32_t> &in) 
       a[i] = h(i), b[i] = h(8 + i);
     return cpu::tdpbf16ps(in[16], a, b, 4);
   }
-  default: return cpu::cvtneps2bf16(in[0]); // VCVTNEPS2BF16, VCVTNE2PS2BF16
+  case recorded::vcvtneebf162ps:
+  case recorded::vcvtneobf162ps:
+  case recorded::vbcstnebf162ps: return cpu::ne_bf16_to_fp32(h(0));
+  case recorded::vcvtneeph2ps:
+  case recorded::vcvtneoph2ps:
+  case recorded::vbcstnesh2ps: return cpu::ne_fp16_to_fp32(h(0));
+  default: return cpu::cvtneps2bf16(in[0]); // VCVTNEPS2BF16 (EVEX and VEX), VCVTNE2PS2BF16
   }
 }
 

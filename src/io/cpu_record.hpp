@@ -17,7 +17,19 @@ namespace bf16emu::io {
 // The MXCSR values each input runs under, in the order of the result columns.
 inline constexpr std::uint32_t record_mxcsr[3] = {0x1f80, 0x7f80, 0x9fc0};
 
-enum class recorded : std::uint8_t { vdpbf16ps, vcvtneps2bf16, vcvtne2ps2bf16, tdpbf16ps };
+enum class recorded : std::uint8_t {
+  vdpbf16ps,
+  vcvtneps2bf16,
+  vcvtne2ps2bf16,
+  tdpbf16ps,
+  vcvtneps2bf16_vex, // AVX-NE-CONVERT from here on
+  vcvtneebf162ps,
+  vcvtneobf162ps,
+  vbcstnebf162ps,
+  vcvtneeph2ps,
+  vcvtneoph2ps,
+  vbcstnesh2ps,
+};
 
 struct record_layout {
   recorded what;
@@ -29,13 +41,22 @@ struct record_layout {
   int out_digits;          // 8 (fp32 result) or 4 (bf16)
 };
 
-// Every file a recording can hold; the first two are the ones every recording has.
+// Every file a recording can hold.
 inline constexpr record_layout record_layouts[] = {
     {recorded::vdpbf16ps, "vdpbf16ps.txt", "VDPBF16PS zmm, zmm, zmm", "a0 a1 b0 b1 c", 5, 4, 8},
     {recorded::vcvtneps2bf16, "vcvtneps2bf16.txt", "VCVTNEPS2BF16 ymm, zmm", "x", 1, 0, 4},
     {recorded::vcvtne2ps2bf16, "vcvtne2ps2bf16.txt", "VCVTNE2PS2BF16 zmm, zmm, zmm", "x", 1, 0, 4},
     {recorded::tdpbf16ps, "tdpbf16ps.txt", "TDPBF16PS tmm, tmm, tmm (4 BF16 pairs)",
      "a0 a1 a2 a3 a4 a5 a6 a7 b0 b1 b2 b3 b4 b5 b6 b7 c", 17, 16, 8},
+    {recorded::vcvtneps2bf16_vex, "vcvtneps2bf16_vex.txt", "VCVTNEPS2BF16 xmm, ymm (VEX, AVX-NE-CONVERT)",
+     "x", 1, 0, 4},
+    {recorded::vcvtneebf162ps, "vcvtneebf162ps.txt", "VCVTNEEBF162PS ymm, m256 (even elements)", "x", 1, 1,
+     8},
+    {recorded::vcvtneobf162ps, "vcvtneobf162ps.txt", "VCVTNEOBF162PS ymm, m256 (odd elements)", "x", 1, 1, 8},
+    {recorded::vbcstnebf162ps, "vbcstnebf162ps.txt", "VBCSTNEBF162PS ymm, m16", "x", 1, 1, 8},
+    {recorded::vcvtneeph2ps, "vcvtneeph2ps.txt", "VCVTNEEPH2PS ymm, m256 (even elements)", "x", 1, 1, 8},
+    {recorded::vcvtneoph2ps, "vcvtneoph2ps.txt", "VCVTNEOPH2PS ymm, m256 (odd elements)", "x", 1, 1, 8},
+    {recorded::vbcstnesh2ps, "vbcstnesh2ps.txt", "VBCSTNESH2PS ymm, m16", "x", 1, 1, 8},
 };
 
 const record_layout &layout_of(recorded what) noexcept;
@@ -48,8 +69,9 @@ struct record_table {
 };
 
 // The model's result for one line's inputs (include/bf16emu/cpu): VDPBF16PS
-// cpu::vdpbf16ps(c, a0, a1, b0, b1); the conversions cpu::cvtneps2bf16(x) (VCVTNE2PS2BF16
-// converts each element alike); TDPBF16PS cpu::tdpbf16ps(c, a, b, 4). The models take no MXCSR.
+// cpu::vdpbf16ps(c, a0, a1, b0, b1); the conversions to BF16 cpu::cvtneps2bf16(x) (VCVTNE2PS2BF16
+// and the VEX form convert each element alike); TDPBF16PS cpu::tdpbf16ps(c, a, b, 4); the
+// AVX-NE-CONVERT loads cpu::ne_bf16_to_fp32(x) and cpu::ne_fp16_to_fp32(x). No model takes MXCSR.
 std::uint32_t model_output(recorded what, const std::vector<std::uint32_t> &in);
 
 // Writes the lines of t.

@@ -2,10 +2,10 @@
 // folder written by `bf16emu cpu-probe --save DIR`) against the CPU models of
 // include/bf16emu/cpu/, bit for bit, on any machine:
 //
-//   cpu_recorded_check DIR
+//   cpu_recorded_check DIR [FILE...]
 //
-// DIR/vdpbf16ps.txt and DIR/vcvtneps2bf16.txt must be there; DIR/vcvtne2ps2bf16.txt and
-// DIR/tdpbf16ps.txt are checked when present. The format, the reader and the model of each file
+// The FILEs named (e.g. vdpbf16ps.txt) must be there; every other file of io::record_layouts is
+// checked when present, and at least one must be. The format, the reader and the model of each file
 // are those of io/cpu_record.hpp (the writer of --save): per line the inputs, then the results
 // under MXCSR 0x1f80, 0x7f80 and 0x9fc0, "=" standing for the result before it. The models take
 // no MXCSR (the instructions ignore it): each of the three results must equal the model's. Prints
@@ -20,18 +20,24 @@
 
 int main(int argc, char **argv) {
   namespace io = bf16emu::io;
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: %s DIR\n", argv[0]);
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: %s DIR [FILE...]\n", argv[0]);
     return 2;
   }
   const std::string dir = argv[1];
+  auto required = [&](const char *file) {
+    for (int i = 2; i < argc; ++i)
+      if (std::string(argv[i]) == file) return true;
+    return false;
+  };
   std::string source;
   std::getline(std::ifstream(dir + "/README.md"), source);
   std::printf("%s: %s\n", dir.c_str(), source.empty() ? "(no README.md)" : source.c_str());
   bool ok = true;
+  int files = 0;
   for (const io::record_layout &l : io::record_layouts) {
-    const bool required = l.what == io::recorded::vdpbf16ps || l.what == io::recorded::vcvtneps2bf16;
-    if (!required && !std::ifstream(dir + "/" + l.file)) continue;
+    if (!required(l.file) && !std::ifstream(dir + "/" + l.file)) continue;
+    ++files;
     try {
       const io::record_check c = io::check_record(io::read_record(dir, l.what));
       std::printf(
@@ -45,5 +51,6 @@ int main(int argc, char **argv) {
       ok = false;
     }
   }
-  return ok ? 0 : 1;
+  if (files == 0) std::printf("%s: no recorded files\n", dir.c_str());
+  return ok && files > 0 ? 0 : 1;
 }
