@@ -4,9 +4,11 @@
 // and, for the first mismatch, the inputs, both results and the model's rounding trace.
 // Exit: 0 all equal, 1 a mismatch, 77 this CPU lacks AVX512_BF16 (CTest: skipped), 2 bad input.
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -18,6 +20,8 @@
 #include "command.hpp"
 #include "cpu_probe/x86.hpp"
 #include "io/cpu.hpp"
+#include "io/cpu_record.hpp"
+#include "io/error.hpp"
 #include "io/json.hpp"
 #include "io/print.hpp"
 #include "options.hpp"
@@ -31,10 +35,12 @@ using u32 = std::uint32_t;
 using u64 = std::uint64_t;
 
 struct probe_cli {
-  u64 count = 1000000;
+  u64 count = 1000000; // with --save, 32768 unless --count is given
   u64 seed = 1;
   unsigned threads = 0;
   bool json = false, list = false;
+  std::string save; // --save DIR
+  bool force = false, count_given = false;
 };
 
 // The first mismatch of one instruction: its lane, inputs, both results and the model's trace.
@@ -114,7 +120,8 @@ std::string dot_inputs(const u16 *a, const u16 *b, int k, u32 c) {
 
 // ---- VDPBF16PS ----------------------------------------------------------------------------------
 // Lanes [begin, end) of the stream (lane i: kind i % 4), or the probe lanes, through zmm batches.
-void vdpbf16ps_batch(const std::vector<cpu::lane_inputs> &in, u64 first_lane, tally &t) {
+// The real instruction's results for the lanes (the first in.size() of acc).
+std::vector<u32> vdpbf16ps_cpu(const std::vector<cpu::lane_inputs> &in) {
   const std::size_t n = (in.size() + 15) / 16 * 16;
   std::vector<u16> a(2 * n), b(2 * n);
   std::vector<u32> acc(n);
@@ -126,6 +133,11 @@ void vdpbf16ps_batch(const std::vector<cpu::lane_inputs> &in, u64 first_lane, ta
     acc[i] = in[i].c;
   }
   cpu_probe::run_vdpbf16ps(a.data(), b.data(), acc.data(), n);
+  return acc;
+}
+
+void vdpbf16ps_batch(const std::vector<cpu::lane_inputs> &in, u64 first_lane, tally &t) {
+  const std::vector<u32> acc = vdpbf16ps_cpu(in);
   for (std::size_t i = 0; i < in.size(); ++i) {
     const cpu::lane_inputs &l = in[i];
     const u32 model = cpu::vdpbf16ps(l.c, l.a[0], l.a[1], l.b[0], l.b[1]);
@@ -187,19 +199,21 @@ std::vector<u32> convert_probes() {
           0x7FC00000u, 0xFF812345u, 0x7FBFFFFFu, 0xFFFFFFFFu, 0x00808000u, 0x80818000u};
 }
 
-void vcvtneps2bf16_batch(const std::vector<u32> &x, u64 first_lane, tally &t) {
+// The real instructions' results for x, one per value.
+std::vector<u16> vcvtneps2bf16_cpu(const std::vector<u32> &x) {
   std::vector<u32> in(x);
   in.resize((x.size() + 15) / 16 * 16);
   std::vector<u16> out(in.size());
   cpu_probe::run_vcvtneps2bf16(in.data(), out.data(), in.size());
-  convert_check(x, out, first_lane, t);
+  out.resize(x.size());
+  return out;
 }
 
 // VCVTNE2PS2BF16: 32 values per instruction; word w < 16 converts src2[w], w >= 16 src1[w - 16].
-void vcvtne2ps2bf16_batch(const std::vector<u32> &x, u64 first_lane, tally &t) {
+std::vector<u16> vcvtne2ps2bf16_cpu(const std::vector<u32> &x) {
   std::vector<u32> in(x);
   in.resize((x.size() + 31) / 32 * 32);
-  std::vector<u32> src1(16), src2(16), ordered(in.size());
+  std::vector<u32> src1(16), src2(16);
   std::vector<u16> out(in.size());
   for (std::size_t base = 0; base < in.size(); base += 32) {
     for (int w = 0; w < 32; ++w) {
@@ -208,13 +222,36 @@ void vcvtne2ps2bf16_batch(const std::vector<u32> &x, u64 first_lane, tally &t) {
     }
     cpu_probe::run_vcvtne2ps2bf16(src1.data(), src2.data(), out.data() + base);
   }
-  convert_check(x, std::vector<u16>(out.begin(), out.begin() + std::ptrdiff_t(x.size())), first_lane, t);
+  out.resize(x.size());
+  return out;
+}
+
+void vcvtneps2bf16_batch(const std::vector<u32> &x, u64 first_lane, tally &t) {
+  convert_check(x, vcvtneps2bf16_cpu(x), first_lane, t);
+}
+
+void vcvtne2ps2bf16_batch(const std::vector<u32> &x, u64 first_lane, tally &t) {
+  convert_check(x, vcvtne2ps2bf16_cpu(x), first_lane, t);
 }
 
 // ---- TDPBF16PS ----------------------------------------------------------------------------------
 // One 16 x 16 tile with 4 BF16 pairs: lane j of the tile is element (j / 16, j % 16). Row m of A
 // comes from lane base + m, column n of B from lane base + 16 + n, C(m, n) from lane base + j.
 constexpr int amx_pairs = 4;
+
+struct amx_tile {
+  u16 a[16][2 * amx_pairs];
+  u16 b[amx_pairs][32];
+  u32 c[16][16];
+};
+
+// Column n of B in k order (b[2k], b[2k+1] of pair k), as the model takes it.
+void column(const u16 (&b)[amx_pairs][32], int n, u16 (&col)[2 * amx_pairs]) {
+  for (int k = 0; k < amx_pairs; ++k) {
+    col[2 * k] = b[k][2 * n];
+    col[2 * k + 1] = b[k][2 * n + 1];
+  }
+}
 
 void tdpbf16ps_tile(const u16 (&a)[16][2 * amx_pairs], const u16 (&b)[amx_pairs][32], u32 (&c)[16][16],
                     u64 first_lane, int used, tally &t) {
@@ -224,10 +261,7 @@ void tdpbf16ps_tile(const u16 (&a)[16][2 * amx_pairs], const u16 (&b)[amx_pairs]
   for (int j = 0; j < used; ++j) {
     const int m = j / 16, n = j % 16;
     u16 col[2 * amx_pairs];
-    for (int k = 0; k < amx_pairs; ++k) {
-      col[2 * k] = b[k][2 * n];
-      col[2 * k + 1] = b[k][2 * n + 1];
-    }
+    column(b, n, col);
     const u32 model = cpu::tdpbf16ps(c[m][n], a[m], col, amx_pairs);
     if (model == real[m][n]) continue;
     if (t.mismatches++ == 0) {
@@ -239,26 +273,31 @@ void tdpbf16ps_tile(const u16 (&a)[16][2 * amx_pairs], const u16 (&b)[amx_pairs]
   }
 }
 
+// The tile of lanes [base, base + 256) of the random stream.
+amx_tile make_tile(u64 base, u64 seed) {
+  amx_tile x;
+  for (int m = 0; m < 16; ++m) {
+    const cpu::lane_inputs l =
+        cpu::make_lane(int((base / 256 + u64(m)) % 4), 2 * amx_pairs, seed, base + u64(m));
+    std::copy(l.a, l.a + 2 * amx_pairs, x.a[m]);
+  }
+  for (int n = 0; n < 16; ++n) {
+    const cpu::lane_inputs l =
+        cpu::make_lane(int((base / 256 + u64(n)) % 4), 2 * amx_pairs, seed, base + 16 + u64(n));
+    for (int k = 0; k < amx_pairs; ++k) {
+      x.b[k][2 * n] = l.b[2 * k];
+      x.b[k][2 * n + 1] = l.b[2 * k + 1];
+    }
+  }
+  for (int j = 0; j < 256; ++j)
+    x.c[j / 16][j % 16] = cpu::make_lane(int((base + u64(j)) % 4), 0, seed ^ 0xA3, base + u64(j)).c;
+  return x;
+}
+
 void tdpbf16ps_stream(u64 begin, u64 end, u64 seed, tally &t) {
   for (u64 base = begin; base < end; base += 256) {
-    u16 a[16][2 * amx_pairs], b[amx_pairs][32];
-    u32 c[16][16];
-    for (int m = 0; m < 16; ++m) {
-      const cpu::lane_inputs l =
-          cpu::make_lane(int((base / 256 + u64(m)) % 4), 2 * amx_pairs, seed, base + u64(m));
-      std::copy(l.a, l.a + 2 * amx_pairs, a[m]);
-    }
-    for (int n = 0; n < 16; ++n) {
-      const cpu::lane_inputs l =
-          cpu::make_lane(int((base / 256 + u64(n)) % 4), 2 * amx_pairs, seed, base + 16 + u64(n));
-      for (int k = 0; k < amx_pairs; ++k) {
-        b[k][2 * n] = l.b[2 * k];
-        b[k][2 * n + 1] = l.b[2 * k + 1];
-      }
-    }
-    for (int j = 0; j < 256; ++j)
-      c[j / 16][j % 16] = cpu::make_lane(int((base + u64(j)) % 4), 0, seed ^ 0xA3, base + u64(j)).c;
-    tdpbf16ps_tile(a, b, c, base, int(std::min<u64>(256, end - base)), t);
+    amx_tile x = make_tile(base, seed);
+    tdpbf16ps_tile(x.a, x.b, x.c, base, int(std::min<u64>(256, end - base)), t);
   }
 }
 
@@ -340,9 +379,9 @@ std::vector<instr_report> run_all(const cpu_probe::cpu_info &info, const probe_c
     out.push_back(skipped("TDPBF16PS", "AMX-BF16",
                           info.amx_bf16 ? "the OS refused the AMX tile state" : "not on this CPU"));
   }
-  out.push_back(
-      skipped("VCVTNEPS2BF16 (VEX), VBCSTNEBF162PS, VCVTNE[EO]BF162PS, VCVTNE[EO]PH2PS", "AVX-NE-CONVERT",
-              info.avx_ne_convert ? "no probe yet (models only; docs/cpu-bf16.md)" : "not on this CPU"));
+  out.push_back(skipped(
+      "VCVTNEPS2BF16 (VEX), VBCSTNEBF162PS, VCVTNE[EO]BF162PS, VCVTNE[EO]PH2PS", "AVX-NE-CONVERT",
+      info.avx_ne_convert ? "checked by --save DIR only (it records them and compares)" : "not on this CPU"));
   return out;
 }
 
@@ -428,7 +467,223 @@ void print_json(const cpu_probe::cpu_info &c, const std::vector<instr_report> &r
   w.end_object();
 }
 
+// No AVX512_BF16 here: says so and exits 77 (CTest: skipped). `what` adds what was not done.
+[[noreturn]] void exit_absent(const cpu_probe::cpu_info &info, const char *what) {
+  std::fprintf(stderr,
+               "bf16emu: this CPU lacks AVX512_BF16 (cpuid leaf 7 subleaf 1: EAX = %s, bit 5 = %d; %s%s)%s\n",
+               hex(info.leaf7_1_eax, 0).c_str(), info.avx512_bf16 ? 1 : 0,
+               info.x86_64 ? cpu_line(info).c_str() : "not an x86-64 CPU",
+               info.avx512_bf16 ? "; the OS has not enabled the AVX-512 state" : "", what);
+  std::exit(77);
+}
+
+// ---- --save: the real instructions' outputs under three MXCSR values (io/cpu_record.hpp) --------
+// Runs fn() once under each MXCSR of io::record_mxcsr, giving the results of each run.
+template <class Fn> auto under_each_mxcsr(Fn fn) {
+  std::array<decltype(fn()), 3> r;
+  for (int j = 0; j < 3; ++j) {
+    const u32 old = cpu_probe::swap_mxcsr(io::record_mxcsr[j]);
+    r[std::size_t(j)] = fn();
+    cpu_probe::swap_mxcsr(old);
+  }
+  return r;
+}
+
+io::record_table record_vdpbf16ps(u64 n, u64 seed) {
+  std::vector<cpu::lane_inputs> lanes = probe_lanes();
+  const std::vector<cpu::lane_inputs> more = stream(0, n, 2, seed);
+  lanes.insert(lanes.end(), more.begin(), more.end());
+  const auto out = under_each_mxcsr([&] { return vdpbf16ps_cpu(lanes); });
+  io::record_table t{io::recorded::vdpbf16ps, {}, {}};
+  for (std::size_t i = 0; i < lanes.size(); ++i) {
+    const cpu::lane_inputs &l = lanes[i];
+    t.in.push_back({l.a[0], l.a[1], l.b[0], l.b[1], l.c});
+    t.out.push_back({out[0][i], out[1][i], out[2][i]});
+  }
+  return t;
+}
+
+// VCVTNEPS2BF16 with a VEX encoding (AVX-NE-CONVERT), 8 values per instruction.
+std::vector<u16> vcvtneps2bf16_vex_cpu(const std::vector<u32> &x) {
+  std::vector<u32> in(x);
+  in.resize((x.size() + 7) / 8 * 8);
+  std::vector<u16> out(in.size());
+  for (std::size_t i = 0; i < in.size(); i += 8)
+    cpu_probe::run_vcvtneps2bf16_vex(in.data() + i, out.data() + i);
+  out.resize(x.size());
+  return out;
+}
+
+io::record_table record_convert(io::recorded what, u64 n, u64 seed) {
+  std::vector<u32> x = convert_probes();
+  for (u64 i = 0; i < n; ++i)
+    x.push_back(convert_input(i, seed));
+  const auto out = under_each_mxcsr([&] {
+    if (what == io::recorded::vcvtneps2bf16) return vcvtneps2bf16_cpu(x);
+    return what == io::recorded::vcvtne2ps2bf16 ? vcvtne2ps2bf16_cpu(x) : vcvtneps2bf16_vex_cpu(x);
+  });
+  io::record_table t{what, {}, {}};
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    t.in.push_back({x[i]});
+    t.out.push_back({out[0][i], out[1][i], out[2][i]});
+  }
+  return t;
+}
+
+// TDPBF16PS: the random tiles of lanes [0, n) (n rounded up to whole tiles), one line per element.
+io::record_table record_tdpbf16ps(u64 n, u64 seed) {
+  io::record_table t{io::recorded::tdpbf16ps, {}, {}};
+  for (u64 base = 0; base < n; base += 256) {
+    const amx_tile x = make_tile(base, seed);
+    const auto real = under_each_mxcsr([&] {
+      std::array<u32, 256> c;
+      std::copy(&x.c[0][0], &x.c[0][0] + 256, c.begin());
+      cpu_probe::run_tdpbf16ps(&x.a[0][0], &x.b[0][0], c.data());
+      return c;
+    });
+    for (int j = 0; j < 256; ++j) {
+      u16 col[2 * amx_pairs];
+      column(x.b, j % 16, col);
+      std::vector<u32> in(x.a[j / 16], x.a[j / 16] + 2 * amx_pairs);
+      in.insert(in.end(), col, col + 2 * amx_pairs);
+      in.push_back(x.c[j / 16][j % 16]);
+      t.in.push_back(std::move(in));
+      t.out.push_back({real[0][std::size_t(j)], real[1][std::size_t(j)], real[2][std::size_t(j)]});
+    }
+  }
+  return t;
+}
+
+// An AVX-NE-CONVERT load on every 16-bit pattern, each once: the even (odd) loads convert
+// elements 0, 2, ... (1, 3, ...) of 16 consecutive patterns, the broadcasts one pattern each.
+io::record_table record_ne_load(io::recorded what, cpu_probe::ne_load op) {
+  using cpu_probe::ne_load;
+  const bool bcst = op == ne_load::bcst_bf16 || op == ne_load::bcst_fp16;
+  const u32 odd = op == ne_load::odd_bf16 || op == ne_load::odd_fp16 ? 1 : 0;
+  std::vector<u16> all(65536);
+  for (u32 i = 0; i < 65536; ++i)
+    all[i] = u16(i);
+  std::vector<u32> converted; // the patterns, in the order of the results
+  for (u32 i = 0; i < 65536; ++i)
+    if (bcst || i % 2 == odd) converted.push_back(i);
+  const auto out = under_each_mxcsr([&] {
+    std::vector<u32> r;
+    u32 o8[8];
+    for (std::size_t base = 0; base < all.size(); base += bcst ? 1 : 16) {
+      cpu_probe::run_ne_load(op, all.data() + base, o8);
+      r.insert(r.end(), o8, o8 + (bcst ? 1 : 8));
+    }
+    return r;
+  });
+  io::record_table t{what, {}, {}};
+  for (std::size_t i = 0; i < converted.size(); ++i) {
+    t.in.push_back({converted[i]});
+    t.out.push_back({out[0][i], out[1][i], out[2][i]});
+  }
+  return t;
+}
+
+std::string utc_now() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M UTC", &tm);
+  return buf;
+}
+
+std::string record_readme(const cpu_probe::cpu_info &c, const std::vector<io::record_table> &tables,
+                          const probe_cli &o, u64 n, bool avx512, bool amx, bool ne) {
+  std::ostringstream r;
+  r << "# Real-CPU BF16 outputs (" << (c.brand.empty() ? c.vendor : c.brand)
+    << "), recorded by bf16emu cpu-probe --save\n\n"
+    << "- CPU: " << cpu_line(c) << "\n"
+    << "- cpuid: avx512f " << c.avx512f << ", avx512vl " << c.avx512vl << ", avx512_bf16 " << c.avx512_bf16
+    << ", amx_tile " << c.amx_tile << ", amx_bf16 " << c.amx_bf16 << ", avx_ne_convert " << c.avx_ne_convert
+    << "; OS state: zmm " << c.os_zmm << ", amx " << c.os_amx << "\n"
+    << "- Recorded " << utc_now() << " by bf16emu " << BF16EMU_VERSION
+    << ": `bf16emu cpu-probe --save DIR --count " << n << " --seed " << o.seed << "`\n"
+    << "- MXCSR: every input ran three times, under 0x1f80 (the default), 0x7f80 (round toward zero) and\n"
+    << "  0x9fc0 (FTZ and DAZ), in that order; the result columns follow that order.\n\n"
+    << "## Files\n\n"
+    << "One input per line, hex without 0x (bf16 4 digits, fp32 8), then the three results; a result\n"
+    << "equal to the one before it is written `=` (the format of bf16emu's tests/cpu/data/README.md).\n\n";
+  for (const io::record_table &t : tables) {
+    const io::record_layout &l = io::layout_of(t.what);
+    r << "- `" << l.file << "`: " << l.instruction << "; " << t.in.size() << " lines: `" << l.columns
+      << "` then the results.";
+    if (t.what == io::recorded::vdpbf16ps)
+      r << " The " << cpu::dot_probe_count << " probe lanes of bf16emu's cpu::dot_probes first, then " << n
+        << " generated lanes.";
+    if (t.what == io::recorded::vcvtneps2bf16 || t.what == io::recorded::vcvtne2ps2bf16 ||
+        t.what == io::recorded::vcvtneps2bf16_vex)
+      r << " Probe values first, then " << n << " generated values (frequent rounding ties).";
+    if (io::layout_of(t.what).wide_from == 1)
+      r << " Every 16-bit pattern this instruction converts, once (the even or odd elements of 16 in a row).";
+    if (t.what == io::recorded::tdpbf16ps)
+      r << " One 16 x 16 tile per 256 lines (A 16 x 8 bf16, B 8 x 16, 4 pairs), element by element:"
+        << " a0..a7 the row of A, b0..b7 the column of B in k order, c the accumulator.";
+    r << "\n";
+  }
+  std::string missing;
+  if (!avx512) missing += " AVX512_BF16 (not on this CPU, or the OS has not enabled the AVX-512 state);";
+  if (!amx)
+    missing += std::string(" TDPBF16PS (") +
+               (c.amx_bf16 ? "the OS refused the AMX tile state" : "no AMX-BF16") + ");";
+  if (!ne) missing += " AVX-NE-CONVERT (not on this CPU);";
+  if (!missing.empty()) r << "\nNot recorded here:" << missing << "\n";
+  r << "\nCheck with bf16emu's `tests/cpu/check_recorded.cpp` (`cpu_recorded_check DIR`): every result\n"
+    << "against the models, per MXCSR column. To contribute, see docs/cpu-bf16.md.\n";
+  return r.str();
+}
+
+void save(const probe_cli &o) {
+  io::rethrow_as<bad_input>([&] { io::check_record_dir(o.save, o.force); });
+  const cpu_probe::cpu_info info = cpu_probe::detect();
+  const bool avx512 = info.avx512_bf16 && info.avx512f && info.os_zmm;
+  const bool amx = info.amx_bf16 && info.amx_tile && info.os_amx && cpu_probe::request_amx();
+  const bool ne = info.avx_ne_convert && info.os_ymm;
+  if (!avx512 && !amx && !ne)
+    exit_absent(info, "; no AMX-BF16 or AVX-NE-CONVERT either: nothing recorded, nothing written");
+  const u64 n = o.count_given ? o.count : 32768;
+  std::vector<io::record_table> tables;
+  if (avx512) {
+    tables.push_back(record_vdpbf16ps(n, o.seed));
+    tables.push_back(record_convert(io::recorded::vcvtneps2bf16, n, o.seed));
+    tables.push_back(record_convert(io::recorded::vcvtne2ps2bf16, n, o.seed));
+  }
+  if (amx) tables.push_back(record_tdpbf16ps(n, o.seed));
+  if (ne) {
+    using cpu_probe::ne_load;
+    tables.push_back(record_convert(io::recorded::vcvtneps2bf16_vex, n, o.seed));
+    tables.push_back(record_ne_load(io::recorded::vcvtneebf162ps, ne_load::even_bf16));
+    tables.push_back(record_ne_load(io::recorded::vcvtneobf162ps, ne_load::odd_bf16));
+    tables.push_back(record_ne_load(io::recorded::vbcstnebf162ps, ne_load::bcst_bf16));
+    tables.push_back(record_ne_load(io::recorded::vcvtneeph2ps, ne_load::even_fp16));
+    tables.push_back(record_ne_load(io::recorded::vcvtneoph2ps, ne_load::odd_fp16));
+    tables.push_back(record_ne_load(io::recorded::vbcstnesh2ps, ne_load::bcst_fp16));
+  }
+  const std::string readme = record_readme(info, tables, o, n, avx512, amx, ne);
+  const std::vector<std::string> written =
+      io::rethrow_as<bad_input>([&] { return io::save_records(o.save, tables, readme, o.force); });
+  u64 mismatches = 0;
+  std::cout << "cpu: " << cpu_line(info) << '\n';
+  for (const io::record_table &t : tables) {
+    const io::record_check c = io::check_record(t);
+    mismatches += u64(c.mismatches[0] + c.mismatches[1] + c.mismatches[2]);
+    std::cout << o.save << '/' << io::layout_of(t.what).file << ": " << c.lines << " lines x 3 MXCSR, "
+              << c.mismatches[0] << " / " << c.mismatches[1] << " / " << c.mismatches[2]
+              << " mismatches with the model\n";
+    for (const std::string &f : c.first)
+      std::cout << "  " << f << '\n';
+  }
+  std::cout << o.save << "/README.md: the CPU and how the data were recorded\n";
+  std::cout.flush();
+  if (mismatches != 0) std::exit(1);
+}
+
 void run(const probe_cli &o) {
+  if (!o.save.empty()) return save(o);
   if (o.list) {
     io::print_cpu_models();
     return;
@@ -446,14 +701,7 @@ void run(const probe_cli &o) {
     print_text(info, rs, o);
   std::cout.flush();
   if (mismatches != 0) std::exit(1);
-  if (absent) {
-    std::fprintf(stderr,
-                 "bf16emu: this CPU lacks AVX512_BF16 (cpuid leaf 7 subleaf 1: EAX = %s, bit 5 = %d; %s%s)\n",
-                 hex(info.leaf7_1_eax, 0).c_str(), info.avx512_bf16 ? 1 : 0,
-                 info.x86_64 ? cpu_line(info).c_str() : "not an x86-64 CPU",
-                 info.avx512_bf16 ? "; the OS has not enabled the AVX-512 state" : "");
-    std::exit(77);
-  }
+  if (absent) exit_absent(info, "");
 }
 
 void register_cpu_probe(CLI::App &app) {
@@ -465,10 +713,25 @@ void register_cpu_probe(CLI::App &app) {
   add_count(sub, "--threads", o->threads, "worker threads, 1..1024 (default: all cores)", 1, 1024);
   sub->add_flag("--json", o->json, "machine-readable output");
   sub->add_flag("--list", o->list, "list the CPU models (names for mma --arch) and exit");
+  sub->add_option(
+      "--save", o->save,
+      "record this CPU's outputs (VDPBF16PS, VCVTNEPS2BF16, VCVTNE2PS2BF16; TDPBF16PS where AMX; the "
+      "AVX-NE-CONVERT conversions where present) "
+      "under MXCSR 0x1f80, 0x7f80, 0x9fc0 into DIR, in the format of tests/cpu/data, with a "
+      "README.md; --count lanes (default 32768 here)");
+  sub->add_flag("--force", o->force, "with --save: write into a DIR that is not empty (same names replaced)");
   sub->footer(
-      "Exit status: 0 all lanes equal, 1 a mismatch, 77 this CPU lacks AVX512_BF16 (skipped), 2 bad input.\n"
-      "Example:\n  bf16emu cpu-probe --count 1000000 --json");
-  sub->callback([o] { run(*o); });
+      "Exit status: 0 all lanes equal, 1 a mismatch, 77 this CPU lacks AVX512_BF16 (skipped; --save writes\n"
+      "nothing), 2 bad input (for --save also a DIR that is not empty, without --force).\n"
+      "Examples:\n  bf16emu cpu-probe --count 1000000 --json\n"
+      "  bf16emu cpu-probe --save zen4-data      # then send zen4-data/ (docs/cpu-bf16.md, contributing)");
+  sub->callback([o, sub] {
+    o->count_given = sub->count("--count") > 0;
+    if (o->force && o->save.empty()) throw bad_input("--force goes with --save DIR");
+    if (!o->save.empty() && (o->json || o->list))
+      throw bad_input(std::string(o->json ? "--json" : "--list") + " does not go with --save");
+    run(*o);
+  });
 }
 
 } // namespace

@@ -22,6 +22,8 @@
 #include "io/mma_scaled.hpp"
 #include "io/names.hpp"
 #include "io/number.hpp"
+#include "io/packed.hpp"
+#include "io/ptx.hpp"
 #include "io/tc_trace.hpp"
 #include "io/tokens.hpp"
 #include "options.hpp"
@@ -31,9 +33,10 @@ namespace bf16emu::cli {
 namespace {
 
 struct mma_cli {
-  std::string arch, instr, a_format, b_format, c_format, out = "fp32", in_file;
+  std::string arch, instr, a_format, b_format, c_format, out, in_file; // out "": fp32, or --ptx's
+  std::string ptx;                                                     // --ptx: the instruction string
   unsigned k = 0, shape_k = 0;
-  bool list = false, trace = false, json = false;
+  bool list = false, trace = false, json = false, packed = false;
   io::scaled_mma_options scaled; // --kind, --scale-format, --scale-vec (io/mma_scaled); B: b_format
 };
 
@@ -91,20 +94,25 @@ std::string out_column(const tc::preset &p) {
   return std::string(io::name(p.out)) + (p.c != p.out ? std::string("<") + io::name(p.c) : "");
 }
 
+// The members of one preset's JSON object (--list-arch --json, the --ptx mapping).
+void write_preset(io::json_writer &w, const tc::preset &p) {
+  w.kv("arch", tc::to_string(p.arch)).kv("gpu", p.gpu).kv("instr", tc::to_string(p.kind));
+  w.kv("a_format", io::name(p.in)).kv("b_format", io::name(p.b)).kv("c_format", io::name(p.c));
+  w.kv("out", io::name(p.out)).kv("accum", tc::to_string(p.accum));
+  w.kv("ptx", p.ptx);
+  w.kv("m", p.m).kv("n", p.n).kv("k", p.k);
+  w.kv("L", p.block.L).kv("F", p.block.F).kv("e_zero", p.block.e_zero);
+  w.kv("e_zero_matters", p.e_zero_matters).kv("out_frac", p.block.out_frac);
+  w.kv("rounding", rounding_name(p)).kv("source", p.source);
+}
+
 void list_presets(bool json) {
   if (json) {
     io::json_writer w(std::cout);
     w.begin_array();
     for (const tc::preset &p : tc::presets) {
       w.begin_object();
-      w.kv("arch", tc::to_string(p.arch)).kv("gpu", p.gpu).kv("instr", tc::to_string(p.kind));
-      w.kv("a_format", io::name(p.in)).kv("b_format", io::name(p.b)).kv("c_format", io::name(p.c));
-      w.kv("out", io::name(p.out)).kv("accum", tc::to_string(p.accum));
-      w.kv("ptx", p.ptx);
-      w.kv("m", p.m).kv("n", p.n).kv("k", p.k);
-      w.kv("L", p.block.L).kv("F", p.block.F).kv("e_zero", p.block.e_zero);
-      w.kv("e_zero_matters", p.e_zero_matters).kv("out_frac", p.block.out_frac);
-      w.kv("rounding", rounding_name(p)).kv("source", p.source);
+      write_preset(w, p);
       w.end_object();
     }
     io::write_scaled_presets(w);
@@ -170,21 +178,22 @@ std::uint64_t parse_value(const std::string &tok, format_id f, int line, const c
 }
 
 // Calls fn(tokens, lineno) for every line of K values of A, K of B, then C; skips empty and #
-// lines; a line with another count is bad input naming it.
-template <class Fn> void for_each_line(std::istream &is, int K, Fn fn) {
+// lines; a line with another count is bad input naming it. Packed e2m1 operands (--packed) are
+// expanded to one code per token before fn sees them.
+template <class Fn> void for_each_line(std::istream &is, int K, Fn fn, io::fp4_packing pk = {}) {
   std::string line;
   int lineno = 0;
-  const std::size_t want = std::size_t(2 * K + 1);
+  const std::size_t want = std::size_t(io::operand_tokens(K, pk.a) + io::operand_tokens(K, pk.b) + 1);
   while (io::rethrow_as<bad_input>(
       [&] { return io::read_line(is, line, io::max_mma_line, "mma input", lineno + 1); })) {
     ++lineno;
     const auto first = line.find_first_not_of(" \t\r");
     if (first == std::string::npos || line[first] == '#') continue;
-    const std::vector<std::string> tok = io::split_tokens(line);
+    std::vector<std::string> tok = io::split_tokens(line);
     if (tok.size() != want)
       throw bad_input("line " + std::to_string(lineno) + ": expected " + std::to_string(want) + " values (" +
-                      std::to_string(K) + " of A, " + std::to_string(K) + " of B, then C), got " +
-                      std::to_string(tok.size()));
+                      io::operand_counts(K, pk) + ", then C), got " + std::to_string(tok.size()));
+    io::rethrow_as<bad_input>([&] { io::unpack_fp4(tok, K, pk, lineno); });
     fn(tok, lineno);
   }
 }
@@ -196,55 +205,59 @@ void run_lines(const mma_cli &o, const tc::preset &P, std::istream &is) {
   std::vector<fp<InB>> b(K);
   std::vector<tc::block_trace> blocks;
   auto tracer = tc::make_block_tracer([&](const tc::block_trace &t) { blocks.push_back(t); });
-  for_each_line(is, K, [&](const std::vector<std::string> &tok, int lineno) {
-    for (int i = 0; i < K; ++i) {
-      a[i] = fp<In>::from_bits(parse_value(tok[i], P.in, lineno, "A value"));
-      b[i] = fp<InB>::from_bits(parse_value(tok[K + i], P.b, lineno, "B value"));
-    }
-    const fp<InC> c = fp<InC>::from_bits(parse_value(tok[2 * K], P.c, lineno, "C value"));
-    blocks.clear();
-    fp<Out> d;
-    if (o.trace)
-      d = tc::preset_dot<In, Out>(P, a.data(), 1, b.data(), 1, K, c, tracer);
-    else
-      d = tc::preset_dot<In, Out>(P, a.data(), 1, b.data(), 1, K, c);
-    const std::string dhex = hex_of(P.out, d.bits);
-    if (o.json) {
-      io::json_writer w(std::cout, false);
-      w.begin_object().kv("line", lineno).kv("d", dhex);
-      if (o.trace) {
-        w.key("blocks").begin_array();
-        for (const tc::block_trace &t : blocks) {
-          w.begin_object();
-          io::write_block_members(w, t, P.out);
+  const io::fp4_packing pk = io::rethrow_as<bad_input>([&] { return io::packing_for(o.packed, P.in, P.b); });
+  for_each_line(
+      is, K,
+      [&](const std::vector<std::string> &tok, int lineno) {
+        for (int i = 0; i < K; ++i) {
+          a[i] = fp<In>::from_bits(parse_value(tok[i], P.in, lineno, "A value"));
+          b[i] = fp<InB>::from_bits(parse_value(tok[K + i], P.b, lineno, "B value"));
+        }
+        const fp<InC> c = fp<InC>::from_bits(parse_value(tok[2 * K], P.c, lineno, "C value"));
+        blocks.clear();
+        fp<Out> d;
+        if (o.trace)
+          d = tc::preset_dot<In, Out>(P, a.data(), 1, b.data(), 1, K, c, tracer);
+        else
+          d = tc::preset_dot<In, Out>(P, a.data(), 1, b.data(), 1, K, c);
+        const std::string dhex = hex_of(P.out, d.bits);
+        if (o.json) {
+          io::json_writer w(std::cout, false);
+          w.begin_object().kv("line", lineno).kv("d", dhex);
+          if (o.trace) {
+            w.key("blocks").begin_array();
+            for (const tc::block_trace &t : blocks) {
+              w.begin_object();
+              io::write_block_members(w, t, P.out);
+              w.end_object();
+            }
+            w.end_array();
+          }
           w.end_object();
+          return;
         }
-        w.end_array();
-      }
-      w.end_object();
-      return;
-    }
-    if (o.trace) {
-      for (const tc::block_trace &t : blocks) {
-        std::printf("# block %d k=%d..%d c=%s d=%s", t.block, t.k0, t.k0 + t.n_products - 1,
-                    hex_of(P.out, t.c_bits).c_str(), hex_of(P.out, t.d_bits).c_str());
-        if (t.special) {
-          std::printf(" special (NaN/Inf path)\n");
-          continue;
+        if (o.trace) {
+          for (const tc::block_trace &t : blocks) {
+            std::printf("# block %d k=%d..%d c=%s d=%s", t.block, t.k0, t.k0 + t.n_products - 1,
+                        hex_of(P.out, t.c_bits).c_str(), hex_of(P.out, t.d_bits).c_str());
+            if (t.special) {
+              std::printf(" special (NaN/Inf path)\n");
+              continue;
+            }
+            std::printf(" max_exp=%d lsb_exp=%d aligned_sum=%lld sum=%s trunc_err=%s\n", t.max_exp, t.lsb_exp,
+                        static_cast<long long>(t.aligned_sum), hexfloat(t.sum_value).c_str(),
+                        hexfloat(t.trunc_err).c_str());
+            std::string lost;
+            for (int i = 0; i <= t.n_products; ++i)
+              if (t.terms[i].lost != 0)
+                lost += (i < t.n_products ? " k" + std::to_string(t.k0 + i) : std::string(" c")) + "=" +
+                        hexfloat(t.terms[i].lost);
+            std::printf("#   lost to alignment:%s\n", lost.empty() ? " none" : lost.c_str());
+          }
         }
-        std::printf(" max_exp=%d lsb_exp=%d aligned_sum=%lld sum=%s trunc_err=%s\n", t.max_exp, t.lsb_exp,
-                    static_cast<long long>(t.aligned_sum), hexfloat(t.sum_value).c_str(),
-                    hexfloat(t.trunc_err).c_str());
-        std::string lost;
-        for (int i = 0; i <= t.n_products; ++i)
-          if (t.terms[i].lost != 0)
-            lost += (i < t.n_products ? " k" + std::to_string(t.k0 + i) : std::string(" c")) + "=" +
-                    hexfloat(t.terms[i].lost);
-        std::printf("#   lost to alignment:%s\n", lost.empty() ? " none" : lost.c_str());
-      }
-    }
-    std::printf("%s\n", dhex.c_str());
-  });
+        std::printf("%s\n", dhex.c_str());
+      },
+      pk);
   std::fflush(stdout);
 }
 
@@ -298,34 +311,117 @@ void run_cpu_lines(const mma_cli &o, const cpu::model_info &m, std::istream &is)
   std::fflush(stdout);
 }
 
-// The bad-input message for a combination without a preset, listing the arch's presets.
-std::string no_preset_message(tc::arch arch, tc::instr_kind kind, format_id in, format_id b, format_id c,
-                              format_id out, int shape_k) {
+// A combination asked for: arch, instruction, formats (c_given: --c-format given), --shape-k.
+struct request {
+  tc::arch arch;
+  tc::instr_kind instr;
+  format_id a, b, c, out;
+  bool c_given;
+  int shape_k;
+};
+
+// The options that work where `r` has no preset: the presets (plain and --kind) of the same arch
+// whose A and B formats are r's, each written as the options that differ from r ("--instr mma
+// --out fp16", "--kind f8f6f4"); where the arch has none, the archs with exactly r's instruction
+// and formats ("--arch sm89").
+std::vector<std::string> working_options(const request &r) {
+  std::vector<std::string> opts;
+  auto add = [&](const std::string &o) {
+    if (!o.empty() && std::find(opts.begin(), opts.end(), o.substr(1)) == opts.end())
+      opts.push_back(o.substr(1));
+  };
+  for (const tc::preset &p : tc::presets) {
+    if (p.arch != r.arch || p.in != r.a || p.b != r.b) continue;
+    std::string o;
+    if (p.kind != r.instr) o += std::string(" --instr ") + tc::to_string(p.kind);
+    if (p.out != r.out) o += std::string(" --out ") + io::name(p.out);
+    if (p.c != (r.c_given ? r.c : p.out)) o += std::string(" --c-format ") + io::name(p.c);
+    const bool first = tc::find_preset(p.arch, p.kind, p.in, p.b, p.c, p.out) == &p;
+    if (r.shape_k != 0 ? p.k != r.shape_k : !first) o += " --shape-k " + std::to_string(p.k);
+    add(o);
+  }
+  for (const tc::scaled_preset &P : tc::scaled_presets) {
+    if (P.arch != r.arch || !tc::takes_formats(P, r.a, r.b)) continue;
+    std::string o = std::string(" --kind ") + P.kind;
+    if (P.instr != r.instr) o += std::string(" --instr ") + tc::to_string(P.instr);
+    if (P.out != r.out) o += std::string(" --out ") + io::name(P.out);
+    const tc::scale_kind by_default = std::string(P.kind) == "f8f6f4"     ? tc::scale_kind::none
+                                      : std::string(P.kind) == "mxf4nvf4" ? tc::scale_kind::ue4m3
+                                                                          : tc::scale_kind::ue8m0;
+    if (P.params.scale != by_default) o += std::string(" --scale-format ") + tc::to_string(P.params.scale);
+    if (P.params.scale != tc::scale_kind::none) o += " (scale factors on each line)";
+    add(o);
+  }
+  if (opts.empty())
+    for (const tc::preset &p : tc::presets)
+      if (p.kind == r.instr && p.in == r.a && p.b == r.b && p.out == r.out && p.c == r.c)
+        add(std::string(" --arch ") + tc::to_string(p.arch));
+  auto changes = [](const std::string &o) { // how many options: "--" starts each
+    int n = 0;
+    for (auto at = o.find("--"); at != std::string::npos; at = o.find("--", at + 2))
+      ++n;
+    return n;
+  };
+  std::stable_sort(opts.begin(), opts.end(),
+                   [&](const std::string &x, const std::string &y) { return changes(x) < changes(y); });
+  return opts;
+}
+
+// The bad-input message for a combination without a preset: what works instead, then the arch's
+// presets.
+std::string no_preset_message(const request &r) {
   std::string have;
   for (const tc::preset &p : tc::presets)
-    if (p.arch == arch) {
+    if (p.arch == r.arch) {
       have += std::string(" ") + tc::to_string(p.kind) + ":" + in_column(p) + "->" + out_column(p);
       if (tc::find_preset(p.arch, p.kind, p.in, p.b, p.c, p.out) != &p)
         have += "(k" + std::to_string(p.k) + ")";
     }
-  const std::string b_part = b != in ? std::string(" x ") + io::name(b) : "";
-  const std::string c_part = c != out ? std::string(" (C ") + io::name(c) + ")" : "";
-  const std::string k_part = shape_k > 0 ? " k" + std::to_string(shape_k) : "";
-  // The mixed-format and block-scaled kinds (tc/scaled.hpp) that take these operands here: the
-  // options that would work, named first.
-  std::vector<std::string> kinds;
-  for (const tc::scaled_preset &p : tc::scaled_presets)
-    if (p.arch == arch && p.instr == kind && p.out == out && tc::takes_formats(p, in, b) &&
-        std::find(kinds.begin(), kinds.end(), p.kind) == kinds.end())
-      kinds.push_back(p.kind);
+  const std::string b_part = r.b != r.a ? std::string(" x ") + io::name(r.b) : "";
+  const std::string c_part = r.c != r.out ? std::string(" (C ") + io::name(r.c) + ")" : "";
+  const std::string k_part = r.shape_k > 0 ? " k" + std::to_string(r.shape_k) : "";
   std::string hint;
-  for (const std::string &k : kinds)
-    hint += (hint.empty() ? "; these operands work with --kind " : ", --kind ") + k;
+  for (const std::string &o : working_options(r))
+    hint += (hint.empty() ? "; these work instead: " : ", ") + o;
   if (!hint.empty()) hint += " (docs/tensor-cores.md)";
-  return std::string("no preset for ") + tc::to_string(arch) + " " + tc::to_string(kind) + " " +
-         io::name(in) + b_part + " -> " + io::name(out) + c_part + k_part +
-         " (the sources leave it open or the GPU lacks it)" + hint + "; " + tc::to_string(arch) +
+  return std::string("no preset for ") + tc::to_string(r.arch) + " " + tc::to_string(r.instr) + " " +
+         io::name(r.a) + b_part + " -> " + io::name(r.out) + c_part + k_part +
+         " (the sources leave it open or the GPU lacks it)" + hint + "; " + tc::to_string(r.arch) +
          " has:" + have;
+}
+
+// One line naming a preset: "mma e4m3xe5m2 -> fp32 k32: mma.sync.aligned... (H100 / H200)".
+std::string preset_summary(const tc::preset &p) {
+  return std::string(tc::to_string(p.kind)) + " " + in_column(p) + " -> " + out_column(p) + " k" +
+         std::to_string(p.k) + ": " + p.ptx + " (" + p.gpu + ")";
+}
+
+// --ptx: the instruction string sets --instr, the formats, --shape-k and the --kind options (an
+// explicit option that says otherwise is refused; io/ptx.hpp). Needs an NVIDIA --arch.
+io::ptx_mma apply_ptx(mma_cli &o) {
+  tc::arch arch{};
+  if (o.arch.empty())
+    throw bad_input("mma --ptx needs --arch: a PTX string names no GPU generation (" + arch_names(", ") +
+                    ")");
+  if (!tc::parse_arch(o.arch, arch))
+    throw bad_input("--ptx takes an NVIDIA --arch (" + arch_names(", ") + "), not '" + io::shorten(o.arch) +
+                    "'");
+  return io::rethrow_as<bad_input>([&] {
+    io::ptx_mma p;
+    try {
+      p = io::parse_ptx(o.ptx);
+    } catch (const io::input_error &e) {
+      throw io::input_error(std::string("--ptx ") + e.what());
+    }
+    io::mma_selection sel{
+        o.instr,   o.a_format,  o.b_format, o.c_format, o.out, o.scaled.kind, o.scaled.scale_format,
+        o.shape_k, o.scaled.vec};
+    io::apply_ptx(p, o.ptx, sel);
+    o.instr = sel.instr, o.a_format = sel.a_format, o.b_format = sel.b_format, o.c_format = sel.c_format;
+    o.out = sel.out, o.scaled.kind = sel.kind, o.scaled.scale_format = sel.scale_format;
+    o.shape_k = sel.shape_k, o.scaled.vec = sel.scale_vec;
+    return p;
+  });
 }
 
 // The line runner for P's formats: same-format presets as before; the fp8 and f8f6f4 mixes;
@@ -372,11 +468,15 @@ void run_preset(const mma_cli &o, const tc::preset &P, std::istream &is) {
   });
 }
 
-void run(const mma_cli &o) {
-  if (o.list) {
-    list_presets(o.json);
+void run(const mma_cli &given) {
+  if (given.list) {
+    list_presets(given.json);
     return;
   }
+  mma_cli o = given;
+  io::ptx_mma ptx; // m = 0: no --ptx
+  if (!o.ptx.empty()) ptx = apply_ptx(o);
+  if (o.out.empty()) o.out = "fp32";
   if (o.arch.empty()) throw bad_input("mma needs --arch (or --list-arch)");
   std::ifstream file;
   if (!o.in_file.empty()) file = io::rethrow_as<bad_input>([&] { return io::open_input(o.in_file, "--in"); });
@@ -385,17 +485,20 @@ void run(const mma_cli &o) {
   if (io::scaled_requested(o.scaled)) {
     io::scaled_mma_options sc = o.scaled;
     sc.b_format = o.b_format; // the one --b-format option serves both the block model and --kind
+    sc.packed = o.packed;
     io::rethrow_as<bad_input>([&] {
-      io::run_scaled_lines(sc, {o.arch, o.instr, o.a_format, o.out, o.k, o.json}, is, std::cout);
+      io::run_scaled_lines(sc, {o.arch, o.instr, o.a_format, o.out, o.k, o.json, o.ptx}, is, std::cout);
     });
     return;
   }
   if (const cpu::model_info *m = cpu::find_model(o.arch.c_str())) {
+    if (o.packed) throw bad_input(std::string("--packed: --arch ") + m->name + " takes bf16, not e2m1 (fp4)");
     run_cpu_lines(o, *m, is);
     return;
   }
   if (const tc::amd_preset *amd = io::resolve_amd(o.arch, o.instr, o.a_format, o.out)) { // AMD CDNA MFMA
     if (o.trace) throw bad_input("--trace is not available for the AMD models");
+    if (o.packed) throw bad_input("--packed: the AMD models take no e2m1 (fp4) operands");
     const int K = o.k > 0 ? int(o.k) : amd->k;
     for_each_line(is, K, [&](const std::vector<std::string> &tok, int lineno) {
       const std::string d = io::amd_line(*amd, tok, K, lineno);
@@ -419,8 +522,12 @@ void run(const mma_cli &o) {
   tc::instr_kind kind = tc::default_kind(arch);
   if (!o.instr.empty() && !tc::parse_instr(o.instr, kind))
     throw bad_input("unknown --instr '" + io::shorten(o.instr) + "' (mma, wgmma, tcgen05)");
-  const tc::preset *P = tc::find_preset(arch, kind, in, b, c, out, int(o.shape_k));
-  if (!P) throw bad_input(no_preset_message(arch, kind, in, b, c, out, int(o.shape_k)));
+  const tc::preset *P = io::same_shape(tc::find_preset(arch, kind, in, b, c, out, int(o.shape_k)), ptx);
+  if (!P)
+    throw bad_input(no_preset_message({arch, kind, in, b, c, out, !o.c_format.empty(), int(o.shape_k)}));
+  if (!o.ptx.empty())
+    io::write_ptx_mapping(std::cout, o.json, o.ptx, tc::to_string(arch), preset_summary(*P),
+                          [&](io::json_writer &w) { write_preset(w, *P); });
   run_preset(o, *P, is);
 }
 
@@ -456,6 +563,13 @@ void register_mma(CLI::App &app) {
       "with --kind: ue8m0 or ue4m3; scale factors follow B on each line as bit patterns 0x00..0xff");
   add_count(sub, "--scale-vec", o->scaled.vec, "with --kind: k-elements per scale factor, 16 or 32", 1, 64);
   sub->add_option("--out", o->out, "format of D (and of C unless --c-format): fp32 (default), fp16, fp64");
+  sub->add_option(
+      "--ptx", o->ptx,
+      "the PTX instruction as written (mma.sync..., wgmma.mma_async..., tcgen05.mma...): sets "
+      "--instr, the formats, --shape-k, --kind; needs --arch; prints the preset it maps to first");
+  sub->add_flag("--packed", o->packed,
+                "e2m1 (fp4) operands as bytes of two codes, element 2i in the low nibble (MMA-Sim, CUTLASS, "
+                "PyTorch float4_e2m1fn_x2); an odd count pads the last high nibble with 0");
   sub->add_option("--in", o->in_file, "read lines from FILE instead of stdin");
   sub->add_flag("--list-arch", o->list, "print the presets with their parameters and sources");
   sub->add_flag("--trace", o->trace,
@@ -471,6 +585,14 @@ void register_mma(CLI::App &app) {
       "Example (VDPBF16PS, one FP32 lane: a0 a1 b0 b1 c):\n"
       "  echo '0x3f80 0x3f80 0x3f80 0x3f80 0' | bf16emu mma --arch avx512bf16 --a-format bf16 --k 2   # "
       "0x40000000\n"
+      "Example (the PTX string; its preset is printed first, as a # line):\n"
+      "  echo \"0x38 $(printf '0 %.0s' {1..31})0x3c $(printf '0 %.0s' {1..31})0\" |\n"
+      "    bf16emu mma --arch sm90 --ptx 'mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e5m2.f32'   # "
+      "0x3f800000\n"
+      "  bf16emu mma --arch sm100 --ptx 'tcgen05.mma.cta_group::1.kind::f16' --a-format bf16 </dev/null\n"
+      "  (tcgen05 strings carry no types: give --a-format, and --b-format/--out where they differ)\n"
+      "Example (fp4 packed: bytes 0x21 = codes 1, 2; A = 0.5 1, B = 1 1; 0.5 + 1 = 1.5):\n"
+      "  echo '0x21 0x22 0' | bf16emu mma --arch sm120 --a-format e2m1 --k 2 --packed   # 0x3fc00000\n"
       "Example (A100 F probe):\n"
       "  echo \"0x3f80 $(printf '0 %.0s' {1..15})0x3f80 $(printf '0 %.0s' {1..15})0xbf7fffff\" |\n"
       "    bf16emu mma --arch sm80 --a-format bf16          # prints 0x33800000");

@@ -43,6 +43,7 @@ cpu_info detect() {
   c.stepping = a & 0xF;
   const bool osxsave = bit(cx, 27);
   const std::uint64_t xcr0 = osxsave ? xgetbv0() : 0;
+  c.os_ymm = (xcr0 & 0x6) == 0x6;
   c.os_zmm = (xcr0 & 0xE6) == 0xE6;
   c.os_amx = (xcr0 & 0x60000) == 0x60000;
   if (max_leaf >= 7) {
@@ -77,6 +78,14 @@ cpu_info detect() {
       c.brand.pop_back();
   }
   return c;
+}
+
+// Out of line, with a memory clobber, so no instruction of a run_* call moves across it.
+__attribute__((noinline)) std::uint32_t swap_mxcsr(std::uint32_t v) {
+  std::uint32_t old = 0;
+  __asm__ volatile("stmxcsr %0" : "=m"(old) : : "memory");
+  __asm__ volatile("ldmxcsr %0" : : "m"(v) : "memory");
+  return old;
 }
 
 bool request_amx() {
@@ -117,6 +126,46 @@ run_vcvtne2ps2bf16(const std::uint32_t *src1, const std::uint32_t *src2, std::ui
   _mm512_storeu_si512(out, r);
 }
 
+// The instruction (its bytes, memory operand (%rax), destination ymm0), then ymm0 to out.
+#define BF16EMU_NE_LOAD(bytes)                                                                               \
+  __asm__ volatile(".byte " bytes "\n\tvmovdqu %%ymm0, (%1)\n\tvzeroupper"                                   \
+                   :                                                                                         \
+                   : "a"(x), "r"(out)                                                                        \
+                   : "xmm0", "memory")
+
+void run_ne_load(ne_load op, const std::uint16_t *x, std::uint32_t *out) {
+  switch (op) {
+  case ne_load::even_bf16: // vcvtneebf162ps (%rax), %ymm0
+    BF16EMU_NE_LOAD("0xc4, 0xe2, 0x7e, 0xb0, 0x00");
+    break;
+  case ne_load::odd_bf16: // vcvtneobf162ps (%rax), %ymm0
+    BF16EMU_NE_LOAD("0xc4, 0xe2, 0x7f, 0xb0, 0x00");
+    break;
+  case ne_load::bcst_bf16: // vbcstnebf162ps (%rax), %ymm0
+    BF16EMU_NE_LOAD("0xc4, 0xe2, 0x7e, 0xb1, 0x00");
+    break;
+  case ne_load::even_fp16: // vcvtneeph2ps (%rax), %ymm0
+    BF16EMU_NE_LOAD("0xc4, 0xe2, 0x7d, 0xb0, 0x00");
+    break;
+  case ne_load::odd_fp16: // vcvtneoph2ps (%rax), %ymm0
+    BF16EMU_NE_LOAD("0xc4, 0xe2, 0x7c, 0xb0, 0x00");
+    break;
+  case ne_load::bcst_fp16: // vbcstnesh2ps (%rax), %ymm0
+    BF16EMU_NE_LOAD("0xc4, 0xe2, 0x7d, 0xb1, 0x00");
+    break;
+  }
+}
+#undef BF16EMU_NE_LOAD
+
+void run_vcvtneps2bf16_vex(const std::uint32_t *x, std::uint16_t *out) {
+  // vmovdqu (%rax), %ymm1; {vex} vcvtneps2bf16 %ymm1, %xmm0 (c4 e2 7e 72 c1); xmm0 to out
+  __asm__ volatile(
+      "vmovdqu (%0), %%ymm1\n\t.byte 0xc4, 0xe2, 0x7e, 0x72, 0xc1\n\tvmovdqu %%xmm0, (%1)\n\tvzeroupper"
+      :
+      : "a"(x), "r"(out)
+      : "xmm0", "xmm1", "memory");
+}
+
 namespace {
 struct alignas(64) tile_config {
   std::uint8_t palette_id = 1, start_row = 0;
@@ -147,11 +196,14 @@ __attribute__((target("amx-tile,amx-bf16"))) void run_tdpbf16ps(const std::uint1
 #else // not x86-64: nothing to detect, nothing to run
 
 cpu_info detect() { return {}; }
+std::uint32_t swap_mxcsr(std::uint32_t) { return 0; }
 bool request_amx() { return false; }
 void run_vdpbf16ps(const std::uint16_t *, const std::uint16_t *, std::uint32_t *, std::size_t) {}
 void run_vcvtneps2bf16(const std::uint32_t *, std::uint16_t *, std::size_t) {}
 void run_vcvtne2ps2bf16(const std::uint32_t *, const std::uint32_t *, std::uint16_t *) {}
 void run_tdpbf16ps(const std::uint16_t *, const std::uint16_t *, std::uint32_t *) {}
+void run_ne_load(ne_load, const std::uint16_t *, std::uint32_t *) {}
+void run_vcvtneps2bf16_vex(const std::uint32_t *, std::uint16_t *) {}
 
 #endif
 

@@ -13,6 +13,8 @@
 #include "io/json.hpp"
 #include "io/names.hpp"
 #include "io/number.hpp"
+#include "io/packed.hpp"
+#include "io/ptx.hpp"
 #include "io/tc_trace.hpp"
 #include "io/tokens.hpp"
 
@@ -40,11 +42,10 @@ std::uint64_t value_of(const std::string &tok, format_id f, int line, const std:
 // A scale factor: a bit pattern 0x00..0xff (ue8m0: 2^(bits-127), 0xff NaN; ue4m3: an e4m3
 // byte whose sign bit the hardware ignores).
 std::uint8_t scale_of(const std::string &tok, tc::scale_kind s, int line, const std::string &what) {
-  const bool hex = tok.size() >= 3 && tok.size() <= 4 && tok[0] == '0' && (tok[1] == 'x' || tok[1] == 'X') &&
-                   tok.find_first_not_of("0123456789abcdefABCDEF", 2) == std::string::npos;
-  if (!hex)
+  std::uint8_t v = 0;
+  if (!hex_byte(tok, v))
     fail(line, what + " '" + shorten(tok) + "' is not a " + tc::to_string(s) + " bit pattern (0x00..0xff)");
-  return static_cast<std::uint8_t>(std::stoul(tok.substr(2), nullptr, 16));
+  return v;
 }
 
 bool is_f8f6f4(format_id f) {
@@ -124,15 +125,32 @@ void run_scaled_lines(const scaled_mma_options &o, const mma_common &c, std::ist
       if (q.arch == arch && q.instr == instr)
         have += std::string(" ") + q.kind + ":" + tc::to_string(q.params.scale) + "/" +
                 std::to_string(q.params.vec) + "->" + name(q.out);
+    // Where this kind exists with this scale and output: the --arch/--instr that would work.
+    std::string where;
+    for (const tc::scaled_preset &q : tc::scaled_presets)
+      if (tc::detail::name_is(o.kind, q.kind) && q.params.scale == sk && q.out == fo &&
+          (o.vec == 0 || q.params.vec == int(o.vec)) && (q.arch != arch || q.instr != instr)) {
+        const std::string opt =
+            std::string(" --arch ") + tc::to_string(q.arch) + " --instr " + tc::to_string(q.instr);
+        if (where.find(opt) == std::string::npos) where += (where.empty() ? "" : ",") + opt;
+      }
     throw input_error(std::string("no scaled preset for ") + tc::to_string(arch) + " " +
                       tc::to_string(instr) + " kind::" + shorten(o.kind) + " scale " + tc::to_string(sk) +
-                      " -> " + name(fo) + "; " + tc::to_string(arch) + " " + tc::to_string(instr) +
+                      " -> " + name(fo) + (where.empty() ? "" : "; it works with" + where) + "; " +
+                      tc::to_string(arch) + " " + tc::to_string(instr) +
                       " has:" + (have.empty() ? " none" : have));
   }
   if (!tc::takes_formats(*P, fa, fb) || !is_f8f6f4(fa) || !is_f8f6f4(fb))
     throw input_error(std::string("kind::") + P->kind + " takes A and B in " +
                       (P->any_f8f6f4 ? "e4m3, e5m2, e3m2, e2m3, e2m1" : "e2m1") + ", not " + name(fa) +
                       " x " + name(fb));
+  const fp4_packing pk = packing_for(o.packed, fa, fb);
+  if (!c.ptx.empty())
+    write_ptx_mapping(out, c.json, c.ptx, tc::to_string(arch),
+                      std::string(tc::to_string(instr)) + " kind::" + P->kind + " " + name(fa) +
+                          (fb != fa ? std::string("x") + name(fb) : std::string()) + " -> " + name(P->out) +
+                          " k" + std::to_string(P->params.k) + ": " + P->ptx + " (" + P->gpu + ")",
+                      [&](json_writer &w) { write_scaled_preset(w, *P); });
   const tc::scaled_params &p = P->params;
   const int K = c.k > 0 ? int(c.k) : p.k;
   const bool scaled = p.scale != tc::scale_kind::none;
@@ -140,7 +158,7 @@ void run_scaled_lines(const scaled_mma_options &o, const mma_common &c, std::ist
     throw input_error("--k " + std::to_string(K) + ": kind::" + P->kind +
                       " takes whole instructions, a multiple of " + std::to_string(p.k));
   const int S = scaled ? K / p.vec : 0;
-  const std::size_t want = std::size_t(2 * K + 2 * S + 1);
+  const std::size_t want = std::size_t(operand_tokens(K, pk.a) + operand_tokens(K, pk.b) + 2 * S + 1);
   line_data d;
   d.a.resize(K), d.b.resize(K), d.sa.resize(S), d.sb.resize(S);
   std::string line;
@@ -149,11 +167,12 @@ void run_scaled_lines(const scaled_mma_options &o, const mma_common &c, std::ist
     ++lineno;
     const auto first = line.find_first_not_of(" \t\r");
     if (first == std::string::npos || line[first] == '#') continue;
-    const std::vector<std::string> tok = split_tokens(line);
+    std::vector<std::string> tok = split_tokens(line);
     if (tok.size() != want)
-      fail(lineno, "expected " + std::to_string(want) + " values (" + std::to_string(K) + " of A, " +
-                       std::to_string(K) + " of B, " + std::to_string(S) + " scales of A, " +
-                       std::to_string(S) + " scales of B, then C), got " + std::to_string(tok.size()));
+      fail(lineno, "expected " + std::to_string(want) + " values (" + operand_counts(K, pk) + ", " +
+                       std::to_string(S) + " scales of A, " + std::to_string(S) +
+                       " scales of B, then C), got " + std::to_string(tok.size()));
+    unpack_fp4(tok, K, pk, lineno);
     for (int i = 0; i < K; ++i) {
       d.a[i] = value_of(tok[i], fa, lineno, "A value");
       d.b[i] = value_of(tok[K + i], fb, lineno, "B value");
@@ -195,6 +214,13 @@ void print_scaled_presets(std::ostream &out) {
 void write_scaled_presets(json_writer &w) {
   for (const tc::scaled_preset &P : tc::scaled_presets) {
     w.begin_object();
+    write_scaled_preset(w, P);
+    w.end_object();
+  }
+}
+
+void write_scaled_preset(json_writer &w, const tc::scaled_preset &P) {
+  {
     w.kv("arch", tc::to_string(P.arch))
         .kv("gpu", P.gpu)
         .kv("instr", tc::to_string(P.instr))
@@ -206,7 +232,6 @@ void write_scaled_presets(json_writer &w) {
     w.kv("rounding", rounding_name(P.params.rounding))
         .kv("open", P.open ? P.open : "")
         .kv("source", P.source);
-    w.end_object();
   }
 }
 

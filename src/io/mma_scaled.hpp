@@ -6,6 +6,10 @@
 #include <iosfwd>
 #include <string>
 
+namespace bf16emu::tc {
+struct scaled_preset;
+}
+
 namespace bf16emu::io {
 
 class json_writer;
@@ -16,6 +20,7 @@ struct scaled_mma_options {
   std::string b_format;     // --b-format (default: the A format)
   std::string scale_format; // --scale-format: ue8m0 or ue4m3 (default: the kind's)
   unsigned vec = 0;         // --scale-vec: 16 or 32 k-elements per scale (default: the kind's)
+  bool packed = false;      // --packed: e2m1 operands two codes per byte (io/packed.hpp)
 };
 
 // Whether any of the options above was given (the line then goes to run_scaled_lines).
@@ -26,6 +31,7 @@ struct mma_common {
   std::string arch, instr, a_format, out;
   unsigned k = 0; // 0: the instruction's k
   bool json = false;
+  std::string ptx; // --ptx: the instruction string, whose mapping is written first (io/ptx.hpp)
 };
 
 // Reads lines of K values of A, K of B, then (scaled kinds) K/vec scale factors of A and K/vec
@@ -37,5 +43,7 @@ void run_scaled_lines(const scaled_mma_options &o, const mma_common &c, std::ist
 // The scaled presets for --list-arch: text rows, and JSON objects inside an open array.
 void print_scaled_presets(std::ostream &out);
 void write_scaled_presets(json_writer &w);
+// The members of one scaled preset's JSON object (inside an object the caller opened).
+void write_scaled_preset(json_writer &w, const tc::scaled_preset &P);
 
 } // namespace bf16emu::io
