@@ -7,7 +7,8 @@
 # 10^6-vectors-per-preset tensor-core reference (tc.AllPresets/ModelVsReference.*, ~500 CPU-s,
 # whose program is then not built), and the random and trace differential tests of the core vs
 # the oracle (core.RandomFp32.*, core.Trace.*), which the six differential fuzzers run under the
-# same sanitizers in every CI run (fuzz/replay.sh: the committed corpora, then fresh inputs).
+# same sanitizers in this tier (tests/fuzz_replay: the committed corpora, then 10 s of fresh
+# inputs each, as libFuzzer programs).
 # Programs of the long tier only are not built here.
 # Built at -O1 with line tables only (what ASan recommends; the stack traces keep file:line) and
 # without MPI (Open MPI's own allocations trip LeakSanitizer), to keep CI's build time down.
