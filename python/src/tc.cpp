@@ -346,8 +346,11 @@ gemm_scaled_bits(const pybind11::array_t<std::uint64_t, pybind11::array::c_style
                  const std::string &arch, const std::string &kind, const std::string &scale_format,
                  unsigned vec, const std::string &zero_exp, bool single, unsigned threads) {
   format_id fa{}, fb{}, fo{};
-  const tc::scaled_preset &P = io::resolve_scaled({kind, b_format, scale_format, vec},
-                                                  {arch, "", a_format, out, 0, false}, fa, fb, fo);
+  io::scaled_mma_options so;
+  so.kind = kind, so.b_format = b_format, so.scale_format = scale_format, so.vec = vec;
+  io::mma_common mc;
+  mc.arch = arch, mc.a_format = a_format, mc.out = out;
+  const tc::scaled_preset &P = io::resolve_scaled(so, mc, fa, fb, fo);
   tc::scaled_params p = P.params;
   p.zeros = zero_rule(zero_exp);
   const dims d = gemm_dims(a, b, c, single, P.m, P.n, p.k, P.ptx);
