@@ -35,6 +35,7 @@ namespace {
 struct mma_cli {
   std::string arch, instr, a_format, b_format, c_format, out, in_file; // out "": fp32, or --ptx's
   std::string ptx;                                                     // --ptx: the instruction string
+  std::string zero_exp;                                                // --zero-exp
   unsigned k = 0, shape_k = 0;
   bool list = false, trace = false, json = false, packed = false;
   io::scaled_mma_options scaled; // --kind, --scale-format, --scale-vec (io/mma_scaled); B: b_format
@@ -439,13 +440,11 @@ void run_preset(const mma_cli &o, const tc::preset &P, std::istream &is) {
     else
       fn(binary32{});
   };
-  if (P.b != P.in) { // fp8 mixes, sm120 kind::f8f6f4 mixes with fp6/fp4
-    tc::visit_f8f6f4(P.in, [&](auto fa) {
-      tc::visit_f8f6f4(P.b, [&](auto fb) {
-        half_single(P.out, [&](auto fo) {
-          using Out = decltype(fo);
-          run_lines<decltype(fa), Out, decltype(fb), Out>(o, P, is);
-        });
+  if (P.b != P.in) { // fp8 mixes, sm120 kind::f8f6f4 mixes with fp6/fp4, tcgen05 fp16 x bf16
+    tc::visit_mixed_operands(P.in, P.b, [&](auto fa, auto fb) {
+      half_single(P.out, [&](auto fo) {
+        using Out = decltype(fo);
+        run_lines<decltype(fa), Out, decltype(fb), Out>(o, P, is);
       });
     });
     return;
@@ -482,15 +481,21 @@ void run(const mma_cli &given) {
   if (!o.in_file.empty()) file = io::rethrow_as<bad_input>([&] { return io::open_input(o.in_file, "--in"); });
   std::istream &is = o.in_file.empty() ? std::cin : file;
   if (o.in_file.empty()) io::rethrow_as<bad_input>([] { io::check_stdin("mma"); });
+  tc::zero_exp zeros = tc::zero_exp::e_zero;
+  if (!o.zero_exp.empty() && !tc::parse_zero_exp(o.zero_exp.c_str(), zeros))
+    throw bad_input("unknown --zero-exp '" + io::shorten(o.zero_exp) + "' (e_zero or default, mmasim)");
   if (io::scaled_requested(o.scaled)) {
     io::scaled_mma_options sc = o.scaled;
     sc.b_format = o.b_format; // the one --b-format option serves both the block model and --kind
     sc.packed = o.packed;
     io::rethrow_as<bad_input>([&] {
-      io::run_scaled_lines(sc, {o.arch, o.instr, o.a_format, o.out, o.k, o.json, o.ptx}, is, std::cout);
+      io::run_scaled_lines(sc, {o.arch, o.instr, o.a_format, o.out, o.k, o.json, o.ptx, zeros}, is,
+                           std::cout);
     });
     return;
   }
+  if (tc::arch nv{}; !o.zero_exp.empty() && !tc::parse_arch(o.arch, nv))
+    throw bad_input("--zero-exp applies to the NVIDIA presets, not to --arch " + io::shorten(o.arch));
   if (const cpu::model_info *m = cpu::find_model(o.arch.c_str())) {
     if (o.packed) throw bad_input(std::string("--packed: --arch ") + m->name + " takes bf16, not e2m1 (fp4)");
     run_cpu_lines(o, *m, is);
@@ -528,7 +533,9 @@ void run(const mma_cli &given) {
   if (!o.ptx.empty())
     io::write_ptx_mapping(std::cout, o.json, o.ptx, tc::to_string(arch), preset_summary(*P),
                           [&](io::json_writer &w) { write_preset(w, *P); });
-  run_preset(o, *P, is);
+  tc::preset Q = *P;
+  Q.block.zeros = zeros; // per call (no effect on the f64 fma chain)
+  run_preset(o, Q, is);
 }
 
 void register_mma(CLI::App &app) {
@@ -562,6 +569,9 @@ void register_mma(CLI::App &app) {
       "--scale-format", o->scaled.scale_format,
       "with --kind: ue8m0 or ue4m3; scale factors follow B on each line as bit patterns 0x00..0xff");
   add_count(sub, "--scale-vec", o->scaled.vec, "with --kind: k-elements per scale factor, 16 or 32", 1, 64);
+  sub->add_option("--zero-exp", o->zero_exp,
+                  "exponent of zero terms in the max search: e_zero (default: the preset's e_zero) or "
+                  "mmasim (MMA-Sim: a zero factor, a zero C and a zero ue4m3 scale count as 2^-126)");
   sub->add_option("--out", o->out, "format of D (and of C unless --c-format): fp32 (default), fp16, fp64");
   sub->add_option(
       "--ptx", o->ptx,

@@ -685,7 +685,9 @@ def compare(actual, expected, *, format: str | None = None, first: int = 10, op:
 def gemm(a, b, c=None, *, arch: str = "sm80", kind: str | None = None, a_format: str | None = None,
          c_format: str | None = None, trace=None, threads: int = 0, split_k: int = 1, slice: int | None = None,
          order: str = "sequential", partial_format: str | None = None, c_entry: str = "first",
-         out_format: str | None = None, _single: bool = False):
+         out_format: str | None = None, b_format: str | None = None, scale_a=None, scale_b=None,
+         scale_format: str | None = None, scale_vec: int | None = None, zero_exp: str | None = None,
+         _single: bool = False):
     """D = A B + C on the tensor-core model of `arch` (tc presets, docs/tensor-cores.md): K is
     cut into the instruction's k chunks, each a chain of hardware blocks. a (M x K) and b
     (K x N) in the input format (bf16/fp16/tf32/e4m3/e5m2: from the dtype, or a_format= for
@@ -714,13 +716,51 @@ def gemm(a, b, c=None, *, arch: str = "sm80", kind: str | None = None, a_format:
     >>> d2 = bf16emu.gemm(a, b, a_format="bf16", arch="ieee-mul-add", out_format="bf16", split_k=2, partial_format="bf16")
     >>> hex(int(d1[0, 0])), hex(int(d2[0, 0]))  # 1 + 3 * 2^-9 rounded once; (1 + 2^-9 -> 1) + 2^-8: a tie
     ('0x3f81', '0x3f80')
+
+    Mixed-format and block-scaled kinds (sm100 tcgen05, sm120 mma.sync; docs/tensor-cores.md):
+    kind="f8f6f4", "mxf8f6f4", "mxf4" or "mxf4nvf4"; a and b as uint8 bit patterns with
+    a_format= and b_format= (e4m3, e5m2, e3m2, e2m3, e2m1; one code per byte), scale_a (M x K/vec)
+    and scale_b (K/vec x N) as uint8 bit patterns of scale_format= (ue8m0 or ue4m3), scale_vec=
+    16 or 32 (default: the kind's). D in fp32 (or fp16 for kind::f8f6f4 with a fp16 c).
+
+    >>> a = np.zeros((1, 64), np.uint8); a[0, [0, 16, 32]] = 0x2  # e2m1 1.0
+    >>> d = bf16emu.gemm(a, a.T.copy(), arch="sm120", kind="mxf4nvf4", a_format="e2m1", scale_format="ue4m3",
+    ...                  scale_vec=32, scale_a=np.uint8([[0x40, 0x48]]), scale_b=np.uint8([[0x38], [0x38]]))
+    >>> float(d[0, 0])  # 1*2 + 1*2 (factor 0 covers k 0..31) + 1*4
+    8.0
+
+    AMD CDNA MFMA (arch="cdna1" .. "cdna3", or mi100/gfx908 ...): kind= names the instruction
+    ("v_mfma_f32_32x32x8_bf16"), or a_format= (or a's dtype) picks the arch's first of that type;
+    fp8/bf8 (FNUZ) operands as uint8 bit patterns, xf32 as float32. C and D fp32 (fp64 for f64).
+
+    zero_exp="mmasim" gives zero terms MMA-Sim's exponents instead of the preset's e_zero (NVIDIA
+    presets and kinds; docs/tensor-cores.md, "The zero-term exponent").
     """
+    if not isinstance(arch, str):
+        raise TypeError(f"argument 'arch' must be a name (str), got {type(arch).__name__}")
+    if kind is not None and not isinstance(kind, str):
+        raise TypeError(f"argument 'kind' must be a name (str), got {type(kind).__name__}")
+    if zero_exp is not None and not isinstance(zero_exp, str):
+        raise TypeError(f"argument 'zero_exp' must be a name (str), got {type(zero_exp).__name__}")
+    if _core.is_amd_arch(arch):
+        if zero_exp is not None:
+            raise ValueError("argument 'zero_exp' applies to the NVIDIA presets, not to the AMD models")
+        return _gemm_amd(a, b, c, arch, kind, a_format, c_format, trace, threads, _single)
+    if kind in _SCALED_KINDS or scale_a is not None or scale_b is not None or scale_format is not None:
+        return _gemm_scaled(a, b, c, arch, kind, a_format, b_format, c_format, scale_a, scale_b, scale_format,
+                            scale_vec, zero_exp, trace, threads, _single)
     a_bits, fin, kind_a = to_bits(a, a_format, "a")
     b_bits, fb, _ = to_bits(b, a_format or fin, "b")
     if fb != fin:
         raise TypeError(f"argument 'b' holds {fb} but argument 'a' holds {fin}")
+    if b_format is not None and _format_name(b_format, "b_format") != fin:
+        raise ValueError(f"argument 'b_format': the {arch} presets of gemm take B in A's format {fin} "
+                         f"(other B formats: kind='f8f6f4' and the block-scaled kinds)")
     if (arch in _IEEE_ENGINES or split_k != 1 or slice is not None or order != "sequential"
             or partial_format is not None or c_entry != "first" or out_format is not None):
+        if zero_exp is not None:
+            raise ValueError("argument 'zero_exp' is not available with split_k, slice, order, partial_format, "
+                             "c_entry or out_format")
         return _gemm_family(a_bits, fin, kind_a, b_bits, c, arch, kind, c_format, trace, threads, split_k, slice,
                             order, partial_format, c_entry, out_format)
     if c is None:
@@ -731,14 +771,10 @@ def gemm(a, b, c=None, *, arch: str = "sm80", kind: str | None = None, a_format:
         kind_c = _Kind(kind_a.torch, True)
     else:
         c_bits, fout, kind_c = to_bits(c, c_format, "c")
-    if kind is not None and not isinstance(kind, str):
-        raise TypeError(f"argument 'kind' must be a name (str), got {type(kind).__name__}")
-    if not isinstance(arch, str):
-        raise TypeError(f"argument 'arch' must be a name (str), got {type(arch).__name__}")
     ti, tj = (-1, -1) if trace is None else _pair(trace)
     _options(ROUNDING_DEFAULT, "after", "ieee", False, False, False, None, threads)
     d_bits, blocks, info = _core.gemm(a_bits, b_bits, c_bits, fin, fout, arch, kind or "", _single, ti, tj,
-                                      int(threads))
+                                      int(threads), zero_exp or "")
     d = from_bits(d_bits, fout, kind_c)
     if trace is None:
         return d
@@ -748,6 +784,78 @@ def gemm(a, b, c=None, *, arch: str = "sm80", kind: str | None = None, a_format:
 
 
 _IEEE_ENGINES = ("ieee-fma", "ieee-mul-add")
+_SCALED_KINDS = ("f8f6f4", "mxf8f6f4", "mxf4", "mxf4nvf4")
+
+
+def _u64(bits) -> np.ndarray:
+    return np.ascontiguousarray(bits, dtype=np.uint64)
+
+
+def _c_bits(c, c_format, fout_default, shape, kind_a):
+    """C's bit patterns, its format and kind: zeros of fout_default when c is None."""
+    if c is None:
+        fout = _format_name(c_format, "c_format") if c_format is not None else fout_default
+        return np.zeros(shape, dtype=_BITS_DTYPE[_WIDTH[fout]]), fout, _Kind(kind_a.torch, True)
+    return to_bits(c, c_format, "c")
+
+
+def _byte_bits(x, arg: str):
+    """uint8 bit patterns (scale factors, FNUZ fp8/bf8) of an array or tensor; None: an empty (0, 0)."""
+    if x is None:
+        return np.zeros((0, 0), np.uint8)
+    a = x.detach().cpu().numpy() if _is_tensor(x) else np.asarray(x)
+    if a.dtype != np.uint8:
+        raise TypeError(f"argument '{arg}' must hold uint8 bit patterns, got dtype {a.dtype}")
+    return np.ascontiguousarray(a)
+
+
+def _gemm_scaled(a, b, c, arch, kind, a_format, b_format, c_format, scale_a, scale_b, scale_format, scale_vec,
+                 zero_exp, trace, threads, single):
+    if kind not in _SCALED_KINDS:
+        raise ValueError(f"scale_a, scale_b and scale_format need kind= one of {', '.join(_SCALED_KINDS)}, "
+                         f"got {str(kind)[:80]!r}")
+    if trace is not None:
+        raise ValueError("argument 'trace' is not available for the mixed-format and block-scaled kinds")
+    if kind != "f8f6f4" and (scale_a is None or scale_b is None):
+        raise ValueError(f"kind '{kind}' needs scale_a and scale_b (uint8 bit patterns of the scale factors)")
+    a_bits, fa, kind_a = to_bits(a, a_format, "a")
+    b_bits, fb, _ = to_bits(b, b_format if b_format is not None else a_format, "b")
+    if a_bits.ndim != 2 or b_bits.ndim != 2:
+        raise ValueError("arguments 'a' and 'b' must be 2-d (M x K, K x N)")
+    c_bits, fout, kind_c = _c_bits(c, c_format, "fp32", (a_bits.shape[0], b_bits.shape[1]), kind_a)
+    vec = 0 if scale_vec is None else _count(scale_vec, "scale_vec", 1)
+    _options(ROUNDING_DEFAULT, "after", "ieee", False, False, False, None, threads)
+    d = _core.gemm_scaled(_u64(a_bits), _u64(b_bits), _u64(c_bits), _byte_bits(scale_a, "scale_a"),
+                          _byte_bits(scale_b, "scale_b"), fa, fb, fout, arch, kind, scale_format or "", vec,
+                          zero_exp or "", single, int(threads))
+    return from_bits(d.astype(_BITS_DTYPE[_WIDTH[fout]]), fout, kind_c)
+
+
+def _amd_operand(x, fmt: str, arg: str):
+    """(uint64 bit patterns, kind) of an AMD operand of the instruction's type fmt."""
+    if fmt in ("fp8", "bf8"):  # FNUZ bytes: no float dtype holds them
+        return _u64(_byte_bits(x, arg)), _Kind(_is_tensor(x), False)
+    bits, _, kind = to_bits(x, "fp32" if fmt == "xf32" else fmt, arg)
+    return _u64(bits), kind
+
+
+def _gemm_amd(a, b, c, arch, kind, a_format, c_format, trace, threads, single):
+    if trace is not None:
+        raise ValueError("argument 'trace' is not available for the AMD models")
+    fmt = a_format
+    if kind is None and fmt is None:  # the instruction from a's dtype
+        _, fmt, _ = to_bits(a, None, "a")
+    fa, fb, fout, _ = _core.amd_formats(arch, kind or "", fmt or "", "fp32")
+    a_bits, kind_a = _amd_operand(a, fa, "a")
+    b_bits, _ = _amd_operand(b, fb, "b")
+    if a_bits.ndim != 2 or b_bits.ndim != 2:
+        raise ValueError("arguments 'a' and 'b' must be 2-d (M x K, K x N)")
+    c_bits, fc, kind_c = _c_bits(c, c_format, fout, (a_bits.shape[0], b_bits.shape[1]), kind_a)
+    if fc != fout:
+        raise ValueError(f"argument 'c': the instruction takes C in {fout}, not {fc}")
+    _options(ROUNDING_DEFAULT, "after", "ieee", False, False, False, None, threads)
+    d = _core.gemm_amd(a_bits, b_bits, _u64(c_bits), arch, kind or "", fmt or "", "fp32", single, int(threads))
+    return from_bits(d.astype(_BITS_DTYPE[_WIDTH[fout]]), fout, kind_c)
 
 
 def _count(x, arg: str, low: int) -> int:
@@ -941,9 +1049,11 @@ def explain_gemm(a, b, result, *, c=None, a_format: str | None = None, c_format:
 
 
 def mma(a, b, c=None, *, arch: str = "sm80", kind: str | None = None, a_format: str | None = None,
-        c_format: str | None = None, trace=None):
+        c_format: str | None = None, trace=None, b_format: str | None = None, scale_a=None, scale_b=None,
+        scale_format: str | None = None, scale_vec: int | None = None, zero_exp: str | None = None):
     """One tensor-core instruction D = A B + C on the preset's exact m x n x k tile (e.g.
-    16x8x16 for sm80 mma.sync bf16): the shapes must match the instruction. See gemm().
+    16x8x16 for sm80 mma.sync bf16; 16x8x64 for sm120 kind::mxf4nvf4; 32x32x8 for AMD
+    v_mfma_f32_32x32x8_bf16): the shapes must match the instruction. See gemm().
 
     >>> a = bf16emu.convert(np.ones((16, 16), np.float32), to="bf16")
     >>> b = bf16emu.convert(np.ones((16, 8), np.float32), to="bf16")
@@ -951,7 +1061,8 @@ def mma(a, b, c=None, *, arch: str = "sm80", kind: str | None = None, a_format: 
     16.0
     """
     return gemm(a, b, c, arch=arch, kind=kind, a_format=a_format, c_format=c_format, trace=trace, threads=1,
-                _single=True)
+                b_format=b_format, scale_a=scale_a, scale_b=scale_b, scale_format=scale_format, scale_vec=scale_vec,
+                zero_exp=zero_exp, _single=True)
 
 
 # ---------------------------------------------------------------------------

@@ -119,7 +119,9 @@ def compare(actual: Array, expected: Array, *, format: Optional[str] = ..., firs
 def gemm(a: Array, b: Array, c: Optional[Array] = ..., *, arch: str = ..., kind: Optional[str] = ...,
          a_format: Optional[str] = ..., c_format: Optional[str] = ..., trace: Optional[Tuple[int, int]] = ...,
          threads: int = ..., split_k: int = ..., slice: Optional[int] = ..., order: str = ...,
-         partial_format: Optional[str] = ..., c_entry: str = ..., out_format: Optional[str] = ...) -> Any: ...
+         partial_format: Optional[str] = ..., c_entry: str = ..., out_format: Optional[str] = ...,
+         b_format: Optional[str] = ..., scale_a: Optional[Array] = ..., scale_b: Optional[Array] = ...,
+         scale_format: Optional[str] = ..., scale_vec: Optional[int] = ..., zero_exp: Optional[str] = ...) -> Any: ...
 
 class GemmExplanation:
     members: int
@@ -139,7 +141,9 @@ def explain_gemm(a: Union[Array, str, "os.PathLike[str]"], b: Union[Array, str, 
                  c_at_end: bool = ..., sample: int = ..., top: int = ..., threads: int = ...) -> GemmExplanation: ...
 def mma(a: Array, b: Array, c: Optional[Array] = ..., *, arch: str = ..., kind: Optional[str] = ...,
         a_format: Optional[str] = ..., c_format: Optional[str] = ...,
-        trace: Optional[Tuple[int, int]] = ...) -> Any: ...
+        trace: Optional[Tuple[int, int]] = ..., b_format: Optional[str] = ..., scale_a: Optional[Array] = ...,
+        scale_b: Optional[Array] = ..., scale_format: Optional[str] = ..., scale_vec: Optional[int] = ...,
+        zero_exp: Optional[str] = ...) -> Any: ...
 
 def attention(q: Array, k: Array, v: Array, *, policy: str = ..., variant: str = ..., beta: float = ...,
               causal: bool = ..., ledger: bool = ..., reference: bool = ..., block_m: int = ..., block_n: int = ...,

@@ -9,12 +9,22 @@
 #include <bf16emu/tc.hpp>
 #include <bf16emu/tc/gemm_family.hpp>
 
+#include "io/mma_amd.hpp"
+#include "io/mma_scaled.hpp"
 #include "io/names.hpp"
 #include "module.hpp"
 
 namespace bf16emu::py {
 
 namespace {
+
+tc::zero_exp zero_rule(const std::string &name) {
+  tc::zero_exp z = tc::zero_exp::e_zero;
+  if (!name.empty() && !tc::parse_zero_exp(name.c_str(), z))
+    throw pybind11::value_error("argument 'zero_exp': unknown rule '" + name.substr(0, 80) +
+                                "' (e_zero or default, mmasim)");
+  return z;
+}
 
 const tc::preset &lookup(const std::string &arch, const std::string &kind, format_id in, format_id out) {
   tc::arch a{};
@@ -275,14 +285,13 @@ pybind11::dict explain_gemm_bits(const pybind11::array &a, const pybind11::array
   return d;
 }
 
-// D = A B + C on the preset, A (M x K), B (K x N), C (M x N) row-major bit patterns; with
-// trace_i/j >= 0, the blocks of D[trace_i][trace_j].
-pybind11::tuple gemm_bits(const pybind11::array &a, const pybind11::array &b, const pybind11::array &c,
-                          const std::string &in_name, const std::string &out_name, const std::string &arch,
-                          const std::string &kind, bool single_instruction, long trace_i, long trace_j,
-                          unsigned threads) {
-  const format_id in = io::parse_format(in_name), out = io::parse_format(out_name);
-  const tc::preset &P = lookup(arch, kind, in, out);
+// (M, K, N) of A (M x K), B (K x N), C (M x N); a ValueError names a wrong shape. With single (an
+// mma call), the shapes must be the instruction's m x k, k x n (ptx names it in the message).
+struct dims {
+  long M, K, N;
+};
+dims gemm_dims(const pybind11::array &a, const pybind11::array &b, const pybind11::array &c, bool single,
+               int m, int n, int k, const char *ptx) {
   if (a.ndim() != 2 || b.ndim() != 2 || c.ndim() != 2)
     throw pybind11::value_error("arguments 'a', 'b', 'c' must be 2-d (M x K, K x N, M x N)");
   const long M = long(a.shape(0)), K = long(a.shape(1)), N = long(b.shape(1));
@@ -292,10 +301,121 @@ pybind11::tuple gemm_bits(const pybind11::array &a, const pybind11::array &b, co
   if (c.shape(0) != M || c.shape(1) != N)
     throw pybind11::value_error("argument 'c': shape " + shape_text(c) + " is not (" + std::to_string(M) +
                                 ", " + std::to_string(N) + ")");
-  if (single_instruction && (M != P.m || N != P.n || K != P.k))
-    throw pybind11::value_error(std::string("mma on ") + P.ptx + " takes a " + std::to_string(P.m) + "x" +
-                                std::to_string(P.k) + ", b " + std::to_string(P.k) + "x" +
-                                std::to_string(P.n) + "; got a " + shape_text(a) + ", b " + shape_text(b));
+  if (single && (M != m || N != n || K != k))
+    throw pybind11::value_error(std::string("mma on ") + ptx + " takes a " + std::to_string(m) + "x" +
+                                std::to_string(k) + ", b " + std::to_string(k) + "x" + std::to_string(n) +
+                                "; got a " + shape_text(a) + ", b " + shape_text(b));
+  return {M, K, N};
+}
+
+// D[i][j] = dot(i, j) for every element, rows in parallel with the GIL released; column j of B
+// (and of sb, S entries) gathered into contiguous buffers. Bit patterns as uint64.
+template <class Dot>
+pybind11::array_t<std::uint64_t> gemm_elements(const dims &d, const std::uint64_t *B, const std::uint8_t *sb,
+                                               long S, unsigned threads, Dot dot) {
+  pybind11::array_t<std::uint64_t> out({d.M, d.N});
+  std::uint64_t *D = out.mutable_data();
+  pybind11::gil_scoped_release release;
+  parallel_for(
+      std::uint64_t(d.M), threads,
+      [&](std::uint64_t i, unsigned) {
+        std::vector<std::uint64_t> col(std::size_t(d.K));
+        std::vector<std::uint8_t> scol(static_cast<std::size_t>(S));
+        for (long j = 0; j < d.N; ++j) {
+          for (long k = 0; k < d.K; ++k)
+            col[std::size_t(k)] = B[k * d.N + j];
+          for (long s = 0; s < S; ++s)
+            scol[std::size_t(s)] = sb[s * d.N + j];
+          D[long(i) * d.N + j] = dot(long(i), j, col.data(), scol.data());
+        }
+      },
+      signal_checker());
+  return out;
+}
+
+// D = A B + C on a mixed-format or block-scaled kind (tc/scaled.hpp, resolved as `bf16emu mma
+// --kind` does): A, B, C bit patterns (uint64; C in the D format), scale factors sa (M x K/vec)
+// and sb (K/vec x N) as bytes (ignored by the unscaled kind::f8f6f4). Returns D's bit patterns.
+pybind11::array_t<std::uint64_t>
+gemm_scaled_bits(const pybind11::array_t<std::uint64_t, pybind11::array::c_style> &a,
+                 const pybind11::array_t<std::uint64_t, pybind11::array::c_style> &b,
+                 const pybind11::array_t<std::uint64_t, pybind11::array::c_style> &c,
+                 const pybind11::array_t<std::uint8_t, pybind11::array::c_style> &sa,
+                 const pybind11::array_t<std::uint8_t, pybind11::array::c_style> &sb,
+                 const std::string &a_format, const std::string &b_format, const std::string &out,
+                 const std::string &arch, const std::string &kind, const std::string &scale_format,
+                 unsigned vec, const std::string &zero_exp, bool single, unsigned threads) {
+  format_id fa{}, fb{}, fo{};
+  io::scaled_mma_options so;
+  so.kind = kind, so.b_format = b_format, so.scale_format = scale_format, so.vec = vec;
+  io::mma_common mc;
+  mc.arch = arch, mc.a_format = a_format, mc.out = out;
+  const tc::scaled_preset &P = io::resolve_scaled(so, mc, fa, fb, fo);
+  tc::scaled_params p = P.params;
+  p.zeros = zero_rule(zero_exp);
+  const dims d = gemm_dims(a, b, c, single, P.m, P.n, p.k, P.ptx);
+  const bool scaled = p.scale != tc::scale_kind::none;
+  const long S = scaled ? d.K / p.vec : 0;
+  if (scaled && d.K % p.k != 0)
+    throw pybind11::value_error("kind::" + std::string(P.kind) + " takes whole instructions: K = " +
+                                std::to_string(d.K) + " is not a multiple of " + std::to_string(p.k));
+  if (scaled && (sa.ndim() != 2 || sa.shape(0) != d.M || sa.shape(1) != S))
+    throw pybind11::value_error("argument 'scale_a': shape " + shape_text(sa) + " is not (" +
+                                std::to_string(d.M) + ", " + std::to_string(S) + "): one factor per " +
+                                std::to_string(p.vec) + " k-elements of each row of a");
+  if (scaled && (sb.ndim() != 2 || sb.shape(0) != S || sb.shape(1) != d.N))
+    throw pybind11::value_error("argument 'scale_b': shape " + shape_text(sb) + " is not (" +
+                                std::to_string(S) + ", " + std::to_string(d.N) + "): one factor per " +
+                                std::to_string(p.vec) + " k-elements of each column of b");
+  const std::uint64_t *A = a.data(), *C = c.data();
+  const std::uint8_t *SA = scaled ? sa.data() : nullptr;
+  return gemm_elements(d, b.data(), scaled ? sb.data() : nullptr, S, threads,
+                       [&](long i, long j, const std::uint64_t *bcol, const std::uint8_t *scol) {
+                         return io::scaled_dot_bits(p, fa, fb, fo, A + i * d.K, bcol, int(d.K),
+                                                    scaled ? SA + i * S : nullptr, scaled ? scol : nullptr,
+                                                    C[i * d.N + j]);
+                       });
+}
+
+// D = A B + C on an AMD CDNA MFMA instruction (tc/amd.hpp, resolved as `bf16emu mma --arch cdnaN`
+// does: instr names it, or a_format picks the first of that type). Bit patterns as uint64.
+pybind11::array_t<std::uint64_t>
+gemm_amd_bits(const pybind11::array_t<std::uint64_t, pybind11::array::c_style> &a,
+              const pybind11::array_t<std::uint64_t, pybind11::array::c_style> &b,
+              const pybind11::array_t<std::uint64_t, pybind11::array::c_style> &c, const std::string &arch,
+              const std::string &instr, const std::string &a_format, const std::string &out, bool single,
+              unsigned threads) {
+  const tc::amd_preset *P = io::resolve_amd(arch, instr, a_format, out);
+  if (!P)
+    throw pybind11::value_error("argument 'arch': '" + arch.substr(0, 80) + "' is not an AMD CDNA arch");
+  const dims d = gemm_dims(a, b, c, single, P->m, P->n, P->k, P->name);
+  const std::uint64_t *A = a.data(), *C = c.data();
+  return gemm_elements(d, b.data(), nullptr, 0, threads,
+                       [&](long i, long j, const std::uint64_t *bcol, const std::uint8_t *) {
+                         return tc::amd_dot(*P, A + i * d.K, bcol, int(d.K), C[i * d.N + j]);
+                       });
+}
+
+// The formats an AMD instruction takes and writes, for the Python side's conversions:
+// (a, b, out) as `bf16emu mma` format names (fp8/bf8: the FNUZ bytes).
+pybind11::tuple amd_formats(const std::string &arch, const std::string &instr, const std::string &a_format,
+                            const std::string &out) {
+  const tc::amd_preset *P = io::resolve_amd(arch, instr, a_format, out);
+  if (!P) return pybind11::make_tuple();
+  return pybind11::make_tuple(to_string(P->a), to_string(P->b), to_string(P->out), P->name);
+}
+
+// D = A B + C on the preset, A (M x K), B (K x N), C (M x N) row-major bit patterns; with
+// trace_i/j >= 0, the blocks of D[trace_i][trace_j].
+pybind11::tuple gemm_bits(const pybind11::array &a, const pybind11::array &b, const pybind11::array &c,
+                          const std::string &in_name, const std::string &out_name, const std::string &arch,
+                          const std::string &kind, bool single_instruction, long trace_i, long trace_j,
+                          unsigned threads, const std::string &zero_exp) {
+  const format_id in = io::parse_format(in_name), out = io::parse_format(out_name);
+  tc::preset P = lookup(arch, kind, in, out);
+  P.block.zeros = zero_rule(zero_exp);
+  const dims dd = gemm_dims(a, b, c, single_instruction, P.m, P.n, P.k, P.ptx);
+  const long M = dd.M, K = dd.K, N = dd.N;
   if (trace_i >= M || trace_j >= N)
     throw pybind11::value_error("argument 'trace': element outside the output");
   pybind11::array d = pybind11::array(c.dtype(), std::vector<pybind11::ssize_t>{M, N});
@@ -350,6 +470,19 @@ pybind11::tuple gemm_bits(const pybind11::array &a, const pybind11::array &b, co
 void bind_tc(pybind11::module_ &m) {
   m.def("gemm", &gemm_bits,
         "D = A B + C on the tensor-core model; returns (D bits, trace blocks, preset info)");
+  m.def("gemm_scaled", &gemm_scaled_bits,
+        "D = A B + C on a mixed-format / block-scaled kind; D bits (uint64)");
+  m.def("gemm_amd", &gemm_amd_bits, "D = A B + C on an AMD CDNA MFMA instruction; D bits (uint64)");
+  m.def(
+      "is_amd_arch",
+      [](const std::string &name) {
+        tc::amd_arch a{};
+        return tc::parse_amd_arch(name, a);
+      },
+      "whether arch names an AMD CDNA generation (cdna1..3, mi100.., gfx908..)");
+  m.def("amd_formats", &amd_formats,
+        "(a, b, out, instruction) of the AMD instruction that arch/instr/a_format/out name; () if arch is "
+        "not AMD");
   m.def("gemm_member", &gemm_member_bits,
         "D = A B + C with one member of the GEMM family; returns (D bits, trace blocks, partials, member)");
   m.def("explain_gemm", &explain_gemm_bits, "search the GEMM family for the member reproducing a result");

@@ -60,26 +60,6 @@ struct line_data {
   std::uint64_t c = 0;
 };
 
-std::uint64_t evaluate(const tc::scaled_preset &P, format_id fa, format_id fb, const line_data &d, int K) {
-  return tc::visit_f8f6f4(fa, [&](auto ta) {
-    return tc::visit_f8f6f4(fb, [&](auto tb) -> std::uint64_t {
-      using A = decltype(ta);
-      using B = decltype(tb);
-      std::vector<fp<A>> va(K);
-      std::vector<fp<B>> vb(K);
-      for (int i = 0; i < K; ++i)
-        va[i] = fp<A>::from_bits(d.a[i]), vb[i] = fp<B>::from_bits(d.b[i]);
-      const std::uint8_t *sa = d.sa.empty() ? nullptr : d.sa.data();
-      const std::uint8_t *sb = d.sb.empty() ? nullptr : d.sb.data();
-      if (P.out == format_id::fp16)
-        return tc::scaled_dot<A, B, binary16>(P.params, va.data(), vb.data(), K, sa, sb, f16::from_bits(d.c))
-            .bits;
-      return tc::scaled_dot<A, B, binary32>(P.params, va.data(), vb.data(), K, sa, sb, f32::from_bits(d.c))
-          .bits;
-    });
-  });
-}
-
 const char *rounding_name(tc::out_round r) {
   return r == tc::out_round::truncate ? "truncate" : "nearest_even";
 }
@@ -88,11 +68,30 @@ std::string operands(const tc::scaled_preset &P) { return P.any_f8f6f4 ? "f8f6f4
 
 } // namespace
 
+std::uint64_t scaled_dot_bits(const tc::scaled_params &p, format_id fa, format_id fb, format_id out,
+                              const std::uint64_t *a, const std::uint64_t *b, int K, const std::uint8_t *sa,
+                              const std::uint8_t *sb, std::uint64_t c) {
+  return tc::visit_f8f6f4(fa, [&](auto ta) {
+    return tc::visit_f8f6f4(fb, [&](auto tb) -> std::uint64_t {
+      using A = decltype(ta);
+      using B = decltype(tb);
+      std::vector<fp<A>> va(std::size_t(K > 0 ? K : 0));
+      std::vector<fp<B>> vb(va.size());
+      for (int i = 0; i < K; ++i)
+        va[std::size_t(i)] = fp<A>::from_bits(a[i]), vb[std::size_t(i)] = fp<B>::from_bits(b[i]);
+      if (out == format_id::fp16)
+        return tc::scaled_dot<A, B, binary16>(p, va.data(), vb.data(), K, sa, sb, f16::from_bits(c)).bits;
+      return tc::scaled_dot<A, B, binary32>(p, va.data(), vb.data(), K, sa, sb, f32::from_bits(c)).bits;
+    });
+  });
+}
+
 bool scaled_requested(const scaled_mma_options &o) noexcept {
   return !o.kind.empty() || !o.scale_format.empty() || o.vec != 0;
 }
 
-void run_scaled_lines(const scaled_mma_options &o, const mma_common &c, std::istream &in, std::ostream &out) {
+const tc::scaled_preset &resolve_scaled(const scaled_mma_options &o, const mma_common &c, format_id &fa,
+                                        format_id &fb, format_id &fo) {
   if (o.kind.empty())
     throw input_error("--scale-format and --scale-vec need --kind (f8f6f4, mxf8f6f4, mxf4, mxf4nvf4)");
   if (c.arch.empty()) throw input_error("mma needs --arch (or --list-arch)");
@@ -102,9 +101,9 @@ void run_scaled_lines(const scaled_mma_options &o, const mma_common &c, std::ist
   tc::instr_kind instr = tc::default_kind(arch);
   if (!c.instr.empty() && !tc::parse_instr(c.instr, instr))
     throw input_error("unknown --instr '" + shorten(c.instr) + "' (mma, wgmma, tcgen05)");
-  const format_id fa = parse_format(c.a_format);
-  const format_id fb = o.b_format.empty() ? fa : parse_format(o.b_format);
-  const format_id fo = parse_format(c.out);
+  fa = parse_format(c.a_format);
+  fb = o.b_format.empty() ? fa : parse_format(o.b_format);
+  fo = parse_format(c.out);
   tc::scale_kind sk = tc::scale_kind::none;
   if (o.kind != "f8f6f4")
     sk = o.kind == "mxf4nvf4" ? tc::scale_kind::ue4m3 : tc::scale_kind::ue8m0; // NVFP4, MX
@@ -144,14 +143,21 @@ void run_scaled_lines(const scaled_mma_options &o, const mma_common &c, std::ist
     throw input_error(std::string("kind::") + P->kind + " takes A and B in " +
                       (P->any_f8f6f4 ? "e4m3, e5m2, e3m2, e2m3, e2m1" : "e2m1") + ", not " + name(fa) +
                       " x " + name(fb));
+  return *P;
+}
+
+void run_scaled_lines(const scaled_mma_options &o, const mma_common &c, std::istream &in, std::ostream &out) {
+  format_id fa{}, fb{}, fo{};
+  const tc::scaled_preset *P = &resolve_scaled(o, c, fa, fb, fo);
   const fp4_packing pk = packing_for(o.packed, fa, fb);
   if (!c.ptx.empty())
-    write_ptx_mapping(out, c.json, c.ptx, tc::to_string(arch),
-                      std::string(tc::to_string(instr)) + " kind::" + P->kind + " " + name(fa) +
+    write_ptx_mapping(out, c.json, c.ptx, tc::to_string(P->arch),
+                      std::string(tc::to_string(P->instr)) + " kind::" + P->kind + " " + name(fa) +
                           (fb != fa ? std::string("x") + name(fb) : std::string()) + " -> " + name(P->out) +
                           " k" + std::to_string(P->params.k) + ": " + P->ptx + " (" + P->gpu + ")",
                       [&](json_writer &w) { write_scaled_preset(w, *P); });
-  const tc::scaled_params &p = P->params;
+  tc::scaled_params p = P->params;
+  p.zeros = c.zeros;
   const int K = c.k > 0 ? int(c.k) : p.k;
   const bool scaled = p.scale != tc::scale_kind::none;
   if (scaled && K % p.k != 0)
@@ -182,7 +188,9 @@ void run_scaled_lines(const scaled_mma_options &o, const mma_common &c, std::ist
       d.sb[s] = scale_of(tok[2 * K + S + s], p.scale, lineno, "scale of B #" + std::to_string(s));
     }
     d.c = value_of(tok[2 * K + 2 * S], fo, lineno, "C value");
-    const std::string dhex = mma_hex(fo, evaluate(*P, fa, fb, d, K));
+    const std::string dhex = mma_hex(fo, scaled_dot_bits(p, fa, fb, fo, d.a.data(), d.b.data(), K,
+                                                         d.sa.empty() ? nullptr : d.sa.data(),
+                                                         d.sb.empty() ? nullptr : d.sb.data(), d.c));
     if (c.json) {
       json_writer w(out, false);
       w.begin_object().kv("line", lineno).kv("kind", P->kind).kv("d", dhex).end_object();

@@ -3,12 +3,12 @@
 // block-scaled kinds"): option values, the line format with scale factors, the --list-arch rows.
 #pragma once
 
+#include <cstdint>
 #include <iosfwd>
 #include <string>
 
-namespace bf16emu::tc {
-struct scaled_preset;
-}
+#include <bf16emu/core/format.hpp>
+#include <bf16emu/tc/scaled.hpp>
 
 namespace bf16emu::io {
 
@@ -32,7 +32,19 @@ struct mma_common {
   unsigned k = 0; // 0: the instruction's k
   bool json = false;
   std::string ptx; // --ptx: the instruction string, whose mapping is written first (io/ptx.hpp)
+  tc::zero_exp zeros = tc::zero_exp::e_zero; // --zero-exp
 };
+
+// The preset that the options name, with the A, B and D formats it runs on (fa, fb, fo); an
+// unknown kind or format, or a combination without a preset, throws io::input_error naming it.
+const tc::scaled_preset &resolve_scaled(const scaled_mma_options &o, const mma_common &c, format_id &fa,
+                                        format_id &fb, format_id &fo);
+
+// D of one dot product of K bit patterns of fa x fb (scale factors sa, sb: one per p.vec elements
+// of K; null when unscaled) and C, in fo (fp32 or fp16): tc::scaled_dot on bit patterns.
+std::uint64_t scaled_dot_bits(const tc::scaled_params &p, format_id fa, format_id fb, format_id fo,
+                              const std::uint64_t *a, const std::uint64_t *b, int K, const std::uint8_t *sa,
+                              const std::uint8_t *sb, std::uint64_t c);
 
 // Reads lines of K values of A, K of B, then (scaled kinds) K/vec scale factors of A and K/vec
 // of B as bit patterns (0x00..0xff), then C; writes D as a hex bit pattern per line (or one JSON

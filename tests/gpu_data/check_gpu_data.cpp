@@ -159,6 +159,9 @@ constexpr const char *kCdRejected = "ptxas for sm_75 rejects D f16 with C f32";
 constexpr const char *kNoSm100Fp8 =
     "the runner's fp8 mma.sync kernels carry sm_89/sm_90 code only; gpu_data.published checks the preset "
     "against published B200 outputs";
+constexpr const char *kNoTcgen05Mix =
+    "the runner's tcgen05 kind::f16 kernels take A and B of one type; the f16 x bf16 mixes (issue 33, "
+    "from MMA-Sim) have no kernel yet";
 constexpr no_kernel kNoKernel[] = {
     {tc::arch::sm70, "mma.sync.aligned.m8n8k4.row.col.f32.f16.f16.f32", kNoSm70},
     {tc::arch::sm70, "mma.sync.aligned.m8n8k4.row.col.f16.f16.f16.f16", kNoSm70},
@@ -173,6 +176,12 @@ constexpr no_kernel kNoKernel[] = {
      "mma.sync.aligned.m16n8k64.row.col.kind::mxf4nvf4.block_scale.scale_vec::4X.f32.e2m1.e2m1.f32.ue8m0",
      "ptxas 13.0 refuses mma.sync scale_vec::4X with ue8m0 for sm_120a, sm_120f and sm_121a (Illegal "
      "modifier)"},
+    {tc::arch::sm100, "tcgen05.mma.cta_group::1.kind::f16 (f16 x bf16 in, f32 acc), k16", kNoTcgen05Mix},
+    {tc::arch::sm100, "tcgen05.mma.cta_group::1.kind::f16 (bf16 x f16 in, f32 acc), k16", kNoTcgen05Mix},
+    {tc::arch::sm120,
+     "mma.sync.aligned.m16n8k64.row.col.kind::mxf4nvf4.block_scale.scale_vec::2X.f32.e2m1.e2m1.f32.ue4m3",
+     "the runner issues mxf4nvf4 with ue4m3 factors at scale_vec::4X only; MMA-Sim's block32 ue4m3 form "
+     "(issue 33) has no kernel yet"},
 };
 
 // The CUDA architecture number of a model arch ("sm89" -> 89).

@@ -39,8 +39,14 @@ inline constexpr fmt fp32{8, 23, false}, fp16{5, 10, false}, bf16{8, 7, false}, 
 
 struct params {
   int L, F, e_zero, out_frac;
-  bool nearest_even; // else truncation
+  bool nearest_even;         // else truncation
+  bool mmasim_zeros = false; // zero terms: MMA-Sim's exponents instead of e_zero (below)
 };
+
+// MMA-Sim's exponent of a zero value (docs/tensor-cores.md, "The zero-term exponent"): a zero
+// operand counts as 2^-126 in the max search, so a zero product takes -126 plus the other
+// factor's exponent, and a zero c -126.
+inline constexpr int mmasim_zero = -126;
 
 enum class kind { zero, finite, inf, nan };
 
@@ -143,15 +149,21 @@ inline std::uint64_t block(const fmt &in, const fmt &inb, const fmt &out, const 
   term terms[65];
   int nt = 0;
   for (int i = 0; i < p.L; ++i) {
-    if (i >= n || va[i].k == kind::zero || vb[i].k == kind::zero) {
-      terms[nt++] = {0, false, p.e_zero, 0};
+    if (i >= n) { // padding: 0 * 0
+      terms[nt++] = {0, false, p.mmasim_zeros ? 2 * mmasim_zero : p.e_zero, 0};
+      continue;
+    }
+    if (va[i].k == kind::zero || vb[i].k == kind::zero) {
+      const int ea = va[i].k == kind::zero ? mmasim_zero : va[i].exp;
+      const int eb = vb[i].k == kind::zero ? mmasim_zero : vb[i].exp;
+      terms[nt++] = {0, false, p.mmasim_zeros ? ea + eb : p.e_zero, 0};
       continue;
     }
     const int e = va[i].exp + vb[i].exp;
     terms[nt++] = {va[i].sig * vb[i].sig, va[i].neg != vb[i].neg, e, e - in.mbits - inb.mbits};
   }
   if (vc.k == kind::zero)
-    terms[nt++] = {0, false, p.e_zero, 0};
+    terms[nt++] = {0, false, p.mmasim_zeros ? mmasim_zero : p.e_zero, 0};
   else
     terms[nt++] = {vc.sig, vc.neg, vc.exp, vc.exp - out.mbits};
 

@@ -50,6 +50,7 @@ struct sparams {
   scale_fmt scale;
   int F, e_zero, out_frac;
   bool nearest_even;
+  bool mmasim_zeros = false; // zero operands, c and scales count as 2^-126 (tc_reference.hpp)
 };
 
 // One block: n <= k products a*b (the rest zero products), scale factors per vec elements.
@@ -96,18 +97,22 @@ inline std::uint64_t scaled_block(const sfmt &fa, const sfmt &fb, const sfmt &ou
   };
   term t[65];
   int nt = 0;
+  // Under mmasim_zeros a zero scale factor's exponent is -126 (else its own, -6 for ue4m3).
+  auto sexp = [&](const scale_val &x) { return p.mmasim_zeros && x.sig == 0 ? mmasim_zero : x.exp; };
   if (p.group == 1) {
     for (int i = 0; i < p.k; ++i) {
-      if (i >= n || va[i].k == kind::zero || vb[i].k == kind::zero) {
-        t[nt++] = {0, 0, p.e_zero, true};
+      const scale_val x = scale_of(sa, i), y = scale_of(sb, i);
+      const bool za = i >= n || va[i].k == kind::zero, zb = i >= n || vb[i].k == kind::zero;
+      const int ez = (za ? mmasim_zero : va[i].exp) + (zb ? mmasim_zero : vb[i].exp) + sexp(x) + sexp(y);
+      if (za || zb) {
+        t[nt++] = {0, 0, p.mmasim_zeros ? ez : p.e_zero, true};
         continue;
       }
-      const scale_val x = scale_of(sa, i), y = scale_of(sb, i);
       const int me = va[i].exp + vb[i].exp + x.exp + y.exp;
       big s = va[i].sig * vb[i].sig * x.sig * y.sig;
       if (va[i].neg != vb[i].neg) s = -s;
       if (s == 0) {
-        t[nt++] = {0, 0, p.e_zero, true}; // a zero scale
+        t[nt++] = {0, 0, p.mmasim_zeros ? ez : p.e_zero, true}; // a zero scale
         continue;
       }
       t[nt++] = {s, me - fa.mbits - fb.mbits - x.frac - y.frac, me, false};
@@ -125,12 +130,12 @@ inline std::uint64_t scaled_block(const sfmt &fa, const sfmt &fb, const sfmt &ou
         s += va[i].neg != vb[i].neg ? big(-v) : v;
       }
       const scale_val x = scale_of(sa, g), y = scale_of(sb, g);
-      const int me = x.exp + y.exp;
+      const int me = sexp(x) + sexp(y);
       t[nt++] = {s * x.sig * y.sig, lo + me - x.frac - y.frac, me, false};
     }
   }
   if (vc.k == kind::zero)
-    t[nt++] = {0, 0, p.e_zero, true};
+    t[nt++] = {0, 0, p.mmasim_zeros ? mmasim_zero : p.e_zero, true};
   else
     t[nt++] = {vc.neg ? big(-vc.sig) : vc.sig, vc.exp - out.mbits, vc.exp, false};
 

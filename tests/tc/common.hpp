@@ -35,7 +35,7 @@ inline tcref::fmt ref_fmt(format_id id) {
 }
 
 inline tcref::params ref_params(const block_params &p) {
-  return {p.L, p.F, p.e_zero, p.out_frac, p.rounding == out_round::nearest_even};
+  return {p.L, p.F, p.e_zero, p.out_frac, p.rounding == out_round::nearest_even, p.zeros == zero_exp::mmasim};
 }
 
 // The model on bit patterns: D of a K-long dot product issued with the preset's k.
@@ -95,13 +95,11 @@ inline std::uint64_t model_dot(const preset &P, const block_params &p, const std
         return preset_dot_t<decltype(fa), decltype(fa), Out, Out>(P, p, a, b, K, c);
       });
     });
-  if (P.b != P.in) // fp8 mixes and sm120 kind::f8f6f4 mixes (fp6, fp4), C in the D format
-    return tc::visit_f8f6f4(P.in, [&](auto fa) {
-      return tc::visit_f8f6f4(P.b, [&](auto fb) {
-        return visit_half_single(P.out, [&](auto fo) {
-          using Out = decltype(fo);
-          return preset_dot_t<decltype(fa), decltype(fb), Out, Out>(P, p, a, b, K, c);
-        });
+  if (P.b != P.in) // fp8 mixes, sm120 kind::f8f6f4 mixes (fp6, fp4), tcgen05 fp16 x bf16; C as D
+    return tc::visit_mixed_operands(P.in, P.b, [&](auto fa, auto fb) {
+      return visit_half_single(P.out, [&](auto fo) {
+        using Out = decltype(fo);
+        return preset_dot_t<decltype(fa), decltype(fb), Out, Out>(P, p, a, b, K, c);
       });
     });
   return visit_half_single(P.c, [&](auto fc) { // fp16 m8n8k4 C/D mixes

@@ -352,6 +352,105 @@ TEST(ProbeZeroTerm, ExponentOfZeroTerms) {
   }
 }
 
+// The zero-term exponent as an option (block_params::zeros; `bf16emu mma --zero-exp mmasim`):
+// MMA-Sim gives a zero operand the exponent -126, so 0 * y has exponent -126 + ey, and a zero c
+// -126 [MMASIM arithmetic.py, extract_significand_exponent]. Each line is the GPU probe that
+// settles the choice (docs/tensor-cores.md, "The zero-term exponent"); sm90 bf16, one block of 16
+// (F = 25), D derived by hand under both rules.
+preset with_zeros(const preset &P, zero_exp z) {
+  preset Q = P;
+  Q.block.zeros = z;
+  return Q;
+}
+
+TEST(ProbeZeroExp, ZeroProductExponent) {
+  // 0 * 0x7f00 (2^127) at k0, 0x35ff * 0x35ff at k1 (1.1111111b * 2^-20 squared = 65025 * 2^-54,
+  // product exponent -40), C = 0. e_zero: emax = max(-40, -133) = -40, the product is exact:
+  // 1.111111000000001b * 2^-39 = 0x2c7e0100. mmasim: the zero product's exponent is
+  // -126 + 127 = 1, the lsb 2^-24, and the product (below 2^-38) is cut: +0.
+  const preset &H = get("sm90", instr_kind::mma, format_id::bf16);
+  for (const zero_exp z : {zero_exp::e_zero, zero_exp::mmasim})
+    EXPECT_EQ(probe(with_zeros(H, z), {{0, 0x0000}, {1, 0x35ff}}, {{0, 0x7f00}, {1, 0x35ff}}, 0),
+              z == zero_exp::e_zero ? 0x2c7e0100u : 0x00000000u)
+        << to_string(z);
+  // Without a zero factor both rules agree (every slot filled: 16 * 1 * 1 = 16).
+  std::vector<std::uint64_t> ones(16, 0x3f80);
+  EXPECT_EQ(model_dot(with_zeros(H, zero_exp::mmasim), ones.data(), ones.data(), 16, 0), 0x41800000u);
+}
+
+TEST(ProbeZeroExp, ZeroCExponent) {
+  // A = B = 16 x 0x1c82 ((1 + 2^-6) * 2^-70): each product is 2^-140 + 2^-145 + 2^-152 at
+  // exponent -140; C = 0. e_zero: emax = max(-140, -133) = -133, lsb 2^-158, the products are
+  // exact: 16 * p = 2^-136 + 2^-141 + 2^-148 = 0x2102 * 2^-149 (an FP32 subnormal). mmasim: C's
+  // exponent -126 is emax, lsb 2^-151, each product loses 2^-152: 2^-136 + 2^-141 = 0x00002100.
+  const preset &H = get("sm90", instr_kind::mma, format_id::bf16);
+  std::vector<std::uint64_t> v(16, 0x1c82);
+  EXPECT_EQ(model_dot(with_zeros(H, zero_exp::e_zero), v.data(), v.data(), 16, 0), 0x00002102u);
+  EXPECT_EQ(model_dot(with_zeros(H, zero_exp::mmasim), v.data(), v.data(), 16, 0), 0x00002100u);
+  // A nonzero C of the same exponent does the same under both rules: 2^-126 + 16 p, lsb 2^-151.
+  EXPECT_EQ(model_dot(with_zeros(H, zero_exp::e_zero), v.data(), v.data(), 16, 0x00800000), 0x00802100u);
+  EXPECT_EQ(model_dot(with_zeros(H, zero_exp::mmasim), v.data(), v.data(), 16, 0x00800000), 0x00802100u);
+}
+
+TEST(ProbeZeroExp, NamesAndDefault) {
+  zero_exp z = zero_exp::mmasim;
+  EXPECT_TRUE(parse_zero_exp("default", z));
+  EXPECT_EQ(z, zero_exp::e_zero);
+  EXPECT_TRUE(parse_zero_exp("mmasim", z));
+  EXPECT_EQ(z, zero_exp::mmasim);
+  EXPECT_TRUE(parse_zero_exp("e_zero", z));
+  EXPECT_FALSE(parse_zero_exp("mmasim2", z));
+  EXPECT_FALSE(parse_zero_exp("", z));
+  EXPECT_EQ(z, zero_exp::e_zero);
+  for (const preset &P : presets)
+    EXPECT_EQ(P.block.zeros, zero_exp::e_zero) << describe(P); // the default is unchanged
+}
+
+// tcgen05.mma kind::f16 with f16 x bf16 and bf16 x f16 operands, f32 D (issue 33; MMA-Sim
+// nv_tcgen05mma.py accepts either type on either side): the Hopper block (16, F = 25, -133).
+TEST(ProbeTcgen05Mixed, F16TimesBf16) {
+  for (const bool f16_first : {true, false}) {
+    const format_id fa = f16_first ? format_id::fp16 : format_id::bf16;
+    const format_id fb = f16_first ? format_id::bf16 : format_id::fp16;
+    const preset *P = find_preset(arch::sm100, instr_kind::tcgen05, fa, fb, format_id::fp32, format_id::fp32);
+    ASSERT_NE(P, nullptr);
+    EXPECT_EQ(P->k, 16);
+    EXPECT_TRUE(P->e_zero_matters);
+    const std::string what = describe(*P);
+    // Each probe names (f16 value, bf16 value) per k; A and B take them in the preset's order.
+    auto run = [&](std::initializer_list<std::tuple<int, std::uint64_t, std::uint64_t>> e, std::uint64_t c,
+                   zero_exp z = zero_exp::e_zero) {
+      std::vector<std::uint64_t> a(16, 0), b(16, 0);
+      for (auto [k, h, bf] : e)
+        (f16_first ? a : b).at(k) = h, (f16_first ? b : a).at(k) = bf;
+      return model_dot(with_zeros(*P, z), a.data(), b.data(), 16, c);
+    };
+    // F = 25: 1 (f16 0x3c00) * 1 (bf16 0x3f80) + c, c = -2^-25 (kept at the lsb 2^-25): 1 - 2^-25
+    // truncates to 0x3f7fffff; c = -2^-26 is cut: 1.0.
+    EXPECT_EQ(run({{0, 0x3c00, 0x3f80}}, 0xb3000000), 0x3f7fffffu) << what;
+    EXPECT_EQ(run({{0, 0x3c00, 0x3f80}}, 0xb2800000), 0x3f800000u) << what;
+    // The bf16 range: f16 2^-24 (subnormal 0x0001) * bf16 2^-100 (0x0d80) = 2^-124 = 0x01800000,
+    // out of reach of any f16 x f16 product.
+    EXPECT_EQ(run({{3, 0x0001, 0x0d80}}, 0), 0x01800000u) << what;
+    // e_zero matters: f16 0 * bf16 2^100 (0x7180) and f16 2^-14 (0x0400) * bf16 2^-100 = 2^-114.
+    // e_zero: emax = max(-114, -133), the product is exact: 2^-114 = 0x06800000. mmasim: the zero
+    // product's exponent is -126 + 100 = -26, lsb 2^-51, and 2^-114 is cut: +0.
+    EXPECT_EQ(run({{0, 0x0000, 0x7180}, {1, 0x0400, 0x0d80}}, 0), 0x06800000u) << what;
+    EXPECT_EQ(run({{0, 0x0000, 0x7180}, {1, 0x0400, 0x0d80}}, 0, zero_exp::mmasim), 0x00000000u) << what;
+    // Specials: f16 Inf (0x7c00) * bf16 0 is NaN (0x7fffffff); bf16 -Inf (0xff80) * f16 2: -Inf.
+    EXPECT_EQ(run({{5, 0x7c00, 0x0000}}, 0), 0x7fffffffu) << what;
+    EXPECT_EQ(run({{5, 0x4000, 0xff80}}, 0x3f800000), 0xff800000u) << what;
+    EXPECT_EQ(ref_dot(*P, std::vector<std::uint64_t>(16, f16_first ? 0x3c00 : 0x3f80).data(),
+                      std::vector<std::uint64_t>(16, f16_first ? 0x3f80 : 0x3c00).data(), 16, 0),
+              0x41800000u)
+        << what;
+  }
+  // No f16 D for the mixes (MMA-Sim: f16 D takes f16 x f16 only).
+  EXPECT_EQ(find_preset(arch::sm100, instr_kind::tcgen05, format_id::fp16, format_id::bf16, format_id::fp16,
+                        format_id::fp16),
+            nullptr);
+}
+
 // ---------------------------------------------------------------------------
 // Subnormals: inputs decode with the format's emin; products and results are not flushed
 // [KM25 (subnormal products on, subnormal outputs on)][FHMP21].
@@ -737,6 +836,8 @@ TEST(ProbeSmallK, OneBlockOfK) {
 //  The sm90 shapes m16n8k4, m16n8k8 and m16n8k16 (PTX ISA: .f64 on sm_90; MMA-Sim nv_mma.py lists
 //  them for Hopper) run the same chain over their k: the probes above, and on k8/k16 the pair of
 //  2^-53 at the last two k after 1 at k0 (D = 1), the reverse order (0x3ff0000000000001).
+//  m8n8k4 .f64 on sm86, sm89, sm100 and sm120 (issue 33; MMA-Sim nv_mma.py lists it among the
+//  Ampere shapes of Ampere, Ada, Blackwell and RTX Blackwell) runs the same probes.
 std::vector<const preset *> dmma_presets() {
   std::vector<const preset *> r;
   for (const preset &P : presets)
@@ -747,12 +848,16 @@ std::vector<const preset *> dmma_presets() {
 TEST(ProbeDmma, FmaChainInKOrder) {
   constexpr std::uint64_t d1 = 0x3ff0000000000000, d53 = 0x3ca0000000000000, neg0 = 0x8000000000000000;
   const std::vector<const preset *> all = dmma_presets();
-  ASSERT_EQ(all.size(), 5u); // sm80 m8n8k4; sm90 m8n8k4, m16n8k4, m16n8k8, m16n8k16
-  int sm90_shapes = 0;
+  // sm80 m8n8k4; sm90 m8n8k4, m16n8k4, m16n8k8, m16n8k16; sm86, sm89, sm100, sm120 m8n8k4
+  ASSERT_EQ(all.size(), 9u);
+  int sm90_shapes = 0, later_m8n8k4 = 0;
   for (const preset *Pp : all) {
     const preset &P = *Pp;
     const std::string a = describe(P) + " " + P.ptx;
     sm90_shapes += P.arch == arch::sm90;
+    later_m8n8k4 +=
+        (P.arch == arch::sm86 || P.arch == arch::sm89 || P.arch == arch::sm100 || P.arch == arch::sm120) &&
+        P.k == 4 && P.m == 8;
     EXPECT_EQ(P.accum, accum_kind::fma_chain);
     EXPECT_EQ(probe(P, {{0, d1}, {1, d53}, {2, d53}}, {{0, d1}, {1, d1}, {2, d1}}, 0), d1) << a;
     EXPECT_EQ(probe(P, {{0, d53}, {1, d53}, {3, d1}}, {{0, d1}, {1, d1}, {3, d1}}, 0), 0x3ff0000000000001u)
@@ -773,6 +878,7 @@ TEST(ProbeDmma, FmaChainInKOrder) {
         << a;
   }
   EXPECT_EQ(sm90_shapes, 4);
+  EXPECT_EQ(later_m8n8k4, 4);
   EXPECT_EQ(find_preset(arch::sm90, instr_kind::mma, D64, D64, D64, D64, 16)->m, 16);
   EXPECT_EQ(find_preset(arch::sm90, instr_kind::mma, D64, D64, D64, D64, 8)->k, 8);
 }

@@ -25,17 +25,19 @@ namespace {
 using namespace tctest;
 
 // The presets of issue 16 (mixed formats, m8n8k4 C/D mixes, m16n8k8 fp16, mma.sync on sm100 and
-// sm120 with fp8, fp6 and fp4 operands, f64 on sm80 and sm90) and the sm100 fp8 mma.sync rows of
-// issue 33: 10^5 vectors each in the default tier, 10^6
+// sm120 with fp8, fp6 and fp4 operands, f64 on sm80 and sm90) and the sm100 fp8 mma.sync rows,
+// f64 m8n8k4 on sm86/sm89/sm100/sm120 and the tcgen05 f16 x bf16 mixes of issue 33: 10^5 vectors
+// each in the default tier, 10^6
 // under label long (tc_reference_issue16_long sets BF16EMU_TC_VECTORS_ISSUE16=1000000).
 bool issue16(const preset &P) {
   for (const char *src :
-       {tc::detail::src_volta_mix, tc::detail::src_volta_open, tc::detail::src_turing_k4,
-        tc::detail::src_turing_k4_open, tc::detail::src_k8, tc::detail::src_mix_fp8_ada,
-        tc::detail::src_mix_fp8_hopper, tc::detail::src_sm100_mma, tc::detail::src_sm100_mma_h,
-        tc::detail::src_sm120, tc::detail::src_sm120_fp8, tc::detail::src_dmma, tc::detail::src_sm120_fp4,
-        tc::detail::src_sm120_fp6, tc::detail::src_dmma_sm90, tc::detail::src_small_k,
-        tc::detail::src_small_k_open, tc::detail::src_fp8_k16, tc::detail::src_fp8_mma_sm100})
+       {tc::detail::src_volta_mix,      tc::detail::src_volta_open,   tc::detail::src_turing_k4,
+        tc::detail::src_turing_k4_open, tc::detail::src_k8,           tc::detail::src_mix_fp8_ada,
+        tc::detail::src_mix_fp8_hopper, tc::detail::src_sm100_mma,    tc::detail::src_sm100_mma_h,
+        tc::detail::src_sm120,          tc::detail::src_sm120_fp8,    tc::detail::src_dmma,
+        tc::detail::src_sm120_fp4,      tc::detail::src_sm120_fp6,    tc::detail::src_dmma_sm90,
+        tc::detail::src_small_k,        tc::detail::src_small_k_open, tc::detail::src_fp8_k16,
+        tc::detail::src_fp8_mma_sm100,  tc::detail::src_dmma_later,   tc::detail::src_tcgen05_f16_mix})
     if (P.source == src) return true;
   return false;
 }
@@ -178,6 +180,57 @@ INSTANTIATE_TEST_SUITE_P(AllPresets, ModelVsReference, ::testing::Range(0, prese
                          [](const ::testing::TestParamInfo<int> &info) {
                            return describe(presets[info.param], "_", "_");
                          });
+
+// zero_exp::mmasim (MMA-Sim's zero-term exponents, block.hpp) against the reference's own
+// mmasim_zeros rule, on every preset with fused or two-block accumulation: 4,000 vectors each
+// (the classes above, with a quarter of the operands and of the C values then set to zero, so
+// that zero terms are common). Also counts the vectors on which the two rules give different D,
+// to show the option changes results (a zero product of 0 * 2^e has exponent e - 126, above a
+// tiny c even for fp16 and fp8 inputs).
+TEST(ModelVsReference, MmasimZeroRuleAgreesBitForBit) {
+  long total = 0, differ_from_default = 0;
+  for (const preset &P0 : presets) {
+    if (P0.accum == accum_kind::fma_chain) continue;
+    preset P = P0;
+    P.block.zeros = zero_exp::mmasim;
+    constexpr long count = 4000;
+    const unsigned nthreads = std::max(1u, std::min(4u, std::thread::hardware_concurrency()));
+    std::atomic<long> bad{0}, differ{0};
+    std::mutex mu;
+    std::string first;
+    std::vector<std::thread> pool;
+    for (unsigned t = 0; t < nthreads; ++t) {
+      pool.emplace_back([&, t] {
+        gen g(0x2e70ull * std::uint64_t(&P0 - presets + 1) + t);
+        std::vector<std::uint64_t> a, b;
+        std::uint64_t c = 0;
+        int K = 0;
+        for (long i = t; i < count; i += nthreads) {
+          make_vector(g, P, i, a, b, c, K);
+          for (int k = 0; k < K; ++k) {
+            if (g.coin(4)) a[k] &= std::uint64_t{1} << (ref_fmt(P.in).width() - 1); // +-0
+            if (g.coin(8)) b[k] = 0;
+          }
+          if (g.coin(4)) c = 0;
+          const std::uint64_t dm = model_dot(P, a.data(), b.data(), K, c);
+          const std::uint64_t dr = ref_dot(P, a.data(), b.data(), K, c);
+          differ += dm != model_dot(P0, a.data(), b.data(), K, c);
+          if (dm != dr && bad++ == 0) {
+            std::lock_guard<std::mutex> lock(mu);
+            first = "K=" + std::to_string(K) + " c " + hex(c) + " model " + hex(dm) + " reference " + hex(dr);
+          }
+        }
+      });
+    }
+    for (auto &th : pool)
+      th.join();
+    EXPECT_EQ(bad.load(), 0) << describe(P) << ": " << first;
+    total += count, differ_from_default += differ.load();
+  }
+  std::printf("[ mmasim ] %ld vectors, 0 expected mismatches; %ld differ from the e_zero default\n", total,
+              differ_from_default);
+  EXPECT_GT(differ_from_default, 0);
+}
 
 // The reference against itself is no test; this checks that the reference can fail:
 // a deliberately wrong parameter (F one less) must disagree with the model somewhere.

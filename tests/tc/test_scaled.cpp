@@ -57,7 +57,15 @@ tcref::sparams sref(const scaled_params &p) {
   const tcref::scale_fmt s = p.scale == scale_kind::ue8m0   ? tcref::scale_fmt::ue8m0
                              : p.scale == scale_kind::ue4m3 ? tcref::scale_fmt::ue4m3
                                                             : tcref::scale_fmt::none;
-  return {p.k, p.group, p.vec, s, p.F, p.e_zero, p.out_frac, p.rounding == out_round::nearest_even};
+  return {p.k,
+          p.group,
+          p.vec,
+          s,
+          p.F,
+          p.e_zero,
+          p.out_frac,
+          p.rounding == out_round::nearest_even,
+          p.zeros == zero_exp::mmasim};
 }
 
 std::uint64_t reference(const scaled_params &p, format_id fa, format_id fb, format_id out,
@@ -193,6 +201,58 @@ TEST(Scaled, Mxf4Probes) {
   }
 }
 
+// sm120 mma.sync kind::mxf4nvf4 with UE4M3 factors on 32-element blocks (issue 33; MMA-Sim
+// nv_mma.py m16n8k64.block32 ue4m3): two factors per k64 block, each over two runs of 16.
+TEST(Scaled, Nvf4Ue4m3Block32Probes) {
+  const scaled_preset &P =
+      find(arch::sm120, instr_kind::mma, "mxf4nvf4", scale_kind::ue4m3, 32, format_id::fp32);
+  EXPECT_EQ(P.params.vec, 32);
+  EXPECT_EQ(P.params.scales_per_block(), 2);
+  // The default vec for ue4m3 stays 16 (the older row is found first).
+  EXPECT_EQ(find(arch::sm120, instr_kind::mma, "mxf4nvf4", scale_kind::ue4m3, 0, format_id::fp32).params.vec,
+            16);
+  // Which factor scales which k: 1 * 1 (0x2) at k 0, 16 and 32, A factors 2 (0x40) and 4 (0x48),
+  // B factors 1 (0x38): k 0 and 16 share factor 0, k 32 takes factor 1: 2 + 2 + 4 = 8 = 0x41000000
+  // (16-element blocks would give 2 + 4 + 1 = 7).
+  std::vector<std::uint64_t> a(64, 0), b(64, 0);
+  a[0] = a[16] = a[32] = b[0] = b[16] = b[32] = 0x2;
+  EXPECT_EQ(hex(run_probe(P, E2M1, E2M1, {a, b, {0x40, 0x48}, {0x38, 0x38}, 0})), "0x41000000");
+  // 6 * 6 with factors 1.5 (0x3c) and 1.25 (0x3a): 67.5 = 0x42870000; the sign bit of a factor
+  // is ignored (0xbc = 1.5).
+  EXPECT_EQ(hex(run_probe(P, E2M1, E2M1, {{0x7}, {0x7}, {0xbc}, {0x3a}, 0})), "0x42870000");
+  // F = 35: 1 * 1 + c, c = -2^-35 kept (0x3f7fffff), -2^-36 cut (1.0).
+  EXPECT_EQ(hex(run_probe(P, E2M1, E2M1, {{0x2}, {0x2}, {}, {}, 0xae000000})), "0x3f7fffff");
+  EXPECT_EQ(hex(run_probe(P, E2M1, E2M1, {{0x2}, {0x2}, {}, {}, 0xad800000})), "0x3f800000");
+  // A NaN factor (0x7f) in the second half: NaN.
+  EXPECT_EQ(hex(run_probe(P, E2M1, E2M1, {{0x2}, {0x2}, {0x38, 0x7f}, {}, 0})), "0x7fffffff");
+}
+
+// The exponent of a zero UE4M3 factor (scaled_params::zeros): -6 by default (the e4m3 emin),
+// -126 under zero_exp::mmasim (MMA-Sim, extract_significand_exponent of a zero). Runs of zero
+// products: factor 0 (A) x 2^8 (B, 0x78) on the first runs, 2^-9 x 2^-9 (0x01, exponent -6 each)
+// on the rest; c = 2^-30 + 2^-40 (0x30802000). e_zero: emax = -6 + 8 = 2, lsb 2^-33, c loses
+// 2^-40: 0x30800000. mmasim: the zero factor's runs have -126 + 8, emax = -12 (the other runs),
+// lsb 2^-47, c is kept: 0x30802000. The line that settles it on a GPU (docs/tensor-cores.md).
+TEST(Scaled, ZeroScaleFactorExponent) {
+  for (const arch ar : {arch::sm100, arch::sm120})
+    for (const int vec : {16, 32}) {
+      const instr_kind in = ar == arch::sm100 ? instr_kind::tcgen05 : instr_kind::mma;
+      const scaled_preset *Q =
+          find_scaled_preset(ar, in, "mxf4nvf4", scale_kind::ue4m3, vec, format_id::fp32);
+      if (!Q) continue; // tcgen05 has no 32-element UE4M3 blocks
+      const int ns = 64 / vec;
+      std::vector<std::uint8_t> sa(ns, 0x01), sb(ns, 0x01);
+      sa[0] = 0x00, sb[0] = 0x78;
+      for (const zero_exp z : {zero_exp::e_zero, zero_exp::mmasim}) {
+        scaled_preset P = *Q;
+        P.params.zeros = z;
+        EXPECT_EQ(hex(run_probe(P, E2M1, E2M1, {{}, {}, sa, sb, 0x30802000})),
+                  z == zero_exp::e_zero ? "0x30800000" : "0x30802000")
+            << Q->ptx << " " << to_string(z);
+      }
+    }
+}
+
 // tcgen05.mma kind::f16 with f16 accumulation (presets.hpp, block model: one block of 16,
 // F = 25, RNE to 10 fraction bits).
 TEST(Scaled, Tcgen05F16AccumulationProbes) {
@@ -264,15 +324,14 @@ std::uint8_t random_scale(gen &g, scale_kind s, int cls) {
 
 class ScaledVsReference : public ::testing::TestWithParam<int> {};
 
-TEST_P(ScaledVsReference, Random) {
-  const scaled_preset &P = scaled_presets[GetParam()];
-  const scaled_params &p = P.params;
-  const long total = vectors();
+// `total` random vectors of preset P with parameters p (P's, or with other zero-term exponents)
+// against the reference; prints and checks the mismatch count.
+void random_vs_reference(const scaled_preset &P, const scaled_params &p, long total, std::uint64_t seed) {
   const unsigned threads = resolve_threads(0, std::uint64_t(total));
   std::vector<long> bad(threads, 0);
   std::vector<std::string> first(threads);
   parallel_for(std::uint64_t(total), 0, [&](std::uint64_t idx, unsigned w) {
-    gen g(0x5ca1ed00 + std::uint64_t(GetParam()) * 1000003 + idx);
+    gen g(seed + idx);
     const format_id fa = P.any_f8f6f4 ? f8f6f4_formats[g.uniform(0, 4)] : E2M1;
     const format_id fb = P.any_f8f6f4 ? f8f6f4_formats[g.uniform(0, 4)] : E2M1;
     const tcref::sfmt ra = sref(fa), rb = sref(fb);
@@ -313,8 +372,21 @@ TEST_P(ScaledVsReference, Random) {
   std::string msg;
   for (unsigned w = 0; w < threads; ++w)
     nbad += bad[w], msg += first[w].empty() ? "" : first[w] + "; ";
-  EXPECT_EQ(nbad, 0) << P.ptx << ": " << msg;
-  std::printf("[ scaled ] %s: %ld vectors, %ld mismatches\n", P.ptx, total, nbad);
+  EXPECT_EQ(nbad, 0) << P.ptx << " (" << to_string(p.zeros) << "): " << msg;
+  std::printf("[ scaled ] %s%s: %ld vectors, %ld mismatches\n", P.ptx,
+              p.zeros == zero_exp::mmasim ? " (--zero-exp mmasim)" : "", total, nbad);
+}
+
+TEST_P(ScaledVsReference, Random) {
+  random_vs_reference(scaled_presets[GetParam()], scaled_presets[GetParam()].params, vectors(),
+                      0x5ca1ed00 + std::uint64_t(GetParam()) * 1000003);
+}
+
+// zero_exp::mmasim against the reference's own mmasim_zeros rule: 10^4 vectors per preset.
+TEST_P(ScaledVsReference, RandomMmasimZeros) {
+  scaled_params p = scaled_presets[GetParam()].params;
+  p.zeros = zero_exp::mmasim;
+  random_vs_reference(scaled_presets[GetParam()], p, 10000, 0x2e70ed00 + std::uint64_t(GetParam()) * 1000003);
 }
 
 // The comparison can fail: the reference with F - 1 disagrees with the model (F) on a vector

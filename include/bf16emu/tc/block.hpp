@@ -5,7 +5,8 @@
 //   d = round_out( sum_i trunc_F(a_i*b_i) + trunc_F(c) )
 //
 // where, with emax the largest exponent over the L products and c (a zero term, including
-// the zero products that pad a short block, has exponent e_zero),
+// the zero products that pad a short block, has exponent e_zero, or MMA-Sim's under
+// zero_exp::mmasim),
 //   - a product's exponent is ea + eb (its significand ma*mb lies in [0,4): not renormalised),
 //     c's is its own exponent (format emin for subnormals);
 //   - trunc_F cuts a term, in sign-magnitude, to a multiple of 2^(emax - F);
@@ -25,6 +26,7 @@
 
 #include "bf16emu/core/config.hpp"
 #include "bf16emu/core/format.hpp"
+#include "bf16emu/tc/arch.hpp"
 
 #if defined(BF16EMU_HOST_AVX2_DISPATCH)
 #include <immintrin.h>
@@ -40,6 +42,33 @@ enum class out_round : std::uint8_t {
   nearest_even, // FP16 output
 };
 
+// The exponent a zero term takes in the max search, where the sources disagree
+// (docs/tensor-cores.md, "The zero-term exponent"). A zero term adds nothing to the sum, but
+// an exponent above every other term's raises emax and so cuts the other terms shorter.
+enum class zero_exp : std::uint8_t {
+  e_zero, // every zero term (zero product, padding product, zero c) takes block_params::e_zero
+          // (the MATLAB models of Khattak & Mikaitis): the default
+  mmasim, // MMA-Sim's reading: a zero operand counts as exponent -126 (mmasim_zero_exp) in
+          // every format, so a zero product a*b takes -126 plus the other factor's exponent (and
+          // the scale factors' exponents; 0*0 and padding: -252), a zero c -126, and a zero
+          // UE4M3 scale factor -126 (scaled.hpp)
+};
+
+// The exponent MMA-Sim gives every zero value (mmasim/simulator/arithmetic.py,
+// extract_significand_exponent).
+inline constexpr int mmasim_zero_exp = -126;
+
+BF16EMU_CXHD const char *to_string(zero_exp z) noexcept {
+  return z == zero_exp::mmasim ? "mmasim" : "e_zero";
+}
+
+// "e_zero" (or "default"), "mmasim" -> z; false (z unchanged) for any other name.
+BF16EMU_CXHD bool parse_zero_exp(std::string_view name, zero_exp &z) noexcept {
+  if (detail::name_is(name, "e_zero") || detail::name_is(name, "default")) return z = zero_exp::e_zero, true;
+  if (detail::name_is(name, "mmasim")) return z = zero_exp::mmasim, true;
+  return false;
+}
+
 // The parameters of a block. The input and output formats are template parameters of the
 // functions below (any format<>, typically bf16/fp16/tf32/e4m3/e5m2 in and fp32/fp16 out).
 struct block_params {
@@ -48,6 +77,7 @@ struct block_params {
   int e_zero = -132; // exponent a zero term (zero product, zero c) takes in the max search
   int out_frac = 23; // fraction bits of the output significand (<= the output format's)
   out_round rounding = out_round::truncate;
+  zero_exp zeros = zero_exp::e_zero; // which exponent zero terms take (per call, not global)
 
   BF16EMU_CXHD bool valid() const noexcept {
     return L >= 1 && L <= max_block && F >= 1 && F <= 48 && out_frac >= 1 && out_frac <= 52;
@@ -159,6 +189,13 @@ template <class Fmt> BF16EMU_CXHD bool is_special(std::uint64_t bits) noexcept {
     return (bits & Fmt::abs_mask) == (Fmt::exp_mask | Fmt::frac_mask);
 }
 
+// A zero term's exponent in the max search under `rule`: e_zero, or MMA-Sim's `mmasim`, the
+// exponent sum in which each zero factor counted as mmasim_zero_exp (zero_factor_exp).
+BF16EMU_CXHD int zero_term_exp(zero_exp rule, int e_zero, int mmasim) noexcept {
+  return rule == zero_exp::mmasim ? mmasim : e_zero;
+}
+BF16EMU_CXHD int zero_factor_exp(const unpacked &u) noexcept { return u.sig == 0 ? mmasim_zero_exp : u.exp; }
+
 template <class Out> BF16EMU_CXHD std::uint64_t nan_bits() noexcept {
   // All-ones NaN (0x7fffffff, 0x7fff), as MMA-Sim emits; docs/tensor-cores.md.
   return Out::abs_mask;
@@ -269,7 +306,8 @@ template <class In, class Out>
 inline constexpr bool fast_formats = 2 * In::precision <= 24 && In::width <= 32;
 
 template <class In> BF16EMU_CXHD bool fast_params(const block_params &p) noexcept {
-  return p.F >= 2 * In::frac_bits && p.F <= 28 && (std::int64_t{p.L} << (p.F + 2)) <= (std::int64_t{1} << 31);
+  return p.zeros == zero_exp::e_zero && p.F >= 2 * In::frac_bits && p.F <= 28 &&
+         (std::int64_t{p.L} << (p.F + 2)) <= (std::int64_t{1} << 31);
 }
 
 // The block's max exponent emax from pass 1 and c: emaxb is the largest biased exponent sum
@@ -740,8 +778,10 @@ BF16EMU_CXHD fp<Out> block_fdpa(const block_params &p, const fp<In> *a, std::ptr
   int pexp[max_block];
   bool pneg[max_block];
   bool special = detail::is_special<Out>(c.bits);
-  bool has_zero = n < p.L; // padding products are zero terms
   constexpr int none = -(1 << 30);
+  // Zero terms: the largest exponent among them (zero_exp; padding products are zero terms).
+  const int pad_exp = detail::zero_term_exp(p.zeros, p.e_zero, 2 * mmasim_zero_exp);
+  int zmax = n < p.L ? pad_exp : none;
   int emax = none; // over nonzero terms
   for (int i = 0; i < n; ++i) {
     const std::uint64_t xa = a[i * sa].bits, xb = b[i * sb].bits;
@@ -750,10 +790,13 @@ BF16EMU_CXHD fp<Out> block_fdpa(const block_params &p, const fp<In> *a, std::ptr
     psig[i] = ua.sig * ub.sig;
     pexp[i] = ua.exp + ub.exp;
     pneg[i] = ua.neg != ub.neg;
-    if (psig[i] == 0)
-      has_zero = true;
-    else if (pexp[i] > emax)
+    if (psig[i] == 0) {
+      pexp[i] =
+          detail::zero_term_exp(p.zeros, p.e_zero, detail::zero_factor_exp(ua) + detail::zero_factor_exp(ub));
+      if (pexp[i] > zmax) zmax = pexp[i];
+    } else if (pexp[i] > emax) {
       emax = pexp[i];
+    }
   }
   std::uint64_t d;
   if (special) {
@@ -767,22 +810,25 @@ BF16EMU_CXHD fp<Out> block_fdpa(const block_params &p, const fp<In> *a, std::ptr
     return fp<Out>::from_bits(d);
   }
   const detail::unpacked uc = detail::unpack<Out>(c.bits);
-  if (uc.sig == 0)
-    has_zero = true;
-  else if (uc.exp > emax)
+  const int c_zero_exp = detail::zero_term_exp(p.zeros, p.e_zero, mmasim_zero_exp);
+  if (uc.sig == 0) {
+    if (c_zero_exp > zmax) zmax = c_zero_exp;
+  } else if (uc.exp > emax) {
     emax = uc.exp;
+  }
   if (emax == none) { // every term is zero: the exact zero sum gives +0
     if constexpr (Tracer::enabled) {
       block_trace t{};
       t.block = block_index, t.k0 = k0, t.n_products = p.L, t.n_real = n;
-      t.max_exp = p.e_zero, t.lsb_exp = p.e_zero - p.F, t.c_bits = c.bits;
-      for (int i = 0; i <= p.L; ++i)
-        t.terms[i] = term_trace{true, p.e_zero, 0, 0.0};
+      t.max_exp = zmax, t.lsb_exp = zmax - p.F, t.c_bits = c.bits;
+      for (int i = 0; i < p.L; ++i)
+        t.terms[i] = term_trace{true, i < n ? pexp[i] : pad_exp, 0, 0.0};
+      t.terms[p.L] = term_trace{true, c_zero_exp, 0, 0.0};
       detail::emit_trace(tracer, t);
     }
     return fp<Out>::from_bits(0);
   }
-  if (has_zero && p.e_zero > emax) emax = p.e_zero;
+  if (zmax > emax) emax = zmax;
   const int base = emax - p.F; // exponent of the accumulator's lsb
 
   // Pass 2: align (truncate in sign-magnitude) and add exactly.
@@ -821,7 +867,7 @@ BF16EMU_CXHD fp<Out> block_fdpa(const block_params &p, const fp<In> *a, std::ptr
     t.c_bits = c.bits, t.d_bits = d;
     auto term = [&](std::uint64_t sig, int exp, int scale, bool neg) {
       term_trace tt{};
-      if (sig == 0) return term_trace{true, p.e_zero, 0, 0.0};
+      if (sig == 0) return term_trace{true, exp, 0, 0.0}; // exp: the zero term's (pexp, c_zero_exp)
       tt.exp = exp;
       tt.shift = base - (exp - scale);
       if (tt.shift > 0) {
@@ -834,8 +880,8 @@ BF16EMU_CXHD fp<Out> block_fdpa(const block_params &p, const fp<In> *a, std::ptr
     for (int i = 0; i < n; ++i)
       t.terms[i] = term(psig[i], pexp[i], m2, pneg[i]);
     for (int i = n; i < p.L; ++i)
-      t.terms[i] = term_trace{true, p.e_zero, 0, 0.0};
-    t.terms[p.L] = term(uc.sig, uc.exp, mc, uc.neg);
+      t.terms[i] = term_trace{true, pad_exp, 0, 0.0};
+    t.terms[p.L] = term(uc.sig, uc.sig == 0 ? c_zero_exp : uc.exp, mc, uc.neg);
     const fp<Out> dv = fp<Out>::from_bits(d);
     if (dv.is_inf())
       t.trunc_err = dv.sign() ? -__builtin_huge_val() : __builtin_huge_val();

@@ -212,6 +212,16 @@ inline constexpr const char *src_dmma_sm90 =
 inline constexpr const char *src_dmma =
     "PTX ISA 9.7.14.5 (mma.sync m8n8k4 .f64, sm_80); MMA-Sim arXiv 2511.10909, simulator/nv_ptx.py "
     "(f64: one IEEE fma per k in increasing k). open: the NaN payload (all ones here)";
+inline constexpr const char *src_dmma_later =
+    "PTX ISA 9.7.14.5 (mma.sync m8n8k4 .f64, sm_80 and later); MMA-Sim arXiv 2511.10909, "
+    "mmasim/isa/nv_ptx/nv_mma.py (m8n8k4 f64 among the Ampere shapes that Ampere, Ada, Blackwell and RTX "
+    "Blackwell run) and simulator/nv_ptx.py (f64: one IEEE fma per k in increasing k). open: the NaN "
+    "payload (all ones here)";
+inline constexpr const char *src_tcgen05_f16_mix =
+    "MMA-Sim arXiv 2511.10909, mmasim/isa/nv_ptx/nv_tcgen05mma.py (kind::f16 k16 with f32 D: A and B each "
+    "f16 or bf16; f16 D only for f16 x f16) and simulator/nv_ptx.py (25 bits, the k16 one block, f32 RZ); "
+    "Khattak & Mikaitis models/B200TC.m (-133); PTX ISA tcgen05 instruction descriptor (separate A and B "
+    "type fields). open: not run on a device";
 
 #define BF16EMU_TC_P(sm, gpu, kind, in, out, ptx, m, n, k, blk, ezm, src)                                    \
   preset {                                                                                                   \
@@ -380,6 +390,12 @@ inline constexpr preset presets[] = {
   BF16EMU_TC_P(sm100, "B200", tcgen05, fp16, fp32, "tcgen05.mma.cta_group::1.kind::f16 (f16 in, f32 acc), k16", 128, 16, 16, detail::hopper, false, detail::src_blackwell),
   BF16EMU_TC_P(sm100, "B200", tcgen05, tf32, fp32, "tcgen05.mma.cta_group::1.kind::tf32, k8", 128, 16, 8, detail::hopper_tf32, true, detail::src_blackwell),
   BF16EMU_TC_P(sm100, "B200", tcgen05, fp16, fp16, "tcgen05.mma.cta_group::1.kind::f16 (f16 in, f16 acc), k16", 128, 16, 16, detail::hopper_h, false, "MMA-Sim arXiv 2511.10909 (isa/nv_ptx/nv_tcgen05mma.py: kind::f16 takes f16 D with f16 A and B; simulator/nv_ptx.py: 25 bits, k16 one block, f16 output RNE); Khattak & Mikaitis models/B200TC.m (-133)"),
+  BF16EMU_TC_PX(sm86, "A2 / RTX 30", mma, fp64, fp64, fp64, fp64, "mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64", 8, 8, 4, detail::dmma, false, detail::src_dmma_later, fma_chain),
+  BF16EMU_TC_PX(sm89, "L40S / RTX 40", mma, fp64, fp64, fp64, fp64, "mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64", 8, 8, 4, detail::dmma, false, detail::src_dmma_later, fma_chain),
+  BF16EMU_TC_PX(sm100, "B200", mma, fp64, fp64, fp64, fp64, "mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64", 8, 8, 4, detail::dmma, false, detail::src_dmma_later, fma_chain),
+  BF16EMU_TC_PX(sm120, "RTX 50 / RTX PRO", mma, fp64, fp64, fp64, fp64, "mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64", 8, 8, 4, detail::dmma, false, detail::src_dmma_later, fma_chain),
+  BF16EMU_TC_PX(sm100, "B200", tcgen05, fp16, bf16, fp32, fp32, "tcgen05.mma.cta_group::1.kind::f16 (f16 x bf16 in, f32 acc), k16", 128, 16, 16, detail::hopper, true, detail::src_tcgen05_f16_mix, fused),
+  BF16EMU_TC_PX(sm100, "B200", tcgen05, bf16, fp16, fp32, fp32, "tcgen05.mma.cta_group::1.kind::f16 (bf16 x f16 in, f32 acc), k16", 128, 16, 16, detail::hopper, true, detail::src_tcgen05_f16_mix, fused),
 };
 // clang-format on
 #undef BF16EMU_TC_P

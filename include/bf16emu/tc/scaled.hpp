@@ -22,7 +22,8 @@
 // ignored (significand 1.mmm, or 0.mmm at exponent -6 when subnormal, so a zero scale has
 // exponent -6). A NaN scale (UE8M0 0xFF, UE4M3 0x7F or 0xFF) anywhere in the block, a NaN
 // operand or c, Inf*0 (a zero operand or zero scale) or +Inf + -Inf give the output's
-// all-ones NaN; otherwise an infinite operand or c gives that Inf.
+// all-ones NaN; otherwise an infinite operand or c gives that Inf. Under zero_exp::mmasim
+// (scaled_params::zeros) zero terms and zero factors take MMA-Sim's exponents (block.hpp).
 //
 // Everything is constexpr, host+device, allocation- and exception-free, 64-bit integers only.
 #pragma once
@@ -64,6 +65,7 @@ struct scaled_params {
   int e_zero = -133; // exponent of a zero product (group 1) and of a zero c
   int out_frac = 23; // fraction bits of the output significand
   out_round rounding = out_round::truncate;
+  zero_exp zeros = zero_exp::e_zero; // zero terms and zero UE4M3 factors (block.hpp, zero_exp)
 
   BF16EMU_CXHD bool valid() const noexcept {
     const bool scaled = scale != scale_kind::none;
@@ -93,6 +95,12 @@ BF16EMU_CXHD scale_value decode_scale(scale_kind kind, std::uint8_t bits) noexce
     return {u.sig, float8_e4m3::frac_bits, u.exp, m == 0x7F};
   }
   return {};
+}
+
+// A scale factor's exponent in the max search: its own, except that a zero (UE4M3) factor
+// takes mmasim_zero_exp under zero_exp::mmasim (-6, the e4m3 emin, under e_zero).
+BF16EMU_CXHD int scale_exp(const scaled_params &p, const scale_value &x) noexcept {
+  return x.sig == 0 ? zero_term_exp(p.zeros, x.exp, mmasim_zero_exp) : x.exp;
 }
 
 // Is the operand pattern an Inf or NaN? The OCP MX fp6/fp4 formats have neither (block.hpp's
@@ -164,27 +172,31 @@ BF16EMU_CXHD fp<Out> scaled_block_fdpa(const scaled_params &p, const fp<A> *a, c
   term t[max_scaled_k];
   int nt = 0;
   constexpr int none = -(1 << 30);
-  int emax = none;
-  bool has_zero = false;
+  int emax = none; // over nonzero terms
+  int zmax = none; // over zero terms (zero_exp)
   const detail::scale_value unit{};
   if (p.group == 1) {
     for (int i = 0; i < p.k; ++i) {
       const detail::scale_value xa = ns ? detail::decode_scale(p.scale, sa[i / p.vec]) : unit;
       const detail::scale_value xb = ns ? detail::decode_scale(p.scale, sb[i / p.vec]) : unit;
+      const int es = detail::scale_exp(p, xa) + detail::scale_exp(p, xb);
       term &tt = t[nt++];
-      if (i >= n) {
-        tt = {0, false, 0, 0, p.e_zero};
-        has_zero = true;
+      if (i >= n) { // a padding product 0 * 0
+        tt = {0, false, 0, 0, detail::zero_term_exp(p.zeros, p.e_zero, 2 * mmasim_zero_exp + es)};
+        zmax = tt.me > zmax ? tt.me : zmax;
         continue;
       }
       const detail::unpacked ua = detail::unpack<A>(a[i].bits), ub = detail::unpack<B>(b[i].bits);
       const int e = ua.exp + ub.exp + xa.exp + xb.exp;
       tt = {ua.sig * ub.sig * xa.sig * xb.sig, ua.neg != ub.neg, e,
             A::frac_bits + B::frac_bits + xa.frac + xb.frac, e};
-      if (tt.mag == 0)
-        has_zero = true;
-      else if (e > emax)
+      if (tt.mag == 0) {
+        tt.me = detail::zero_term_exp(p.zeros, p.e_zero,
+                                      detail::zero_factor_exp(ua) + detail::zero_factor_exp(ub) + es);
+        zmax = tt.me > zmax ? tt.me : zmax;
+      } else if (e > emax) {
         emax = e;
+      }
     }
   } else {
     if constexpr (!detail::group_fits<A, B>) {
@@ -200,7 +212,7 @@ BF16EMU_CXHD fp<Out> scaled_block_fdpa(const scaled_params &p, const fp<A> *a, c
           s += ua.neg != ub.neg ? -v : v;
         }
         const std::uint64_t m = s < 0 ? std::uint64_t(-s) : std::uint64_t(s);
-        const int me = xa.exp + xb.exp;
+        const int me = detail::scale_exp(p, xa) + detail::scale_exp(p, xb);
         t[nt++] = {m * xa.sig * xb.sig, s < 0, A::emin + B::emin + me,
                    A::frac_bits + B::frac_bits + xa.frac + xb.frac, me};
         if (me > emax) emax = me;
@@ -208,12 +220,14 @@ BF16EMU_CXHD fp<Out> scaled_block_fdpa(const scaled_params &p, const fp<A> *a, c
     }
   }
   const detail::unpacked uc = detail::unpack<Out>(c.bits);
-  if (uc.sig == 0)
-    has_zero = true;
-  else if (uc.exp > emax)
+  if (uc.sig == 0) {
+    const int ce = detail::zero_term_exp(p.zeros, p.e_zero, mmasim_zero_exp);
+    zmax = ce > zmax ? ce : zmax;
+  } else if (uc.exp > emax) {
     emax = uc.exp;
+  }
   if (emax == none) return fp<Out>::from_bits(0); // every term is zero: +0
-  if (has_zero && p.e_zero > emax) emax = p.e_zero;
+  if (zmax > emax) emax = zmax;
   const int base = emax - p.F;
 
   std::int64_t sum = 0;
@@ -275,6 +289,16 @@ template <class Fn> BF16EMU_CXHD decltype(auto) visit_f8f6f4(format_id id, Fn &&
   }
 }
 
+// Calls f(A trait, B trait) for the operands of a preset whose B format differs from A's: the
+// tcgen05 kind::f16 mixes of fp16 and bf16, else the fp8 / f8f6f4 mixes (visit_f8f6f4).
+template <class Fn> BF16EMU_CXHD decltype(auto) visit_mixed_operands(format_id a, format_id b, Fn &&f) {
+  if (a == format_id::fp16 && b == format_id::bf16) return f(binary16{}, bfloat16{});
+  if (a == format_id::bf16 && b == format_id::fp16) return f(bfloat16{}, binary16{});
+  return visit_f8f6f4(a, [&](auto ta) -> decltype(auto) {
+    return visit_f8f6f4(b, [&](auto tb) -> decltype(auto) { return f(ta, tb); });
+  });
+}
+
 namespace detail {
 inline constexpr scaled_params bw_f8f6f4{32, 1, 0, scale_kind::none, 25, -133, 23, out_round::truncate};
 inline constexpr scaled_params bw_f8f6f4_h{32, 1, 0, scale_kind::none, 25, -133, 10, out_round::nearest_even};
@@ -282,6 +306,8 @@ inline constexpr scaled_params bw_mxf8f6f4{32, 1, 32, scale_kind::ue8m0, 25, -13
 inline constexpr scaled_params bw_mxf4{64, 16, 32, scale_kind::ue8m0, 35, -133, 23, out_round::truncate};
 inline constexpr scaled_params bw_nvf4_e8{64, 16, 16, scale_kind::ue8m0, 35, -133, 23, out_round::truncate};
 inline constexpr scaled_params bw_nvf4_e4{64, 16, 16, scale_kind::ue4m3, 35, -133, 23, out_round::truncate};
+inline constexpr scaled_params bw_nvf4_e4_v32{64, 16,   32, scale_kind::ue4m3,
+                                              35, -133, 23, out_round::truncate};
 
 inline constexpr const char *src_bw_f8f6f4 =
     "MMA-Sim arXiv 2511.10909 (simulator/nv_ptx.py tcgen05mma: 25 fraction bits, the whole k32 one fused "
@@ -292,6 +318,13 @@ inline constexpr const char *src_bw_scaled_k32 =
 inline constexpr const char *src_bw_scaled_k64 =
     "MMA-Sim arXiv 2511.10909 (simulator/arithmetic.py nv_fused_dot_add_with_block_scale: 16-product exact "
     "sums aligned by scale exponents, 35 bits, f32 RZ); PTX ISA block_scale scale_vec::2X / 4X";
+inline constexpr const char *src_rtx_nvf4_v32 =
+    "MMA-Sim arXiv 2511.10909 (isa/nv_ptx/nv_mma.py: m16n8k64.block32 ue4m3 on RTX Blackwell; "
+    "simulator/nv_ptx.py, arithmetic.py nv_fused_dot_add_with_block_scale: the k64 arithmetic of the "
+    "other mxf4nvf4 rows, one UE4M3 factor per 32 k-elements)";
+inline constexpr const char *open_nvf4_v32 =
+    "zero c exponent (e_zero; MMA-Sim -126); zero scale exponent (-6; MMA-Sim -126); the PTX spelling "
+    "(scale_vec::2X with ue4m3) is MMA-Sim's block32 and has not been assembled or run here";
 inline constexpr const char *open_f8f6f4 =
     "F (25 per MMA-Sim; project notes: B200 fp8 looks like RN of >= 31 bits); e_zero; e3m2/e2m3 extrapolated";
 inline constexpr const char *open_k32 = "F (as f8f6f4); e_zero below the scaled products";
@@ -312,6 +345,7 @@ inline constexpr scaled_preset scaled_presets[] = {
   {arch::sm120, "RTX 50 / RTX PRO", instr_kind::mma, "mxf4", false, format_id::fp32, "mma.sync.aligned.m16n8k64.row.col.kind::mxf4.block_scale.scale_vec::2X.f32.e2m1.e2m1.f32.ue8m0", 16, 8, detail::bw_mxf4, detail::open_k64, detail::src_bw_scaled_k64},
   {arch::sm120, "RTX 50 / RTX PRO", instr_kind::mma, "mxf4nvf4", false, format_id::fp32, "mma.sync.aligned.m16n8k64.row.col.kind::mxf4nvf4.block_scale.scale_vec::4X.f32.e2m1.e2m1.f32.ue8m0", 16, 8, detail::bw_nvf4_e8, detail::open_k64, detail::src_bw_scaled_k64},
   {arch::sm120, "RTX 50 / RTX PRO", instr_kind::mma, "mxf4nvf4", false, format_id::fp32, "mma.sync.aligned.m16n8k64.row.col.kind::mxf4nvf4.block_scale.scale_vec::4X.f32.e2m1.e2m1.f32.ue4m3", 16, 8, detail::bw_nvf4_e4, detail::open_k64, detail::src_bw_scaled_k64},
+  {arch::sm120, "RTX 50 / RTX PRO", instr_kind::mma, "mxf4nvf4", false, format_id::fp32, "mma.sync.aligned.m16n8k64.row.col.kind::mxf4nvf4.block_scale.scale_vec::2X.f32.e2m1.e2m1.f32.ue4m3", 16, 8, detail::bw_nvf4_e4_v32, detail::open_nvf4_v32, detail::src_rtx_nvf4_v32},
 };
 // clang-format on
 
