@@ -17,6 +17,7 @@
 #include <xmmintrin.h> // _mm_getcsr, _mm_setcsr
 #endif
 
+#include "../hwy_targets.hpp"
 #include "bf16emu/parallel.hpp"
 #include "bulk/bulk.hpp"
 
@@ -29,16 +30,7 @@ namespace {
 
 // Runs body() once per SIMD target that is compiled and supported here, forcing it.
 template <class Fn> void for_each_target(Fn &&body) {
-  const std::vector<std::int64_t> targets = hwy::SupportedAndGeneratedTargets();
-  ASSERT_FALSE(targets.empty());
-  for (const std::int64_t t : targets) {
-    hwy::SetSupportedTargetsForTest(t);
-    const std::string name = hwy::TargetName(t);
-    ASSERT_EQ(name, bk::target_name());
-    SCOPED_TRACE("target " + name);
-    body();
-  }
-  hwy::SetSupportedTargetsForTest(0);
+  bf16emu_test::for_each_hwy_target(bk::target_name, body);
 }
 
 // The environments: all 7 modes under each of these policies.

@@ -19,6 +19,7 @@
 
 #include "bf16emu/core/arith.hpp"
 #include "bf16emu/tc/block.hpp"
+#include "bf16emu/tc/lanes.hpp"
 #include "bf16emu/tc/presets.hpp"
 
 namespace bf16emu::tc {
@@ -62,6 +63,25 @@ BF16EMU_CXHD void dot_cols(const block_params &p, int instr_k, const fp<In> *a, 
                            fp<Out> *c) noexcept {
   no_block_trace t;
   dot_cols<In, Out>(p, instr_k, a, sa, b, sb, bcol, ncols, K, c, t);
+}
+
+// rows x ncols dot products: c[i*ldc + j] = dot(p, instr_k, a + i*lda, sa, b + j*bcol, sb, K,
+// c[i*ldc + j]) for i < rows, j < ncols: the bits of rows calls of dot_cols. An installed
+// lane-parallel kernel (lanes.hpp: one output element per SIMD lane) takes them where it covers
+// the formats and parameters; otherwise (or in device code) row by row.
+template <class In, class Out, class InB = In>
+BF16EMU_HD inline void dot_rows(const block_params &p, int instr_k, int rows, const fp<In> *a,
+                                std::ptrdiff_t lda, std::ptrdiff_t sa, const fp<InB> *b, std::ptrdiff_t sb,
+                                std::ptrdiff_t bcol, int ncols, int K, fp<Out> *c,
+                                std::ptrdiff_t ldc) noexcept {
+#if !defined(__CUDA_ARCH__)
+  if constexpr (std::is_same_v<In, InB>)
+    if (rows > 0 && ncols > 0 && K > 0 &&
+        lanes_try<In, Out>(p, instr_k, rows, a, lda, sa, b, sb, bcol, ncols, K, c, ldc))
+      return;
+#endif
+  for (int i = 0; i < rows; ++i)
+    dot_cols<In, Out>(p, instr_k, a + i * lda, sa, b, sb, bcol, ncols, K, c + i * ldc);
 }
 
 // The f64 DMMA accumulation (accum_kind::fma_chain): d = c, then d = fma(a_k, b_k, d) for k in
@@ -178,6 +198,15 @@ template <class In, class Out, class Tracer, class InB = In, class InC = Out>
 BF16EMU_CXHD void gemm(const block_params &p, int instr_k, int M, int N, int K, const fp<In> *A,
                        std::ptrdiff_t lda, const fp<InB> *B, std::ptrdiff_t ldb, const fp<InC> *C,
                        std::ptrdiff_t ldc, fp<Out> *D, std::ptrdiff_t ldd, Tracer &tracer) noexcept {
+  if constexpr (!Tracer::enabled) {
+    if (!__builtin_is_constant_evaluated()) { // all rows at once (dot_rows: the lane kernel)
+      for (int i = 0; i < M; ++i)
+        for (int j = 0; j < N; ++j)
+          D[i * ldd + j] = c_as_out<Out>(C[i * ldc + j]); // (D may be C)
+      dot_rows<In, Out>(p, instr_k, M, A, lda, 1, B, ldb, 1, N, K, D, ldd);
+      return;
+    }
+  }
   for (int i = 0; i < M; ++i) { // one row of D at a time: its columns' chains together
     for (int j = 0; j < N; ++j)
       D[i * ldd + j] = c_as_out<Out>(C[i * ldc + j]); // (D may be C)
