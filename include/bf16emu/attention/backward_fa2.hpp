@@ -150,15 +150,28 @@ template <class Obs> struct fa2_backward {
     return paper ? o.to16(t, s) : t;
   }
 
-  // 1 and 3 under tc: S = Q_i K_j^T and dP = dO_i V_j^T of one row against the keys [j0, j0 +
-  // m), the model's chains of a row advanced together (srow, dprow; K and V rows are unit-stride
-  // columns), each site's blocks filed in key order as the chains one by one.
-  void row_dots_tc(long row, long j0, long m) {
-    srow.assign(m, 0.0), dprow.assign(m, 0.0);
-    tc_dot_cols_at(o, model, &qb[row * d], 1, &kb[j0 * d], 1, d, int(m), int(d), srow.data(), site::bwd_qk,
-                   false);
-    tc_dot_cols_at(o, model, &dob[row * d], 1, &vb[j0 * d], 1, d, int(m), int(d), dprow.data(), site::dp,
-                   false);
+  // 1 and 3 under tc: S = Q_i K_j^T and dP = dO_i V_j^T of the tile's rows against its keys
+  // (srow, dprow: rows x w; K and V rows are unit-stride columns). Without a ledger every row at
+  // once against every key of the tile (a causal row's masked entries too, unused); with one, each
+  // row against the keys it sees, each site's blocks filed in (row, key) order.
+  void tile_dots_tc(const bwd_tile &t) {
+    const int w = int(t.w);
+    srow.assign(t.rows * t.w, 0.0), dprow.assign(t.rows * t.w, 0.0);
+    const long i0 = t.i0, j0 = t.j0;
+    if constexpr (!Obs::enabled) {
+      tc_dot_rows_at(o, model, int(t.rows), &qb[i0 * d], d, 1, &kb[j0 * d], 1, d, w, int(d), srow.data(), w,
+                     site::bwd_qk, false);
+      tc_dot_rows_at(o, model, int(t.rows), &dob[i0 * d], d, 1, &vb[j0 * d], 1, d, w, int(d), dprow.data(), w,
+                     site::dp, false);
+      return;
+    }
+    for (long rr = 0; rr < t.rows; ++rr) {
+      const long row = i0 + rr, m = cfg.causal ? std::clamp(row - j0 + 1, 0L, t.w) : t.w;
+      tc_dot_cols_at(o, model, &qb[row * d], 1, &kb[j0 * d], 1, d, int(m), int(d), &srow[rr * w],
+                     site::bwd_qk, false);
+      tc_dot_cols_at(o, model, &dob[row * d], 1, &vb[j0 * d], 1, d, int(m), int(d), &dprow[rr * w], site::dp,
+                     false);
+    }
   }
 
   // 2. Recompute P = exp2(S c - L log2 e) for one entry from s = S; Lc: the row's L*log2(e),
@@ -187,6 +200,7 @@ template <class Obs> struct fa2_backward {
   void p_and_ds_tile(const bwd_tile &t) {
     P.assign(t.rows * t.w, 0.0), dS.assign(t.rows * t.w, 0.0), live.assign(t.rows * t.w, 0);
     if (tc) Pbf.assign(t.rows * t.w, bf16{}), dSbf.assign(t.rows * t.w, bf16{});
+    if (tc) tile_dots_tc(t);
     for (long rr = 0; rr < t.rows; ++rr) {
       const long row = t.i0 + rr;
       const double L = fwd.lse[row];
@@ -194,16 +208,15 @@ template <class Obs> struct fa2_backward {
       bool lc_done = false;
       // the keys the row sees: all, or (causal) those <= row, a prefix of the tile
       const long m = cfg.causal ? std::clamp(row - t.j0 + 1, 0L, t.w) : t.w;
-      if (tc) row_dots_tc(row, t.j0, m);
       for (long jj = 0; jj < m; ++jj) {
         const long key = t.j0 + jj;
         const long e = rr * t.w + jj;
         live[e] = 1;
         const double p =
-            recompute_p(tc ? srow[jj] : dot_d(&q[row * d], &k[key * d], site::bwd_qk), L, Lc, lc_done);
+            recompute_p(tc ? srow[e] : dot_d(&q[row * d], &k[key * d], site::bwd_qk), L, Lc, lc_done);
         P[e] = p;
         if (tc) Pbf[e] = as_bf16(o.to16(p, site::bwd_p_to_bf16));
-        const double dp = tc ? dprow[jj] : dot_d(&dout[row * d], &v[key * d], site::dp);
+        const double dp = tc ? dprow[e] : dot_d(&dout[row * d], &v[key * d], site::dp);
         const double ds = ds_entry(p, dp, row);
         dS[e] = ds;
         if (tc) dSbf[e] = as_bf16(o.to16(ds, site::ds_to_bf16));
@@ -220,12 +233,10 @@ template <class Obs> struct fa2_backward {
     pack_cols(&qb[t.i0 * d], d, 1, rows, dd, qT);
     pack_cols(Pbf.data(), w, 1, rows, w, PT);
     pack_cols(dSbf.data(), w, 1, rows, w, dST);
-    for (long jj = 0; jj < w; ++jj) {
-      tc_dot_cols_at(o, model, &PT[jj * rows], 1, doT.data(), 1, rows, dd, rows, &dv[jj * d], site::dv_acc,
-                     true);
-      tc_dot_cols_at(o, model, &dST[jj * rows], 1, qT.data(), 1, rows, dd, rows, &dk[jj * d], site::dk_acc,
-                     false);
-    }
+    tc_dot_rows_at(o, model, w, PT.data(), rows, 1, doT.data(), 1, rows, dd, rows, dv.data(), d, site::dv_acc,
+                   true);
+    tc_dot_rows_at(o, model, w, dST.data(), rows, 1, qT.data(), 1, rows, dd, rows, dk.data(), d, site::dk_acc,
+                   false);
   }
 
   // 5-6. dV_j += P^T dO_i and dK_j += dS^T Q_i, element by element (dV first).
@@ -271,9 +282,8 @@ template <class Obs> struct fa2_backward {
     part.assign(t.rows * d, 0.0);
     if (tc) {
       pack_cols(&kb[j0 * d], d, 1, int(w), int(d), kT);
-      for (long rr = 0; rr < t.rows; ++rr)
-        tc_dot_cols_at(o, model, &dSbf[rr * w], 1, kT.data(), 1, w, int(d), int(w), &part[rr * d],
-                       site::dq_acc, false);
+      tc_dot_rows_at(o, model, int(t.rows), dSbf.data(), w, 1, kT.data(), 1, w, int(d), int(w), part.data(),
+                     d, site::dq_acc, false);
       return;
     }
     for (long rr = 0; rr < t.rows; ++rr)

@@ -230,6 +230,8 @@ template <class Obs> struct fa2_forward {
   const double scale, c, c_ex, tie_tol;
   std::vector<double> S, P, Pb; // one row of the current tile: scores, P, P-bar
   std::vector<bf16> Pbf;
+  std::vector<double> S_rows; // without a ledger: every row's scores of the tile (kv_block)
+  std::vector<bf16> Pbf_rows; // ... and every row's P-bar, for one P-bar V over the rows
 
   fa2_forward(const forward_config &cfg_, const fa2_prepared &in_, fa2_output out_, Obs &obs_)
       : cfg(cfg_), pol(cfg_.pol), in(in_), out(out_), obs(obs_), exact(pol.kind == policy_kind::exact),
@@ -261,7 +263,8 @@ template <class Obs> struct fa2_forward {
     return s;
   }
   // 1-2. S = Q K^T for one row over keys [j0, j0 + w), masked entries -inf; returns the row max.
-  double score_tile(long row, long j0, long w) {
+  // pre: the row's scores of the tile already computed (tensor-core model, kv_block), or null.
+  double score_tile(long row, long j0, long w, const double *pre = nullptr) {
     const double *qr = &q[row * d];
     double mb = ninf;
     if (exact || tc_qk) { // the unmasked keys (a prefix of the tile) together
@@ -278,6 +281,8 @@ template <class Obs> struct fa2_forward {
         }
         for (; j < live; ++j)
           S[j] = dot64(qr, &k[(j0 + j) * d]);
+      } else if (pre) {
+        std::copy(pre, pre + live, S.begin());
       } else {
         tc_dot_cols_at(o, model, &qb[row * d], 1, &kb[j0 * d], 1, d, int(live), int(d), S.data(), site::qk,
                        false);
@@ -435,8 +440,20 @@ template <class Obs> struct fa2_forward {
   void kv_block(row_block &rb, long bi, long b, long bc) {
     const long j0 = b * bc, j1 = std::min(rb.kv_end, j0 + bc), w = j1 - j0;
     S.assign(w, 0.0), P.assign(w, 0.0), Pb.assign(w, 0.0), Pbf.assign(w, bf16{});
+    // Without a ledger the tensor-core products of all the block's rows run at once
+    // (tc_dot_rows_at: the model's lane-parallel kernel where one is installed): S before the
+    // rows (a causal row's masked entries too, unused), P-bar V after them (a row's O waits only
+    // on its own rescale). The traced row keeps its own P-bar V, in the loop.
+    const bool rows_qk = !Obs::enabled && tc_qk, rows_pv = !Obs::enabled && tc_pv;
+    if (rows_qk) {
+      S_rows.assign(rb.rows * w, 0.0);
+      tc_dot_rows_at(o, model, int(rb.rows), &qb[rb.i0 * d], d, 1, &kb[j0 * d], 1, d, int(w), int(d),
+                     S_rows.data(), w, site::qk, false);
+    }
+    if (rows_pv) Pbf_rows.assign(rb.rows * w, bf16{});
+    long traced_r = -1;
     for (long r = 0; r < rb.rows; ++r) {
-      const double mb = row_max(score_tile(rb.i0 + r, j0, w), w);
+      const double mb = row_max(score_tile(rb.i0 + r, j0, w, rows_qk ? &S_rows[r * w] : nullptr), w);
       const double m_old = rb.m[r];
       const double m_new = std::max(m_old, mb);
       if (bi > 0) rescale(rb, r, m_old, m_new); // not on the first block
@@ -448,8 +465,24 @@ template <class Obs> struct fa2_forward {
       if (ones >= 2) rb.had_one[r] = 1; // a repeated maximum
       const bool traced = rb.tr.on && rb.i0 + r == rb.tr.row;
       if (traced) rb.tr.rebase(bi > 0, m_new, c_ex);
-      pv_update(rb, r, j0, w, traced);
+      if (rows_pv && !traced)
+        std::copy(Pbf.begin(), Pbf.end(), Pbf_rows.begin() + r * w);
+      else
+        pv_update(rb, r, j0, w, traced);
+      if (traced) traced_r = r;
     }
+    if (rows_pv) { // the rows before the traced one (all when none is) and after it
+      const long cut = traced_r < 0 ? rb.rows : traced_r;
+      pv_rows(rb, 0, cut, j0, w);
+      pv_rows(rb, cut + 1, rb.rows, j0, w);
+    }
+  }
+
+  // 8 for rows [r0, r1) of the row block at once, from their P-bar in Pbf_rows (kv_block).
+  void pv_rows(row_block &rb, long r0, long r1, long j0, long w) {
+    if (r1 <= r0) return;
+    tc_dot_rows_at(o, model, int(r1 - r0), &Pbf_rows[r0 * w], w, 1, &vbt[j0], 1, n, int(d), int(w),
+                   &rb.acc[r0 * d], d, site::pv, true);
   }
 
   // 9-12. Final lane reduction, normalisation, output rounding and L for every row; write.

@@ -150,4 +150,31 @@ void tc_dot_cols_at(const f32_ops<Obs> &o, const tc_model &m, const bf16 *a, std
   }
 }
 
+// tc_dot_cols_at for rows x ncols products sharing b: row i's a at a + i*lda, its accumulators
+// at c + i*ldc. Without a ledger, outside a site promoted to exact, the model takes them all at
+// once (tc::dot_rows: the lane-parallel kernel where one is installed, tc/lanes.hpp); otherwise
+// row by row, as rows calls of tc_dot_cols_at (each site's blocks filed in row order). The same
+// bits either way.
+template <class Obs>
+void tc_dot_rows_at(const f32_ops<Obs> &o, const tc_model &m, int rows, const bf16 *a, std::ptrdiff_t lda,
+                    std::ptrdiff_t sa, const bf16 *b, std::ptrdiff_t sb, std::ptrdiff_t bcol, int ncols,
+                    int k, double *c, std::ptrdiff_t ldc, site s, bool track_p1) {
+  if constexpr (!Obs::enabled) {
+    if (!o.exact_at(s) && rows > 0 && ncols > 0) {
+      std::vector<f32> cf(std::size_t(rows) * std::size_t(ncols));
+      for (int i = 0; i < rows; ++i)
+        for (int j = 0; j < ncols; ++j)
+          cf[std::size_t(i) * ncols + j] = as_f32(c[i * ldc + j]);
+      tc::dot_rows<bfloat16, binary32>(m.block, m.inst_k, rows, a, lda, sa, b, sb, bcol, ncols, k, cf.data(),
+                                       ncols);
+      for (int i = 0; i < rows; ++i)
+        for (int j = 0; j < ncols; ++j)
+          c[i * ldc + j] = of(cf[std::size_t(i) * ncols + j]);
+      return;
+    }
+  }
+  for (int i = 0; i < rows; ++i)
+    tc_dot_cols_at(o, m, a + i * lda, sa, b, sb, bcol, ncols, k, c + i * ldc, s, track_p1);
+}
+
 } // namespace bf16emu::attention
