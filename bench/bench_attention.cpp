@@ -3,10 +3,16 @@
 // tiled FlashAttention-2 backward (backward_fa2.hpp) on the same head, with the forward in the
 // same run as its baseline.
 // Targets (docs/performance.md): <= 1 s off, <= 2 s on, one core. The N = 4096 runs below:
-// docs/performance-attention.md.
+// docs/performance-attention.md. fwd_bwd: issue 32 item 2 (N 256 and 1024, d 64, with and without
+// the tensor-core model's lane-parallel kernel).
+#include <map>
+
 #include <benchmark/benchmark.h>
 
 #include "bf16emu/attention.hpp"
+#if defined(BF16EMU_HAVE_TC_LANES)
+#include "tc_lanes/tc_lanes.hpp"
+#endif
 
 namespace at = bf16emu::attention;
 
@@ -110,8 +116,51 @@ void big_fwd_ledger_off(benchmark::State &st) { big_run(st, false, false); }
 void big_fwd_ledger_on(benchmark::State &st) { big_run(st, true, false); }
 void big_fwd_bwd_ledger_off(benchmark::State &st) { big_run(st, false, true); }
 
+// Issue 32 item 2: forward + tiled backward (Br = Bc = 128) of one head, d 64, N st.range(0),
+// ledger off, one core; st.range(1) = 1: with the tensor-core model's lane-parallel kernel
+// installed (src/tc_lanes; the label names its SIMD target), 0: the model's own chains, in the
+// same run. Target: <= 20 ms at N 256 under fa2:sm90 and paper:autocast (paper's products are
+// FP32 FMA chains of the core, not the tensor-core model).
+void fwd_bwd(benchmark::State &st, const char *policy) {
+  static std::map<long, at::attention_inputs> cache;
+  const long n = st.range(0);
+  if (!cache.count(n)) cache.emplace(n, at::scenario_random(1, 1, n, 64, 1));
+  const at::attention_inputs &in = cache.at(n);
+  const at::forward_config c = config(policy);
+  const at::head_view h{in.n, in.d, in.q.data(), in.k.data(), in.v.data()};
+  at::backward_config b;
+  b.kind = at::backward_kind::tiled;
+#if defined(BF16EMU_HAVE_TC_LANES)
+  if (st.range(1)) bf16emu::tc_lanes::install();
+  st.SetLabel(st.range(1) ? bf16emu::tc_lanes::target_name() : "model chains");
+#else
+  if (st.range(1)) {
+    st.SkipWithError("built without src/tc_lanes (Highway)");
+    return;
+  }
+#endif
+  for (auto _ : st) {
+    at::null_observer none;
+    const at::forward_result f = at::forward_head(c, h, none);
+    auto r = at::backward_fa2_head(c, b, h, in.dout.data(), f, none);
+    benchmark::DoNotOptimize(r.dq.data());
+  }
+  bf16emu::tc::lanes_hook.store(nullptr);
+}
+
 } // namespace
 
+BENCHMARK_CAPTURE(fwd_bwd, fa2_sm90, "fa2:sm90")
+    ->Args({256, 0})
+    ->Args({256, 1})
+    ->Args({1024, 0})
+    ->Args({1024, 1})
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(fwd_bwd, paper_autocast, "paper:autocast")
+    ->Args({256, 0})
+    ->Args({256, 1})
+    ->Args({1024, 1})
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(big_fwd_ledger_off)->Arg(2)->Unit(benchmark::kMillisecond)->Iterations(1)->UseRealTime();
 BENCHMARK(big_fwd_ledger_on)->Arg(2)->Unit(benchmark::kMillisecond)->Iterations(1)->UseRealTime();
 BENCHMARK(big_fwd_bwd_ledger_off)->Arg(2)->Unit(benchmark::kMillisecond)->Iterations(1)->UseRealTime();

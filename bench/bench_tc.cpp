@@ -1,7 +1,9 @@
 // Tensor-core model throughput: emulated bf16 MACs per second (one thread) of the block
 // model for the Hopper (one block of 16 per k16 instruction) and Ampere (two blocks of 8)
 // presets, and a native FP32 dot-product loop over the same data in the same run.
-// Target (issue 14, goal 3): >= 1 G bf16 MAC/s per core; docs/performance-attention.md.
+// Target (issue 14, goal 3): >= 1 G bf16 MAC/s per core; docs/performance-attention.md. The
+// GEMM rows (issue 32): the lane-parallel kernel >= 2 G MAC/s per core with AVX2, >= 4 G with
+// AVX-512, against native FP32 GEMM in the same run; docs/performance.md.
 // items_per_second = multiply-accumulates per second. tc::dot runs the AVX2 instance of the
 // fast path where the host has AVX2 (run-time cpuid dispatch, tc/block.hpp); to measure the
 // portable instance (hosts without AVX2), build this file with -DBF16EMU_NO_AVX2_DISPATCH.
@@ -13,6 +15,9 @@
 #include <benchmark/benchmark.h>
 
 #include <bf16emu/tc.hpp>
+#if defined(BF16EMU_HAVE_TC_LANES)
+#include "tc_lanes/tc_lanes.hpp"
+#endif
 
 namespace {
 
@@ -128,8 +133,129 @@ void BM_native_fp32_dot(benchmark::State &state) {
   state.SetItemsProcessed(state.iterations() * K);
 }
 
+// GEMM of GM^3 (issue 32): the model's lane-parallel kernel (src/tc_lanes, the SIMD target the
+// dispatcher chooses, named in the label), the model's own chains (tc::gemm without the kernel:
+// a row at a time, its columns' chains together), and native FP32 GEMM (a plain loop blocked
+// over k, the compiler vectorising its j loop; the same shapes and data) in the same run.
+// items_per_second = multiply-accumulates per second.
+constexpr int GM = 512;
+
+struct gemm_data {
+  std::vector<bf16> a, b;
+  std::vector<f16> ah, bh;
+  std::vector<float> fa, fb;
+  gemm_data() : a(GM * GM), b(GM * GM), ah(GM * GM), bh(GM * GM), fa(GM * GM), fb(GM * GM) {
+    std::mt19937 rng(2);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    for (int i = 0; i < GM * GM; ++i) {
+      a[i] = bf16::from_bits(detail::bit_cast<std::uint32_t>(nd(rng)) >> 16);
+      b[i] = bf16::from_bits(detail::bit_cast<std::uint32_t>(nd(rng)) >> 16);
+      fa[i] = detail::bit_cast<float>(std::uint32_t(a[i].bits) << 16);
+      fb[i] = detail::bit_cast<float>(std::uint32_t(b[i].bits) << 16);
+      ah[i] = convert<binary16>(f32::from_bits(detail::bit_cast<std::uint32_t>(fa[i]))).value;
+      bh[i] = convert<binary16>(f32::from_bits(detail::bit_cast<std::uint32_t>(fb[i]))).value;
+    }
+  }
+};
+const gemm_data &gemm_inputs() {
+  static const gemm_data d;
+  return d;
+}
+
+template <class In>
+void run_gemm(benchmark::State &state, tc::arch arch, format_id fin, bool lanes, const std::vector<fp<In>> &A,
+              const std::vector<fp<In>> &B) {
+  const tc::preset &P = *tc::find_preset(arch, tc::instr_kind::mma, fin, format_id::fp32);
+  std::vector<f32> C(GM * GM, f32::from_bits(0)), D(GM * GM);
+#if defined(BF16EMU_HAVE_TC_LANES)
+  if (lanes) tc_lanes::install();
+  state.SetLabel(lanes ? tc_lanes::target_name() : "model chains");
+#else
+  if (lanes) {
+    state.SkipWithError("built without src/tc_lanes (Highway)");
+    return;
+  }
+#endif
+  for (auto _ : state) {
+    tc::gemm<In, binary32>(P.block, P.k, GM, GM, GM, A.data(), GM, B.data(), GM, C.data(), GM, D.data(), GM);
+    benchmark::DoNotOptimize(D.data());
+  }
+  tc::lanes_hook.store(nullptr);
+  state.SetItemsProcessed(state.iterations() * std::int64_t(GM) * GM * GM);
+}
+void BM_gemm512_bf16_sm90_lanes(benchmark::State &state) {
+  run_gemm<bfloat16>(state, tc::arch::sm90, format_id::bf16, true, gemm_inputs().a, gemm_inputs().b);
+}
+void BM_gemm512_bf16_sm90_model(benchmark::State &state) {
+  run_gemm<bfloat16>(state, tc::arch::sm90, format_id::bf16, false, gemm_inputs().a, gemm_inputs().b);
+}
+void BM_gemm512_fp16_sm90_lanes(benchmark::State &state) {
+  run_gemm<binary16>(state, tc::arch::sm90, format_id::fp16, true, gemm_inputs().ah, gemm_inputs().bh);
+}
+void BM_gemm512_bf16_sm80_lanes(benchmark::State &state) {
+  run_gemm<bfloat16>(state, tc::arch::sm80, format_id::bf16, true, gemm_inputs().a, gemm_inputs().b);
+}
+void BM_gemm512_bf16_sm80_model(benchmark::State &state) {
+  run_gemm<bfloat16>(state, tc::arch::sm80, format_id::bf16, false, gemm_inputs().a, gemm_inputs().b);
+}
+
+// Native FP32 GEMM: C = A B, blocked over k (64), the j loop vectorised by the compiler: at the
+// x86-64 baseline (SSE2), and compiled for AVX2 + FMA where the CPU has them.
+__attribute__((always_inline)) inline void native_gemm_body(const float *A, const float *B, float *C) {
+  for (int i = 0; i < GM * GM; ++i)
+    C[i] = 0;
+  for (int k0 = 0; k0 < GM; k0 += 64)
+    for (int i = 0; i < GM; ++i)
+      for (int k = k0; k < k0 + 64; ++k) {
+        const float x = A[i * GM + k];
+        const float *b = B + k * GM;
+        float *c = C + i * GM;
+        for (int j = 0; j < GM; ++j)
+          c[j] += x * b[j];
+      }
+}
+void native_gemm(const float *A, const float *B, float *C) { native_gemm_body(A, B, C); }
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+__attribute__((target("avx2,fma"))) void native_gemm_avx2(const float *A, const float *B, float *C) {
+  native_gemm_body(A, B, C);
+}
+#endif
+
+void run_native_gemm(benchmark::State &state, void (*fn)(const float *, const float *, float *),
+                     const char *label) {
+  const gemm_data &d = gemm_inputs();
+  std::vector<float> C(GM * GM);
+  for (auto _ : state) {
+    fn(d.fa.data(), d.fb.data(), C.data());
+    benchmark::DoNotOptimize(C.data());
+  }
+  state.SetLabel(label);
+  state.SetItemsProcessed(state.iterations() * std::int64_t(GM) * GM * GM);
+}
+void BM_native_fp32_gemm512(benchmark::State &state) {
+  run_native_gemm(state, native_gemm, "x86-64 baseline (SSE2)");
+}
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+void BM_native_fp32_gemm512_avx2(benchmark::State &state) {
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) {
+    state.SkipWithError("no AVX2/FMA");
+    return;
+  }
+  run_native_gemm(state, native_gemm_avx2, "AVX2+FMA");
+}
+#endif
+
 } // namespace
 
+BENCHMARK(BM_gemm512_bf16_sm90_lanes)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_gemm512_bf16_sm90_model)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_gemm512_fp16_sm90_lanes)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_gemm512_bf16_sm80_lanes)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_gemm512_bf16_sm80_model)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_native_fp32_gemm512)->Unit(benchmark::kMillisecond);
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+BENCHMARK(BM_native_fp32_gemm512_avx2)->Unit(benchmark::kMillisecond);
+#endif
 BENCHMARK(BM_tc_bf16_sm90_mma);
 BENCHMARK(BM_tc_bf16_sm80_mma);
 BENCHMARK(BM_tc_bf16_sm90_mma_cols);
