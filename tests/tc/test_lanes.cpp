@@ -66,7 +66,10 @@ TEST(TcLanes, RoundingMirrorsRoundOut) {
 }
 
 // Random operands of a format: one of several distributions per problem.
-enum class dist { normal, mixed, wide, zeros, subnormal, specials, cancel, bits, huge, count };
+// tiny: products near 2^-140, below bf16's e_zero, with C mostly 0 (the block's max exponent is
+// then e_zero); maxsig: every product positive with the largest significand at one exponent and C
+// near it, so that the block's 32-bit sum overflows (the kernel's fallback).
+enum class dist { normal, mixed, wide, zeros, subnormal, specials, cancel, bits, huge, tiny, maxsig, count };
 
 template <class In> struct gen {
   std::mt19937_64 &rng;
@@ -91,6 +94,8 @@ template <class In> struct gen {
       return pattern(mid - 8, mid + 8);
     case dist::cancel: return pattern(mid, mid); // one binade: sums of +-x cancel often
     case dist::huge: return pattern(std::max(1, top - 3), top);
+    case dist::tiny: return pattern(std::max(1, mid - 76), std::max(1, mid - 66));
+    case dist::maxsig: return (std::uint64_t(mid) << In::frac_bits) | In::frac_mask;
     default: return rng() & (In::sign_mask | In::abs_mask);
     }
   }
@@ -99,6 +104,8 @@ template <class In> struct gen {
 // An FP32 accumulator to go with the operands.
 std::uint32_t c_value(std::mt19937_64 &rng, dist d) {
   const std::uint32_t sign = (rng() & 1) ? 0x80000000u : 0u;
+  if (d == dist::tiny && rng() % 4 != 0) return 0;
+  if (d == dist::maxsig && rng() % 4 != 0) return 0x3f800000u | std::uint32_t(rng() & 0x7fffff); // [1, 2)
   switch (rng() % 8) {
   case 0: return sign;                                   // +-0
   case 1: return sign | std::uint32_t(rng() & 0x7fffff); // subnormal
