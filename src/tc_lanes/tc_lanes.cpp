@@ -40,6 +40,7 @@ struct shape {
 template <class In> bool takes(const tc::block_params &p) noexcept {
   constexpr std::int64_t pmax = (std::int64_t{1} << In::precision) - 1;
   if (!p.valid() || p.out_frac != 23 || p.rounding != tc::out_round::truncate) return false;
+  if (p.zeros != tc::zero_exp::e_zero) return false; // MMA-Sim's zero rule: the model's chains
   if (p.F < 2 * In::frac_bits || p.F < 23 || p.F > 30) return false;
   // The products' aligned terms (each < pmax^2 * 2^(F - 2m)) sum inside int32.
   return std::int64_t(p.L) * pmax * pmax * (std::int64_t{1} << (p.F - 2 * In::frac_bits)) <= INT32_MAX;

@@ -255,31 +255,49 @@ TEST(TcLanes, DeclinesWhatItDoesNotCover) {
   EXPECT_FALSE(tc_lanes::covers(block_params{16, 25, -133, 23, out_round::truncate}, format_id::e4m3));
 }
 
-// Installed as the model's hook, tc::gemm takes it and gives tc::dot's bits.
-TEST(TcLanes, GemmThroughTheHook) {
-  const preset &pr = *find_preset(arch::sm90, instr_kind::mma, format_id::bf16, format_id::fp32);
+// Installed as the model's hook, tc::gemm takes it and gives tc::dot's bits; under MMA-Sim's
+// zero rule (block_params::zeros, which the kernel declines) too.
+class TcLanesGemm : public ::testing::TestWithParam<zero_exp> {};
+INSTANTIATE_TEST_SUITE_P(Zeros, TcLanesGemm, ::testing::Values(zero_exp::e_zero, zero_exp::mmasim),
+                         [](const ::testing::TestParamInfo<zero_exp> &i) {
+                           return std::string(to_string(i.param));
+                         });
+TEST_P(TcLanesGemm, GemmThroughTheHook) {
+  preset pr = *find_preset(arch::sm90, instr_kind::mma, format_id::bf16, format_id::fp32);
+  pr.block.zeros = GetParam();
+  EXPECT_EQ(tc_lanes::covers(pr.block, format_id::bf16), GetParam() == zero_exp::e_zero);
   std::mt19937_64 rng(3);
   const int M = 37, N = 29, K = 100;
   std::vector<bf16> A(std::size_t(M * K)), B(std::size_t(K * N));
   std::vector<f32> C(std::size_t(M * N)), D(C.size());
-  gen<bfloat16> g{rng, dist::mixed};
-  for (auto &x : A)
-    x = bf16::from_bits(g());
+  // Half the rows: mixed operands; the other half: products near 2^-140, every fifth A element
+  // zero and C mostly 0, where the two zero rules give different bits.
+  gen<bfloat16> mixed{rng, dist::mixed}, tiny{rng, dist::tiny};
+  for (int i = 0; i < M; ++i)
+    for (int k = 0; k < K; ++k)
+      A[std::size_t(i * K + k)] = bf16::from_bits(i % 2 ? (k % 5 ? tiny() : 0) : mixed());
   for (auto &x : B)
-    x = bf16::from_bits(g());
-  for (auto &x : C)
-    x = f32::from_bits(c_value(rng, dist::mixed));
+    x = bf16::from_bits(tiny());
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j)
+      C[std::size_t(i * N + j)] = f32::from_bits(c_value(rng, i % 2 ? dist::tiny : dist::mixed));
   tc_lanes::install();
   gemm<bfloat16, binary32>(pr.block, pr.k, M, N, K, A.data(), K, B.data(), N, C.data(), N, D.data(), N);
   tc::lanes_hook.store(nullptr);
-  long bad = 0;
+  block_params other = pr.block;
+  other.zeros = GetParam() == zero_exp::e_zero ? zero_exp::mmasim : zero_exp::e_zero;
+  long bad = 0, rule_matters = 0;
   for (int i = 0; i < M; ++i)
     for (int j = 0; j < N; ++j) {
       const f32 want =
           dot<bfloat16, binary32>(pr.block, pr.k, A.data() + i * K, 1, B.data() + j, N, K, C[i * N + j]);
+      const f32 alt =
+          dot<bfloat16, binary32>(other, pr.k, A.data() + i * K, 1, B.data() + j, N, K, C[i * N + j]);
       bad += D[std::size_t(i * N + j)].bits != want.bits;
+      rule_matters += alt.bits != want.bits;
     }
   EXPECT_EQ(bad, 0);
+  EXPECT_GT(rule_matters, 0); // the data tell the two rules apart
 }
 
 } // namespace
