@@ -6,6 +6,7 @@
 // docs/performance-attention.md. fwd_bwd: issue 32 item 2 (N 256 and 1024, d 64, with and without
 // the tensor-core model's lane-parallel kernel).
 #include <map>
+#include <string>
 
 #include <benchmark/benchmark.h>
 
@@ -117,13 +118,14 @@ void big_fwd_ledger_on(benchmark::State &st) { big_run(st, true, false); }
 void big_fwd_bwd_ledger_off(benchmark::State &st) { big_run(st, false, true); }
 
 // Issue 32 item 2: forward + tiled backward (Br = Bc = 128) of one head, d 64, N st.range(0),
-// ledger off, one core; st.range(1) = 1: with the tensor-core model's lane-parallel kernel
-// installed (src/tc_lanes; the label names its SIMD target), 0: the model's own chains, in the
-// same run. Target: <= 20 ms at N 256 under fa2:sm90 and paper:autocast (paper's products are
-// FP32 FMA chains of the core, not the tensor-core model).
+// ledger off, one core, in the same run: st.range(1) = 0: the core's soft-float and the
+// tensor-core model's own chains (before issue 32); 1: with the model's lane-parallel kernel
+// (src/tc_lanes; the label names its SIMD target); 2: the kernel and the host's FP32 for the
+// FP32 steps (attention/arith.hpp, hw_f32: the default). Target: <= 20 ms at N 256 under
+// fa2:sm90 and paper:autocast (paper's products are FP32 FMA chains, not the tensor-core model).
 void fwd_bwd(benchmark::State &st, const char *policy) {
   static std::map<long, at::attention_inputs> cache;
-  const long n = st.range(0);
+  const long n = st.range(0), mode = st.range(1);
   if (!cache.count(n)) cache.emplace(n, at::scenario_random(1, 1, n, 64, 1));
   const at::attention_inputs &in = cache.at(n);
   const at::forward_config c = config(policy);
@@ -131,14 +133,17 @@ void fwd_bwd(benchmark::State &st, const char *policy) {
   at::backward_config b;
   b.kind = at::backward_kind::tiled;
 #if defined(BF16EMU_HAVE_TC_LANES)
-  if (st.range(1)) bf16emu::tc_lanes::install();
-  st.SetLabel(st.range(1) ? bf16emu::tc_lanes::target_name() : "model chains");
+  if (mode >= 1) bf16emu::tc_lanes::install();
+  std::string label = mode >= 1 ? bf16emu::tc_lanes::target_name() : "model chains";
 #else
-  if (st.range(1)) {
+  if (mode >= 1) {
     st.SkipWithError("built without src/tc_lanes (Highway)");
     return;
   }
+  std::string label = "model chains";
 #endif
+  at::hw_f32::enabled.store(mode >= 2);
+  st.SetLabel(label + (mode >= 2 ? ", host FP32" : ", soft FP32"));
   for (auto _ : st) {
     at::null_observer none;
     const at::forward_result f = at::forward_head(c, h, none);
@@ -146,21 +151,21 @@ void fwd_bwd(benchmark::State &st, const char *policy) {
     benchmark::DoNotOptimize(r.dq.data());
   }
   bf16emu::tc::lanes_hook.store(nullptr);
+  at::hw_f32::enabled.store(true);
 }
 
 } // namespace
 
 BENCHMARK_CAPTURE(fwd_bwd, fa2_sm90, "fa2:sm90")
-    ->Args({256, 0})
-    ->Args({256, 1})
-    ->Args({1024, 0})
-    ->Args({1024, 1})
+    ->ArgsProduct({{256, 1024}, {0, 1, 2}})
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(fwd_bwd, paper_autocast, "paper:autocast")
-    ->Args({256, 0})
-    ->Args({256, 1})
-    ->Args({1024, 1})
+    ->ArgsProduct({{256, 1024}, {0, 2}})
     ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(fwd_bwd, fa2_sm90_4096, "fa2:sm90")
+    ->Args({4096, 2})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
 BENCHMARK(big_fwd_ledger_off)->Arg(2)->Unit(benchmark::kMillisecond)->Iterations(1)->UseRealTime();
 BENCHMARK(big_fwd_ledger_on)->Arg(2)->Unit(benchmark::kMillisecond)->Iterations(1)->UseRealTime();
 BENCHMARK(big_fwd_bwd_ledger_off)->Arg(2)->Unit(benchmark::kMillisecond)->Iterations(1)->UseRealTime();

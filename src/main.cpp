@@ -1,7 +1,6 @@
 // bf16emu command-line tool: the subcommands register themselves (command.hpp).
 #include <csignal>
 #include <cstdio>
-#include <cstdlib>
 #include <exception>
 #include <string>
 #include <vector>
@@ -9,10 +8,8 @@
 #include "app.hpp"
 #include "command.hpp"
 #include "io/error.hpp"
+#include "io/fast_paths.hpp"
 #include "io/files.hpp"
-#if defined(BF16EMU_HAVE_TC_LANES)
-#include "tc_lanes/tc_lanes.hpp"
-#endif
 
 // SIGINT, SIGTERM, SIGHUP: the temporary files of unfinished outputs go, then the default action,
 // so an interrupted run leaves every earlier file as it was and no half-written one.
@@ -32,12 +29,9 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "bf16emu: %s\n", e.what());
     return exit_bad_input;
   }
-#if defined(BF16EMU_HAVE_TC_LANES)
-  // The tensor-core model's lane-parallel kernel (src/tc_lanes: the same bits). BF16EMU_TC_LANES=0
-  // leaves the model's own chains, for timing comparisons.
-  if (const char *v = std::getenv("BF16EMU_TC_LANES"); !v || std::string(v) != "0")
-    bf16emu::tc_lanes::install();
-#endif
+  // The tensor-core model's lane-parallel kernel and attention's host FP32 (the same bits;
+  // BF16EMU_TC_LANES=0 / BF16EMU_HW_F32=0 leave them off, for timing comparisons).
+  bf16emu::io::install_fast_paths();
   CLI::App app;
   build_app(app);
   auto finish = [](int rc) {

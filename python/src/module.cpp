@@ -9,6 +9,7 @@
 #include <bf16emu/bias/rng.hpp>
 
 #include "io/error.hpp"
+#include "io/fast_paths.hpp"
 #include "io/names.hpp"
 #include "module.hpp"
 
@@ -99,6 +100,7 @@ PYBIND11_MODULE(_core, m) {
       PyErr_SetString(PyExc_ValueError, e.what());
     }
   });
+  bf16emu::io::install_fast_paths(); // BF16EMU_TC_LANES=0, BF16EMU_HW_F32=0: off (same bits)
   bf16emu::py::bind_elementwise(m);
   bf16emu::py::bind_tc(m);
   bf16emu::py::bind_attention(m);

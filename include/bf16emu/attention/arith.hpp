@@ -8,7 +8,10 @@
 // site promoted to exact every operation is binary64 and nothing is filed.
 #pragma once
 
+#include <atomic>
+#include <cfenv>
 #include <cmath>
+#include <cstdint>
 
 #include "bf16emu/attention/exp2_poly.hpp"
 #include "bf16emu/attention/ledger.hpp"
@@ -20,44 +23,126 @@ namespace bf16emu::attention {
 inline f32 as_f32(double x) { return from_float(float(x)); } // exact for FP32 values
 inline double of(f32 x) { return double(to_float(x)); }
 inline double of(bf16 x) { return to_double(x); }
-inline bf16 as_bf16(double x) { return convert<bfloat16>(from_double(x)).value; } // exact for BF16 values
+// x a BF16 value (exact): its upper 16 FP32 bits; any other x: one rounding by the core.
+inline bf16 as_bf16(double x) {
+  const float f = float(x);
+  const std::uint32_t u = detail::bit_cast<std::uint32_t>(f);
+  if (double(f) == x && (u & 0xffffu) == 0) return bf16::from_bits(std::uint16_t(u >> 16));
+  return convert<bfloat16>(from_double(x)).value;
+}
+
+// The host's own FP32 arithmetic, for the path without a ledger (f32_ops::hw).
+//
+// Each operation is binary64 arithmetic on the FP32 operands, rounded once to FP32: a product
+// of two FP32 numbers is exact in binary64, and for +, -, x and / the binary64 rounding
+// followed by the FP32 one gives the correctly rounded FP32 result (binary64 has 53 >= 2*24 + 2
+// bits: the double rounding is innocuous, Figueroa 1995). Every rounding to FP32 is an explicit
+// conversion, so no compiler may contract a product and a sum into one FMA. FMA is fmaf
+// (correctly rounded by C's definition). The bits equal the core's only when the host rounds
+// to nearest even and keeps subnormals (no FTZ/DAZ): usable() probes exactly that, at run
+// time, in the calling thread. A NaN result is always recomputed by the core (its NaN rule).
+namespace hw_f32 {
+// Process-wide switch (default on): false keeps the core's soft-float on every path, for
+// timing comparisons (the CLI reads BF16EMU_HW_F32=0). Set before the threads start.
+inline std::atomic<bool> enabled{true};
+
+// The calling thread's floating-point environment rounds to nearest even and keeps subnormal
+// operands and results (probed: these four results differ under any other rounding mode,
+// flush-to-zero or denormals-are-zero).
+inline bool env_is_ieee_rne() noexcept {
+  volatile double one = 1.0, half_ulp = 0x1p-24, three_quarter_ulp = 0x1.8p-24, tiny = 0x1p-140;
+  volatile float sub = 0x1p-140f;
+  const bool ties_even = float(one + half_ulp) == 1.0f;                          // not upward
+  const bool nearest = float(one + three_quarter_ulp) == float(1.0 + 0x1p-23);   // not down/zero
+  const bool keeps_sub_out = float(tiny) != 0.0f;                                // no FTZ
+  const bool keeps_sub_in = double(sub) != 0.0 && float(double(sub) * one) != 0; // no DAZ
+  return ties_even && nearest && keeps_sub_out && keeps_sub_in && std::fegetround() == FE_TONEAREST;
+}
+inline bool usable() noexcept { return enabled.load(std::memory_order_relaxed) && env_is_ieee_rne(); }
+
+inline float add(double a, double b) noexcept { return float(double(float(a)) + double(float(b))); }
+inline float mul(double a, double b) noexcept { return float(double(float(a)) * double(float(b))); }
+inline float div(double a, double b) noexcept { return float(double(float(a)) / double(float(b))); }
+inline float fma(double a, double b, double c) noexcept {
+  return __builtin_fmaf(float(a), float(b), float(c));
+}
+inline bool is_nan(float x) noexcept { return x != x; }
+
+// exp2_poly's backend on the same operations.
+struct backend {
+  using value = float;
+  value fma(value a, value b, value c) const noexcept { return __builtin_fmaf(a, b, c); }
+  value mul(value a, value b) const noexcept { return float(double(a) * double(b)); }
+  value add(value a, value b) const noexcept { return float(double(a) + double(b)); }
+  value from_bits(std::uint32_t u) const noexcept { return detail::bit_cast<float>(u); }
+  std::uint32_t to_bits(value v) const noexcept { return detail::bit_cast<std::uint32_t>(v); }
+};
+
+// x -> BF16 (nearest even) when x is a finite FP32 value: its bits plus 0x7FFF plus the kept
+// part's last bit, then the upper half (exact for subnormals, and carries to Inf on overflow).
+// False (nothing written) for any other x.
+inline bool to_bf16(double x, double &out) noexcept {
+  const float f = float(x);
+  if (double(f) != x) return false; // NaN, or not an FP32 value: the core rounds it once
+  const std::uint32_t u = detail::bit_cast<std::uint32_t>(f);
+  const std::uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+  out = double(detail::bit_cast<float>(r));
+  return true;
+}
+} // namespace hw_f32
 
 // FP32 operations (round to nearest even) with their ledger site, under the site precision
 // override `prec` (kernel_policy::site_precision; nullptr: every site as the policy).
 template <class Obs> struct f32_ops {
   Obs *obs;
   const site_prec *prec = nullptr;
+  // Without a ledger, on a host that rounds like the core: the host's FP32 operations (hw_f32,
+  // the same bits; NaN results from the core).
+  bool hw = !Obs::enabled && hw_f32::usable();
   site_prec at_prec(site s) const { return prec ? prec[int(s)] : site_prec::policy; }
   bool exact_at(site s) const { return prec && prec[int(s)] == site_prec::exact; }
   site_tracer<Obs> at(site s, bool p1 = false) const { return {obs, s, p1}; }
   double add(double a, double b, site s, bool p1 = false) const {
     if (exact_at(s)) return a + b;
+    if (hw)
+      if (const float r = hw_f32::add(a, b); !hw_f32::is_nan(r)) return r;
     return of(bf16emu::add(as_f32(a), as_f32(b), env{}, at(s, p1)).value);
   }
   double sub(double a, double b, site s, bool p1 = false) const {
     if (exact_at(s)) return a - b;
+    if (hw)
+      if (const float r = hw_f32::add(a, -b); !hw_f32::is_nan(r)) return r;
     return of(bf16emu::sub(as_f32(a), as_f32(b), env{}, at(s, p1)).value);
   }
   double mul(double a, double b, site s, bool p1 = false) const {
     if (exact_at(s)) return a * b;
+    if (hw)
+      if (const float r = hw_f32::mul(a, b); !hw_f32::is_nan(r)) return r;
     return of(bf16emu::mul(as_f32(a), as_f32(b), env{}, at(s, p1)).value);
   }
   double fma(double a, double b, double c, site s, bool p1 = false) const {
     if (exact_at(s)) return std::fma(a, b, c);
+    if (hw)
+      if (const float r = hw_f32::fma(a, b, c); !hw_f32::is_nan(r)) return r;
     return of(bf16emu::fma(as_f32(a), as_f32(b), as_f32(c), env{}, at(s, p1)).value);
   }
   double div(double a, double b, site s, bool p1 = false) const {
     if (exact_at(s)) return a / b;
+    if (hw)
+      if (const float r = hw_f32::div(a, b); !hw_f32::is_nan(r)) return r;
     return of(bf16emu::div(as_f32(a), as_f32(b), env{}, at(s, p1)).value);
   }
   // binary64 value -> FP32 (one rounding).
   double to32(double x, site s, bool p1 = false) const {
     if (exact_at(s)) return x;
+    if (hw)
+      if (const float r = float(x); !hw_f32::is_nan(r)) return r;
     return of(convert<binary32>(from_double(x), env{}, at(s, p1)).value);
   }
   // FP32 (or binary64) value -> BF16 (one rounding); FP32 at a site promoted to fp32.
   double to16(double x, site s, bool p1 = false) const {
     if (at_prec(s) != site_prec::policy) return to32(x, s, p1);
+    if (double y; hw && hw_f32::to_bf16(x, y)) return y;
     return of(convert<bfloat16>(from_double(x), env{}, at(s, p1)).value);
   }
 };
@@ -79,6 +164,10 @@ template <class Obs> double rn_f32(const f32_ops<Obs> &o, double ex, site s);
 template <class Obs> double exp2_f32(const f32_ops<Obs> &o, double x, bool poly, site s) {
   if (o.exact_at(s)) return std::exp2(x);
   if (poly) {
+    if (o.hw) { // the same sequence on the host's FP32 operations (same bits; NaN from the core)
+      hw_f32::backend hb;
+      if (const float y = exp2_poly(hb, float(x)); !hw_f32::is_nan(y)) return y;
+    }
     soft_f32_backend b;
     const double y = of(exp2_poly(b, as_f32(x)));
     if constexpr (Obs::enabled) {
@@ -100,6 +189,8 @@ template <class Obs> double rn_f32(const f32_ops<Obs> &o, double ex, site s) {
     if (t.count) o.obs->record(s, t.event, y == 1.0);
     return y;
   } else {
+    if (o.hw)
+      if (const float y = float(ex); !hw_f32::is_nan(y)) return y;
     return of(convert<binary32>(from_double(ex)).value);
   }
 }

@@ -1,0 +1,177 @@
+// The host-FP32 path of f32_ops (attention/arith.hpp, hw_f32) against the core's soft-float
+// path, bit for bit: every operation the attention policies use, on random FP32 operands of
+// every class and on operands built to give ties, subnormal results and overflow. The core is
+// the reference here (it is proved against MPFR and TestFloat in the core tiers); the probe of
+// the floating-point environment must refuse every mode in which the host's bits would differ.
+#include <gtest/gtest.h>
+
+#include <cfenv>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#if defined(__SSE__) || defined(__x86_64__)
+#include <xmmintrin.h>
+#define BF16EMU_TEST_MXCSR 1
+#endif
+
+#include "bf16emu/attention.hpp"
+
+namespace at = bf16emu::attention;
+using at::site;
+
+namespace {
+std::uint64_t bits(double x) {
+  std::uint64_t u;
+  std::memcpy(&u, &x, 8);
+  return u;
+}
+double f32_of(std::uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return double(f);
+}
+
+// FP32 operands that reach every class: any bit pattern; normal numbers with short
+// significands (exact products and sums whose rounding is a tie); subnormals and numbers near
+// the overflow threshold.
+struct operands {
+  std::mt19937_64 rng{20261128};
+  double next() {
+    const std::uint32_t r = std::uint32_t(rng());
+    const std::uint32_t sign = r & 0x80000000u;
+    switch (rng() % 6) {
+    case 0: return f32_of(r); // any pattern (NaN, Inf, subnormal, normal)
+    case 1: {                 // short significand: products and sums often tie
+      const std::uint32_t e = 100u + std::uint32_t(rng() % 56);
+      const std::uint32_t m = std::uint32_t(rng()) & 0x7ff000u;
+      return f32_of(sign | e << 23 | m);
+    }
+    case 2: return f32_of(sign | (std::uint32_t(rng()) & 0x007fffffu));                 // subnormal
+    case 3: return f32_of(sign | (0x7c000000u + (std::uint32_t(rng()) & 0x037fffffu))); // huge
+    case 4: return f32_of(sign | (0x3c000000u + (std::uint32_t(rng()) & 0x07ffffffu))); // near 1
+    default: return f32_of(sign | (std::uint32_t(rng() % 40) << 23) | (std::uint32_t(rng()) & 0x7fffffu));
+    }
+  }
+};
+
+struct pair_of_ops {
+  at::null_observer none;
+  at::f32_ops<at::null_observer> hw{&none};
+  at::f32_ops<at::null_observer> soft{&none, nullptr, false};
+};
+
+constexpr int cases = 400000;
+} // namespace
+
+TEST(HwF32, ProbeAcceptsTheDefaultEnvironment) {
+  // Every CI machine runs in the default environment; without this the comparisons below
+  // would compare the core with itself.
+  ASSERT_TRUE(at::hw_f32::env_is_ieee_rne());
+  pair_of_ops p;
+  ASSERT_TRUE(p.hw.hw);
+  ASSERT_FALSE(p.soft.hw);
+  at::f32_ops<at::ledger> with_ledger{nullptr};
+  EXPECT_FALSE(with_ledger.hw); // a ledger needs the core's events
+}
+
+TEST(HwF32, ProbeRefusesOtherRoundingModes) {
+  for (int mode : {FE_UPWARD, FE_DOWNWARD, FE_TOWARDZERO}) {
+    ASSERT_EQ(std::fesetround(mode), 0);
+    const bool ok = at::hw_f32::env_is_ieee_rne();
+    std::fesetround(FE_TONEAREST);
+    EXPECT_FALSE(ok) << mode;
+  }
+  EXPECT_TRUE(at::hw_f32::env_is_ieee_rne());
+}
+
+#if defined(BF16EMU_TEST_MXCSR)
+TEST(HwF32, ProbeRefusesFlushToZeroAndDenormalsAreZero) {
+  const unsigned saved = _mm_getcsr();
+  for (unsigned bit : {0x8000u /* FTZ */, 0x0040u /* DAZ */}) {
+    _mm_setcsr(saved | bit);
+    const bool ok = at::hw_f32::env_is_ieee_rne();
+    _mm_setcsr(saved);
+    EXPECT_FALSE(ok) << std::hex << bit;
+  }
+  EXPECT_TRUE(at::hw_f32::env_is_ieee_rne());
+}
+#endif
+
+TEST(HwF32, ArithmeticMatchesTheCoreBitForBit) {
+  pair_of_ops p;
+  ASSERT_TRUE(p.hw.hw);
+  operands g;
+  long mismatches = 0, nan_results = 0;
+  auto check = [&](const char *op, double h, double s, double a, double b, double c) {
+    if (std::isnan(s)) ++nan_results;
+    if (bits(h) != bits(s) && ++mismatches <= 10)
+      ADD_FAILURE() << op << "(" << a << ", " << b << ", " << c << "): host " << h << ", core " << s;
+  };
+  for (int i = 0; i < cases; ++i) {
+    const double a = g.next(), b = g.next(), c = g.next();
+    check("add", p.hw.add(a, b, site::row_sum), p.soft.add(a, b, site::row_sum), a, b, 0);
+    check("sub", p.hw.sub(a, b, site::rescale), p.soft.sub(a, b, site::rescale), a, b, 0);
+    check("mul", p.hw.mul(a, b, site::rescale), p.soft.mul(a, b, site::rescale), a, b, 0);
+    check("div", p.hw.div(a, b, site::normalize), p.soft.div(a, b, site::normalize), a, b, 0);
+    check("fma", p.hw.fma(a, b, c, site::pv), p.soft.fma(a, b, c, site::pv), a, b, c);
+    if (std::isfinite(a) && std::isfinite(b) && a != 0 && b != 0) {
+      // sums formed to tie (half an ulp of a) or to fall just beside a tie (b's significand
+      // moved to start at a's half-ulp bit)
+      const double half = std::copysign(std::ldexp(1.0, std::ilogb(a) - 24), b);
+      const double near = std::ldexp(b, std::ilogb(a) - std::ilogb(b) - 24);
+      for (double d : {half, near})
+        check("add-tie", p.hw.add(a, d, site::row_sum), p.soft.add(a, d, site::row_sum), a, d, 0);
+    }
+  }
+  EXPECT_EQ(mismatches, 0) << "of about " << 7L * cases << " operations";
+  EXPECT_GT(nan_results, 1000); // the NaN path (the core's rule) was taken
+}
+
+TEST(HwF32, RoundingsMatchTheCoreBitForBit) {
+  pair_of_ops p;
+  operands g;
+  std::mt19937_64 rng(7);
+  long mismatches = 0;
+  auto check = [&](const char *op, double h, double s, double x) {
+    if (bits(h) != bits(s) && ++mismatches <= 10)
+      ADD_FAILURE() << op << "(" << x << "): host " << h << ", core " << s;
+  };
+  for (int i = 0; i < cases; ++i) {
+    const double x32 = g.next(); // an FP32 value
+    double x64;                  // any binary64 value, often near FP32 ties
+    const std::uint64_t r = rng();
+    std::memcpy(&x64, &r, 8);
+    if (i % 2) x64 = x32 + std::ldexp(x32, -25 - int(rng() % 8)) * (rng() % 2 ? 1 : -1);
+    for (double x : {x32, x64}) {
+      check("to32", p.hw.to32(x, site::lse), p.soft.to32(x, site::lse), x);
+      check("to16", p.hw.to16(x, site::p_to_bf16), p.soft.to16(x, site::p_to_bf16), x);
+    }
+    const double xb = p.soft.to16(x32, site::p_to_bf16);
+    if (!std::isnan(xb)) {
+      EXPECT_EQ(at::of(at::as_bf16(xb)), xb);
+    }
+    const bf16emu::bf16 ref = bf16emu::convert<bf16emu::bfloat16>(bf16emu::from_double(x64)).value;
+    if (!ref.is_nan()) {
+      EXPECT_EQ(at::as_bf16(x64).bits, ref.bits) << x64;
+    }
+  }
+  EXPECT_EQ(mismatches, 0) << "of " << 4L * cases << " roundings";
+}
+
+TEST(HwF32, Exp2MatchesTheCoreBitForBit) {
+  pair_of_ops p;
+  operands g;
+  std::mt19937_64 rng(11);
+  long mismatches = 0;
+  for (int i = 0; i < cases; ++i) {
+    // the exponent arguments attention forms (mostly in [-150, 0]) and any FP32 value
+    const double x = i % 4 ? double(float(-std::ldexp(double(rng() % (1u << 24)), -16))) : g.next();
+    for (bool poly : {true, false}) {
+      const double h = at::exp2_f32(p.hw, x, poly, site::exp), s = at::exp2_f32(p.soft, x, poly, site::exp);
+      if (bits(h) != bits(s) && ++mismatches <= 10)
+        ADD_FAILURE() << "exp2 " << (poly ? "poly" : "rn") << "(" << x << "): host " << h << ", core " << s;
+    }
+  }
+  EXPECT_EQ(mismatches, 0) << "of " << 2L * cases << " exp2";
+}
