@@ -3,7 +3,6 @@
 # Only missing packages are installed; nothing happens when everything is present.
 # Non-interactive; uses sudo when not run as root.
 #   bash scripts/install-deps.sh            # required packages
-#   BF16EMU_DEPS_NINJA=1 bash scripts/install-deps.sh   # also ninja-build (optional)
 #   BF16EMU_DEPS_MPI=1 bash scripts/install-deps.sh     # also Open MPI (optional: mpirun -np N
 #                                                         bf16emu bias|attention, docs/scale.md)
 set -euo pipefail
@@ -13,6 +12,7 @@ required=(
   "cmake:cmd:cmake"
   "g++:cmd:g++"
   "make:cmd:make"
+  "ninja-build:cmd:ninja" # scripts/test.sh and sanitize.sh build with it (Make still works)
   "python3:cmd:python3"
   "libboost-dev:file:/usr/include/boost/version.hpp"
   "libmpfr-dev:file:/usr/include/mpfr.h"
@@ -38,9 +38,6 @@ required=(
   "python3-wheel:file:/usr/lib/python3/dist-packages/wheel/__init__.py"
   "python3-matplotlib:file:/usr/lib/python3/dist-packages/matplotlib/__init__.py"
 )
-if [[ "${BF16EMU_DEPS_NINJA:-0}" == 1 ]]; then
-  required+=("ninja-build:cmd:ninja")
-fi
 if [[ "${BF16EMU_DEPS_MPI:-0}" == 1 ]]; then
   required+=("libopenmpi-dev:file:/usr/lib/x86_64-linux-gnu/openmpi/include/mpi.h" "openmpi-bin:cmd:mpirun")
 fi

@@ -19,6 +19,8 @@ cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-cmake --preset asan-ubsan >/dev/null
+gen=() # Ninja for a new build directory, as scripts/test.sh
+if [[ ! -f build-asan/CMakeCache.txt ]] && command -v ninja >/dev/null; then gen=(-G Ninja); fi
+cmake --preset asan-ubsan "${gen[@]}" >/dev/null
 cmake --build --preset asan-ubsan -j2
 ctest --preset asan-ubsan
