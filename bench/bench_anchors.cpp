@@ -24,6 +24,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include "bf16emu/core.hpp"
 
 #ifdef BF16EMU_ANCHOR_BULK
@@ -413,40 +415,45 @@ void register_all(long iterations) {
     }
 }
 
-// Console output plus, at the end, each row's bf16emu CPU time over its anchor's: the median of
-// the repetitions when there are several, else the single run.
+// Console output plus, at the end, each row's ns per element and bf16emu's CPU time over the
+// anchor's: medians of the repetitions when there are several, else the single run.
 class ratio_reporter : public benchmark::ConsoleReporter {
 public:
+  explicit ratio_reporter(OutputOptions o) : ConsoleReporter(o) {}
   void ReportRuns(const std::vector<Run> &runs) override {
     ConsoleReporter::ReportRuns(runs);
     for (const Run &r : runs) {
       const bool single = r.run_type == Run::RT_Iteration && r.repetitions <= 1;
       const bool median = r.run_type == Run::RT_Aggregate && r.aggregate_name == "median";
-      if (single || median) cpu_[r.run_name.function_name] = r.GetAdjustedCPUTime();
+      const auto rate = r.counters.find("items_per_second");
+      if ((single || median) && rate != r.counters.end() && rate->second.value > 0)
+        ns_[r.run_name.function_name] = 1e9 / rate->second.value;
+      medians_ = medians_ || median;
     }
   }
   void Finalize() override {
     ConsoleReporter::Finalize();
     auto &os = GetOutputStream();
-    os << "\nratios (CPU time, bf16emu / anchor, same run):\n";
-    for (const auto &[name, t] : cpu_) {
+    os << "\nCPU ns per element (" << (medians_ ? "medians" : "single runs")
+       << "), bf16emu / anchor in the same run:\n";
+    for (const auto &[name, t] : ns_) {
       const auto slash = name.rfind('/');
       const std::string row = name.substr(0, slash), impl = name.substr(slash + 1);
       if (impl == "softfloat" || impl == "cpfloat") continue;
       for (const char *anchor : {"softfloat", "cpfloat"}) {
-        const auto it = cpu_.find(row + "/" + anchor);
-        if (it != cpu_.end() && it->second > 0) {
-          char line[160];
-          std::snprintf(line, sizeof line, "  %-28s %-13s / %-9s = %.2f\n", row.c_str(), impl.c_str(), anchor,
-                        t / it->second);
-          os << line;
-        }
+        const auto it = ns_.find(row + "/" + anchor);
+        if (it == ns_.end()) continue;
+        char line[200];
+        std::snprintf(line, sizeof line, "  %-26s %-12s %8.3f ns  %-9s %8.3f ns  ratio %.2f\n", row.c_str(),
+                      impl.c_str(), t, anchor, it->second, t / it->second);
+        os << line;
       }
     }
   }
 
 private:
-  std::map<std::string, double> cpu_;
+  std::map<std::string, double> ns_;
+  bool medians_ = false;
 };
 
 } // namespace
@@ -474,7 +481,7 @@ int main(int argc, char **argv) {
   register_all(iterations);
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  ratio_reporter reporter;
+  ratio_reporter reporter(isatty(1) ? ratio_reporter::OO_Defaults : ratio_reporter::OO_Tabular);
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
   return 0;
