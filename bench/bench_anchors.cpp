@@ -14,6 +14,7 @@
 // Ir of the anchors_loop_* function divided by N * elements).
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -24,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include <time.h>
 #include <unistd.h>
 
 #include "bf16emu/core.hpp"
@@ -279,97 +281,140 @@ void run_checks() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Timed loops. Each is its own out-of-line function (callgrind: --toggle-collect=*anchors_loop_*)
-// over operands prepared before the benchmark runs.
+// Timed passes over operands prepared before the benchmarks run. Two kinds of rows:
+//  - <row>/<impl>: one implementation per benchmark, its loop an out-of-line function
+//    (callgrind: --toggle-collect='*anchors_loop_*'; instructions per op = the difference of two
+//    runs with different --anchors_iterations over the difference of their element counts);
+//  - pair/<row>/<impl>:<anchor>: both in the same benchmark, alternating section by section
+//    (which goes first alternates too), each section timed by the thread's CPU clock; the
+//    counter `ratio` is bf16emu's time over the anchor's, both under the same machine state.
 
-template <op Op> [[gnu::noinline]] void anchors_loop_bf16emu(benchmark::State &state, const operands &d) {
-  std::vector<f32> x(kN), y(kN), z(kN);
+struct scalar_input {
+  std::vector<f32> x, y, z;
+  std::vector<std::uint32_t> a, b, c;
+};
+
+scalar_input make_scalar(op o, set s) {
+  const operands d = make_operands(o, s, kN);
+  scalar_input in{{}, {}, {}, d.a, d.b, d.c};
   for (std::size_t i = 0; i < kN; ++i) {
-    x[i] = f32::from_bits(d.a[i]);
-    y[i] = f32::from_bits(d.b[i]);
-    z[i] = f32::from_bits(d.c[i]);
+    in.x.push_back(f32::from_bits(d.a[i]));
+    in.y.push_back(f32::from_bits(d.b[i]));
+    in.z.push_back(f32::from_bits(d.c[i]));
   }
+  return in;
+}
+
+template <op Op> void pass_bf16emu(const scalar_input &d) {
   const env e{};
-  for (auto _ : state)
-    for (std::size_t i = 0; i < kN; ++i) {
-      result<binary32> r = emulated<Op>(x[i], y[i], z[i], e);
-      benchmark::DoNotOptimize(r);
-    }
-  state.SetItemsProcessed(state.iterations() * std::int64_t(kN));
+  for (std::size_t i = 0; i < kN; ++i) {
+    result<binary32> r = emulated<Op>(d.x[i], d.y[i], d.z[i], e);
+    benchmark::DoNotOptimize(r);
+  }
 }
 
 #ifdef BF16EMU_ANCHOR_SOFTFLOAT
-template <op Op> [[gnu::noinline]] void anchors_loop_softfloat(benchmark::State &state, const operands &d) {
-  std::vector<float32_t> x(kN), y(kN), z(kN);
+template <op Op> void pass_softfloat(const scalar_input &d) {
   for (std::size_t i = 0; i < kN; ++i) {
-    x[i].v = d.a[i];
-    y[i].v = d.b[i];
-    z[i].v = d.c[i];
+    float32_t r = anchor<Op>({d.a[i]}, {d.b[i]}, {d.c[i]});
+    benchmark::DoNotOptimize(r);
   }
-  softfloat_defaults();
-  for (auto _ : state)
-    for (std::size_t i = 0; i < kN; ++i) {
-      float32_t r = anchor<Op>(x[i], y[i], z[i]);
-      benchmark::DoNotOptimize(r);
-    }
-  benchmark::DoNotOptimize(softfloat_exceptionFlags);
-  state.SetItemsProcessed(state.iterations() * std::int64_t(kN));
 }
 #endif
 
 struct bulk_input {
   std::vector<f32> in;
   std::vector<float> in_float;
+  mutable std::vector<bf16> out;
+  mutable std::vector<float> out_float;
 };
 
 bulk_input make_bulk(set s, std::size_t n) {
   const auto bits = generate(s, n, 5);
-  bulk_input b{std::vector<f32>(n), std::vector<float>(n)};
+  bulk_input b{std::vector<f32>(n), std::vector<float>(n), std::vector<bf16>(n), std::vector<float>(n)};
   for (std::size_t i = 0; i < n; ++i)
     b.in[i] = f32::from_bits(bits[i]);
   std::memcpy(b.in_float.data(), bits.data(), n * 4);
   return b;
 }
 
-[[gnu::noinline]] void anchors_loop_core_convert_n(benchmark::State &state, const bulk_input &b) {
-  const std::size_t n = b.in.size();
-  std::vector<bf16> out(n);
+void pass_core_convert_n(const bulk_input &b) {
   const env e{};
-  for (auto _ : state) {
-    benchmark::DoNotOptimize(convert_n(b.in.data(), out.data(), n, e));
-    benchmark::ClobberMemory();
-  }
-  state.SetItemsProcessed(state.iterations() * std::int64_t(n));
+  benchmark::DoNotOptimize(convert_n(b.in.data(), b.out.data(), b.in.size(), e));
+  benchmark::ClobberMemory();
 }
 
 #ifdef BF16EMU_ANCHOR_BULK
-[[gnu::noinline]] void anchors_loop_hwy_convert_n(benchmark::State &state, const bulk_input &b) {
-  const std::size_t n = b.in.size();
-  std::vector<bf16> out(n);
+void pass_hwy_convert_n(const bulk_input &b) {
   const env e{};
-  for (auto _ : state) {
-    benchmark::DoNotOptimize(bulk::convert_n(b.in.data(), out.data(), n, e));
-    benchmark::ClobberMemory();
-  }
-  state.SetItemsProcessed(state.iterations() * std::int64_t(n));
+  benchmark::DoNotOptimize(bulk::convert_n(b.in.data(), b.out.data(), b.in.size(), e));
+  benchmark::ClobberMemory();
 }
 #endif
 
 #ifdef BF16EMU_ANCHOR_CPFLOAT
-[[gnu::noinline]] void anchors_loop_cpfloat(benchmark::State &state, const bulk_input &b) {
-  const std::size_t n = b.in.size();
-  std::vector<float> out(n);
-  void *opts = cpfloat_options();
-  for (auto _ : state) {
-    benchmark::DoNotOptimize(bf16emu_anchor_cpfloat_round(out.data(), b.in_float.data(), n, opts));
-    benchmark::ClobberMemory();
-  }
-  state.SetItemsProcessed(state.iterations() * std::int64_t(n));
+void pass_cpfloat(const bulk_input &b) {
+  benchmark::DoNotOptimize(
+      bf16emu_anchor_cpfloat_round(b.out_float.data(), b.in_float.data(), b.in.size(), cpfloat_options()));
+  benchmark::ClobberMemory();
 }
 #endif
 
+template <class Pass, class Input>
+[[gnu::noinline]] void anchors_loop(benchmark::State &state, Pass pass, const Input &in, std::size_t n) {
+  for (auto _ : state)
+    pass(in);
+  state.SetItemsProcessed(state.iterations() * std::int64_t(n));
+}
+
+double thread_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+}
+
+// What one reading of the thread's CPU clock adds to a timed section (a system call on some
+// VMs, ~1 us): the smallest of many back-to-back differences, subtracted from every section.
+double clock_cost() {
+  static const double cost = [] {
+    double best = 1;
+    for (int i = 0; i < 1000; ++i) {
+      const double t0 = thread_seconds();
+      best = std::min(best, thread_seconds() - t0);
+    }
+    return best;
+  }();
+  return cost;
+}
+
+// Each timed section runs the pass `reps` times, at least 2^18 elements, so that the clock's
+// own cost is small (and subtracted).
+template <class Ours, class Theirs, class Input>
+void paired(benchmark::State &state, Ours ours, Theirs theirs, const Input &in, std::size_t n) {
+  const std::size_t reps = std::max<std::size_t>(1, (std::size_t{1} << 18) / n);
+  const double cost = clock_cost();
+  double t_ours = 0, t_theirs = 0;
+  bool ours_first = true;
+  for (auto _ : state) {
+    const double t0 = thread_seconds();
+    for (std::size_t k = 0; k < reps; ++k)
+      ours_first ? ours(in) : theirs(in);
+    const double t1 = thread_seconds();
+    for (std::size_t k = 0; k < reps; ++k)
+      ours_first ? theirs(in) : ours(in);
+    const double t2 = thread_seconds();
+    (ours_first ? t_ours : t_theirs) += t1 - t0 - cost;
+    (ours_first ? t_theirs : t_ours) += t2 - t1 - cost;
+    ours_first = !ours_first;
+  }
+  const double elements = double(state.iterations()) * double(n * reps);
+  state.counters["ratio"] = t_theirs > 0 ? t_ours / t_theirs : 0;
+  state.counters["bf16emu_ns"] = 1e9 * t_ours / elements;
+  state.counters["anchor_ns"] = 1e9 * t_theirs / elements;
+}
+
 // Prepared inputs live here for the whole run (benchmarks keep pointers to them).
-std::map<std::string, operands> g_scalar;
+std::map<std::string, scalar_input> g_scalar;
 std::map<std::string, bulk_input> g_bulk;
 
 void add_row(const std::string &name, std::function<void(benchmark::State &)> fn, long iterations) {
@@ -379,12 +424,17 @@ void add_row(const std::string &name, std::function<void(benchmark::State &)> fn
 
 template <op Op> void register_scalar(set s, long iterations) {
   const std::string row = std::string("f32_") + op_name(Op) + "/" + set_name(s);
-  const operands &d = g_scalar[row] = make_operands(Op, s, kN);
+  const scalar_input &d = g_scalar[row] = make_scalar(Op, s);
   add_row(
-      row + "/bf16emu", [&d](benchmark::State &st) { anchors_loop_bf16emu<Op>(st, d); }, iterations);
+      row + "/bf16emu", [&d](benchmark::State &st) { anchors_loop(st, pass_bf16emu<Op>, d, kN); },
+      iterations);
 #ifdef BF16EMU_ANCHOR_SOFTFLOAT
   add_row(
-      row + "/softfloat", [&d](benchmark::State &st) { anchors_loop_softfloat<Op>(st, d); }, iterations);
+      row + "/softfloat", [&d](benchmark::State &st) { anchors_loop(st, pass_softfloat<Op>, d, kN); },
+      iterations);
+  add_row(
+      "pair/" + row + "/bf16emu:softfloat",
+      [&d](benchmark::State &st) { paired(st, pass_bf16emu<Op>, pass_softfloat<Op>, d, kN); }, iterations);
 #endif
 }
 
@@ -402,21 +452,31 @@ void register_all(long iterations) {
       const bulk_input &b = g_bulk[row] = make_bulk(s, n);
 #ifdef BF16EMU_ANCHOR_BULK
       add_row(
-          row + "/bf16emu_hwy", [&b](benchmark::State &st) { anchors_loop_hwy_convert_n(st, b); },
+          row + "/bf16emu_hwy", [&b, n](benchmark::State &st) { anchors_loop(st, pass_hwy_convert_n, b, n); },
           iterations);
 #endif
       add_row(
-          row + "/bf16emu_core", [&b](benchmark::State &st) { anchors_loop_core_convert_n(st, b); },
-          iterations);
+          row + "/bf16emu_core",
+          [&b, n](benchmark::State &st) { anchors_loop(st, pass_core_convert_n, b, n); }, iterations);
 #ifdef BF16EMU_ANCHOR_CPFLOAT
       add_row(
-          row + "/cpfloat", [&b](benchmark::State &st) { anchors_loop_cpfloat(st, b); }, iterations);
+          row + "/cpfloat", [&b, n](benchmark::State &st) { anchors_loop(st, pass_cpfloat, b, n); },
+          iterations);
+#ifdef BF16EMU_ANCHOR_BULK
+      add_row(
+          "pair/" + row + "/bf16emu_hwy:cpfloat",
+          [&b, n](benchmark::State &st) { paired(st, pass_hwy_convert_n, pass_cpfloat, b, n); }, iterations);
+#endif
+      add_row(
+          "pair/" + row + "/bf16emu_core:cpfloat",
+          [&b, n](benchmark::State &st) { paired(st, pass_core_convert_n, pass_cpfloat, b, n); }, iterations);
 #endif
     }
 }
 
-// Console output plus, at the end, each row's ns per element and bf16emu's CPU time over the
-// anchor's: medians of the repetitions when there are several, else the single run.
+// Console output plus, at the end, a summary: for every row, bf16emu's and the anchor's ns per
+// element and their ratio from the separate rows, and the ratio of the paired row; medians of
+// the repetitions when there are several, else the single run.
 class ratio_reporter : public benchmark::ConsoleReporter {
 public:
   explicit ratio_reporter(OutputOptions o) : ConsoleReporter(o) {}
@@ -425,34 +485,44 @@ public:
     for (const Run &r : runs) {
       const bool single = r.run_type == Run::RT_Iteration && r.repetitions <= 1;
       const bool median = r.run_type == Run::RT_Aggregate && r.aggregate_name == "median";
-      const auto rate = r.counters.find("items_per_second");
-      if ((single || median) && rate != r.counters.end() && rate->second.value > 0)
-        ns_[r.run_name.function_name] = 1e9 / rate->second.value;
       medians_ = medians_ || median;
+      if (!single && !median) continue;
+      auto &c = counters_[r.run_name.function_name];
+      for (const auto &[k, v] : r.counters)
+        c[k] = v.value;
     }
   }
   void Finalize() override {
     ConsoleReporter::Finalize();
     auto &os = GetOutputStream();
     os << "\nCPU ns per element (" << (medians_ ? "medians" : "single runs")
-       << "), bf16emu / anchor in the same run:\n";
-    for (const auto &[name, t] : ns_) {
+       << "): separate rows, their ratio; the paired row's ratio\n";
+    for (const auto &[name, c] : counters_) {
       const auto slash = name.rfind('/');
       const std::string row = name.substr(0, slash), impl = name.substr(slash + 1);
-      if (impl == "softfloat" || impl == "cpfloat") continue;
+      if (name.rfind("pair/", 0) == 0 || impl == "softfloat" || impl == "cpfloat") continue;
       for (const char *anchor : {"softfloat", "cpfloat"}) {
-        const auto it = ns_.find(row + "/" + anchor);
-        if (it == ns_.end()) continue;
+        const auto theirs = counters_.find(row + "/" + anchor);
+        if (theirs == counters_.end()) continue;
+        const double ns = ns_per_element(c), anchor_ns = ns_per_element(theirs->second);
+        double paired = 0;
+        const auto pair = counters_.find("pair/" + row + "/" + impl + ":" + anchor);
+        if (pair != counters_.end() && pair->second.count("ratio")) paired = pair->second.at("ratio");
         char line[200];
-        std::snprintf(line, sizeof line, "  %-26s %-12s %8.3f ns  %-9s %8.3f ns  ratio %.2f\n", row.c_str(),
-                      impl.c_str(), t, anchor, it->second, t / it->second);
+        std::snprintf(line, sizeof line, "  %-26s %-12s %7.3f  %-9s %7.3f  ratio %5.2f  paired %5.2f\n",
+                      row.c_str(), impl.c_str(), ns, anchor, anchor_ns, anchor_ns > 0 ? ns / anchor_ns : 0.0,
+                      paired);
         os << line;
       }
     }
   }
 
 private:
-  std::map<std::string, double> ns_;
+  static double ns_per_element(const std::map<std::string, double> &c) {
+    const auto it = c.find("items_per_second");
+    return it != c.end() && it->second > 0 ? 1e9 / it->second : 0;
+  }
+  std::map<std::string, std::map<std::string, double>> counters_;
   bool medians_ = false;
 };
 
@@ -478,6 +548,9 @@ int main(int argc, char **argv) {
 #endif
   if (check) run_checks();
   if (!time) return 0;
+#ifdef BF16EMU_ANCHOR_SOFTFLOAT
+  softfloat_defaults();
+#endif
   register_all(iterations);
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
