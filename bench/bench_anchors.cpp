@@ -70,7 +70,6 @@ constexpr std::size_t kBigN = std::size_t{1} << 20;   // the bulk row of issue 1
 constexpr std::size_t kCheckN = std::size_t{1} << 22; // the check; its first kN are the rows'
 
 enum class op { add, mul, fma, div, sqrt };
-constexpr op kOps[] = {op::add, op::mul, op::fma, op::div, op::sqrt};
 const char *op_name(op o) {
   constexpr const char *names[] = {"add", "mul", "fma", "div", "sqrt"};
   return names[int(o)];
