@@ -8,10 +8,11 @@
 // Before any timing the program checks that each anchor computes the same bits (and, for
 // SoftFloat, the same flags) as bf16emu on the benchmarks' operands and more, and prints the
 // mismatch counts. After the timings it prints, for every row, each bf16emu variant's CPU time
-// over the anchor's (medians when there are repetitions).
-// Own options (before Google Benchmark's): --anchors_check_only, --anchors_no_check,
-// --anchors_iterations=N (fixed iteration count, for callgrind: instructions per op are the
-// Ir of the anchors_loop_* function divided by N * elements).
+// over the anchor's, from the separate rows and from the paired row (medians when there are
+// repetitions).
+// Own options: --anchors_check_only, --anchors_no_check, --anchors_iterations=N (a fixed
+// iteration count, for callgrind with --toggle-collect='*anchors_loop*': instructions per
+// element = the difference of Ir between two values of N over the difference of elements).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
