@@ -60,23 +60,15 @@ inline bool env_is_ieee_rne() noexcept {
 }
 inline bool usable() noexcept { return enabled.load(std::memory_order_relaxed) && env_is_ieee_rne(); }
 
-inline float add(double a, double b) noexcept { return float(double(float(a)) + double(float(b))); }
-inline float mul(double a, double b) noexcept { return float(double(float(a)) * double(float(b))); }
+// The operations on FP32 values held in doubles: exp2_poly's native backend (its host half
+// computes in binary64 and rounds once, as above).
+inline float add(double a, double b) noexcept { return native_f32_backend{}.add(float(a), float(b)); }
+inline float mul(double a, double b) noexcept { return native_f32_backend{}.mul(float(a), float(b)); }
 inline float div(double a, double b) noexcept { return float(double(float(a)) / double(float(b))); }
 inline float fma(double a, double b, double c) noexcept {
-  return __builtin_fmaf(float(a), float(b), float(c));
+  return native_f32_backend{}.fma(float(a), float(b), float(c));
 }
 inline bool is_nan(float x) noexcept { return x != x; }
-
-// exp2_poly's backend on the same operations.
-struct backend {
-  using value = float;
-  value fma(value a, value b, value c) const noexcept { return __builtin_fmaf(a, b, c); }
-  value mul(value a, value b) const noexcept { return float(double(a) * double(b)); }
-  value add(value a, value b) const noexcept { return float(double(a) + double(b)); }
-  value from_bits(std::uint32_t u) const noexcept { return detail::bit_cast<float>(u); }
-  std::uint32_t to_bits(value v) const noexcept { return detail::bit_cast<std::uint32_t>(v); }
-};
 
 // x -> BF16 (nearest even) when x is a finite FP32 value: its bits plus 0x7FFF plus the kept
 // part's last bit, then the upper half (exact for subnormals, and carries to Inf on overflow).
@@ -165,7 +157,7 @@ template <class Obs> double exp2_f32(const f32_ops<Obs> &o, double x, bool poly,
   if (o.exact_at(s)) return std::exp2(x);
   if (poly) {
     if (o.hw) { // the same sequence on the host's FP32 operations (same bits; NaN from the core)
-      hw_f32::backend hb;
+      native_f32_backend hb;
       if (const float y = exp2_poly(hb, float(x)); !hw_f32::is_nan(y)) return y;
     }
     soft_f32_backend b;

@@ -91,8 +91,8 @@ BF16EMU_CXHD typename B::value exp2_arg(B &b, typename B::value s, typename B::v
 }
 
 // Native-float backend (host reference and CUDA): each operation is one IEEE FP32 operation
-// in round-to-nearest-even. On the host it needs FP32 arithmetic without contraction or excess
-// precision (x86-64 SSE: -ffp-contract=off); the CPU twin uses the soft-float backend instead.
+// in round-to-nearest-even, given a host that rounds to nearest even without FTZ/DAZ (attention's
+// hw_f32 probes that before using it); the CPU twin with a ledger uses the soft-float backend.
 struct native_f32_backend {
   using value = float;
 #if defined(__CUDA_ARCH__)
@@ -100,9 +100,12 @@ struct native_f32_backend {
   __device__ value mul(value a, value b) const noexcept { return __fmul_rn(a, b); }
   __device__ value add(value a, value b) const noexcept { return __fadd_rn(a, b); }
 #else
+  // In binary64, rounded once to FP32: the product is exact and the sum's double rounding is
+  // innocuous (53 >= 2*24 + 2), so these are RN(a*b) and RN(a+b); every rounding to FP32 being
+  // an explicit conversion, no compiler may contract them into an FMA.
   value fma(value a, value b, value c) const noexcept { return __builtin_fmaf(a, b, c); }
-  value mul(value a, value b) const noexcept { return a * b; }
-  value add(value a, value b) const noexcept { return a + b; }
+  value mul(value a, value b) const noexcept { return float(double(a) * double(b)); }
+  value add(value a, value b) const noexcept { return float(double(a) + double(b)); }
 #endif
   BF16EMU_CXHD value from_bits(std::uint32_t u) const noexcept { return detail::bit_cast<float>(u); }
   BF16EMU_CXHD std::uint32_t to_bits(value v) const noexcept { return detail::bit_cast<std::uint32_t>(v); }
