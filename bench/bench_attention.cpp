@@ -121,8 +121,12 @@ void big_fwd_bwd_ledger_off(benchmark::State &st) { big_run(st, false, true); }
 // ledger off, one core, in the same run: st.range(1) = 0: the core's soft-float and the
 // tensor-core model's own chains (before issue 32); 1: with the model's lane-parallel kernel
 // (src/tc_lanes; the label names its SIMD target); 2: the kernel and the host's FP32 for the
-// FP32 steps (attention/arith.hpp, hw_f32: the default). Target: <= 20 ms at N 256 under
-// fa2:sm90 and paper:autocast (paper's products are FP32 FMA chains, not the tensor-core model).
+// FP32 steps (attention/arith.hpp, hw_f32), its FMA chains one scalar fmaf at a time; 3: as 2,
+// the FP32 dot products as SIMD FMA chains across columns (src/tc_lanes/fma_cols.cpp: the
+// default of the CLI and the Python module). Target: <= 20 ms at N 256 under fa2:sm90 and
+// paper:autocast (paper's products are FP32 FMA chains, not the tensor-core model). The backward
+// is the one the front ends take: tiled, or the reference one for paper:autocast (which the
+// tiled backward does not model).
 void fwd_bwd(benchmark::State &st, const char *policy) {
   static std::map<long, at::attention_inputs> cache;
   const long n = st.range(0), mode = st.range(1);
@@ -131,9 +135,12 @@ void fwd_bwd(benchmark::State &st, const char *policy) {
   const at::forward_config c = config(policy);
   const at::head_view h{in.n, in.d, in.q.data(), in.k.data(), in.v.data()};
   at::backward_config b;
-  b.kind = at::backward_kind::tiled;
+  const bool autocast =
+      c.pol.paper_arith == at::paper_dtypes::autocast && c.pol.kind == at::policy_kind::paper;
+  b.kind = autocast ? at::backward_kind::reference : at::backward_kind::tiled;
 #if defined(BF16EMU_HAVE_TC_LANES)
   if (mode >= 1) bf16emu::tc_lanes::install();
+  if (mode >= 3) bf16emu::tc_lanes::install_fma_cols();
   std::string label = mode >= 1 ? bf16emu::tc_lanes::target_name() : "model chains";
 #else
   if (mode >= 1) {
@@ -143,14 +150,20 @@ void fwd_bwd(benchmark::State &st, const char *policy) {
   std::string label = "model chains";
 #endif
   at::hw_f32::enabled.store(mode >= 2);
-  st.SetLabel(label + (mode >= 2 ? ", host FP32" : ", soft FP32"));
+  st.SetLabel(label +
+              (mode >= 3   ? ", host FP32, SIMD FMA chains"
+               : mode >= 2 ? ", host FP32"
+                           : ", soft FP32") +
+              (autocast ? ", reference backward" : ""));
   for (auto _ : st) {
     at::null_observer none;
     const at::forward_result f = at::forward_head(c, h, none);
-    auto r = at::backward_fa2_head(c, b, h, in.dout.data(), f, none);
+    auto r = autocast ? at::backward_head(c, h, in.dout.data(), f, none)
+                      : at::backward_fa2_head(c, b, h, in.dout.data(), f, none);
     benchmark::DoNotOptimize(r.dq.data());
   }
   bf16emu::tc::lanes_hook.store(nullptr);
+  at::hw_f32::fma_cols_hook.store(nullptr);
   at::hw_f32::enabled.store(true);
 }
 
@@ -162,10 +175,17 @@ BENCHMARK_CAPTURE(fwd_bwd, fa2_sm90, "fa2:sm90")
 BENCHMARK_CAPTURE(fwd_bwd, paper_autocast, "paper:autocast")
     ->Args({256, 0})
     ->Args({256, 2})
+    ->Args({256, 3})
     ->Args({1024, 2})
+    ->Args({1024, 3})
     ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(fwd_bwd, fp32, "fp32")->ArgsProduct({{256, 1024}, {2, 3}})->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(fwd_bwd, fa2_sm90_4096, "fa2:sm90")
     ->Args({4096, 2})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
+BENCHMARK_CAPTURE(fwd_bwd, paper_autocast_4096, "paper:autocast")
+    ->Args({4096, 3})
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1);
 BENCHMARK(big_fwd_ledger_off)->Arg(2)->Unit(benchmark::kMillisecond)->Iterations(1)->UseRealTime();

@@ -2,7 +2,8 @@
 // CLI's main, the Python module's init) before any thread starts. Both fast paths give the
 // same bits as the paths they replace; the switches exist for timing comparisons.
 //   BF16EMU_TC_LANES=0  the tensor-core model keeps its own chains (no lane-parallel kernel)
-//   BF16EMU_HW_F32=0    attention's FP32 operations stay on the core's soft-float
+//   BF16EMU_HW_F32=0    attention's FP32 operations stay on the core's soft-float (and its FP32
+//                       dot products are not run as SIMD FMA chains)
 #pragma once
 
 #include <cstdlib>
@@ -25,7 +26,11 @@ inline void install_fast_paths() {
 #if defined(BF16EMU_HAVE_TC_LANES)
   if (switched_on("BF16EMU_TC_LANES")) bf16emu::tc_lanes::install();
 #endif
-  attention::hw_f32::enabled.store(switched_on("BF16EMU_HW_F32"));
+  const bool hw = switched_on("BF16EMU_HW_F32");
+  attention::hw_f32::enabled.store(hw);
+#if defined(BF16EMU_HAVE_TC_LANES)
+  if (hw) bf16emu::tc_lanes::install_fma_cols();
+#endif
 }
 
 } // namespace bf16emu::io

@@ -37,6 +37,16 @@ void install() noexcept;
 void round_fp32(const std::int32_t *sum, const std::int32_t *base, std::uint32_t *out,
                 std::size_t n) noexcept;
 
+// attention::hw_f32's FP32 FMA chains across columns (its fma_cols_fn contract): SIMD lanes with
+// the CPU's fused multiply-add where the target has one (AVX2, AVX-512), else the scalar loop.
+// fma_cols.cpp.
+void fma_cols(const float *a, std::ptrdiff_t sa, const float *b, std::ptrdiff_t sb, long k, long ncols,
+              float *c) noexcept;
+
+// Installs fma_cols as attention::hw_f32::fma_cols_hook: the attention policies' FP32 dot
+// products (fp32, paper:bf16, paper:autocast) on the host path use it.
+void install_fma_cols() noexcept;
+
 // Name of the SIMD target the dispatcher chooses on this CPU (hwy::TargetName), e.g. "AVX2".
 const char *target_name() noexcept;
 

@@ -8,14 +8,19 @@
 #include <cfenv>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <random>
+#include <vector>
 #if defined(__SSE__) || defined(__x86_64__)
 #include <xmmintrin.h>
 #define BF16EMU_TEST_MXCSR 1
 #endif
 
 #include "bf16emu/attention.hpp"
+#if defined(BF16EMU_HAVE_TC_LANES)
+#include "tc_lanes/tc_lanes.hpp"
+#endif
 
 namespace at = bf16emu::attention;
 using at::site;
@@ -174,4 +179,133 @@ TEST(HwF32, Exp2MatchesTheCoreBitForBit) {
     }
   }
   EXPECT_EQ(mismatches, 0) << "of " << 2L * cases << " exp2";
+}
+
+// FP32 FMA chains across columns (hw_f32::fma_cols): every column against the core's chain of
+// fma on the same operands, for the scalar loop and, where linked, the SIMD kernel
+// (src/tc_lanes/fma_cols.cpp), over lengths and column counts that reach every tail of the
+// kernel's 4-vector, 1-vector and scalar loops, on operands of every class.
+namespace {
+using chains_fn = void (*)(const float *, std::ptrdiff_t, const float *, std::ptrdiff_t, long, long, float *);
+
+long chain_mismatches(chains_fn kernel, long &columns, long &nan_columns) {
+  at::hw_f32::fma_cols_hook.store(kernel);
+  operands g;
+  std::mt19937_64 rng(5);
+  long bad = 0;
+  for (int trial = 0; trial < 3000; ++trial) {
+    const long k = long(rng() % 41), ncols = 1 + long(rng() % 90), sa = 1 + long(rng() % 3),
+               sb = ncols + long(rng() % 5);
+    // operands: data-like numbers (most trials) or every class (the rest)
+    const bool any_class = trial % 4 == 0;
+    auto next = [&] {
+      return any_class ? float(g.next())
+                       : float(std::ldexp(double(int(rng() % 4001) - 2000), -int(rng() % 30)));
+    };
+    std::vector<float> a(std::size_t(k * sa + 1)), b(std::size_t(k * sb + ncols)),
+        c(static_cast<std::size_t>(ncols));
+    for (float &x : a)
+      x = next();
+    for (float &x : b)
+      x = next();
+    for (float &x : c)
+      x = next();
+    std::vector<float> out = c;
+    at::hw_f32::fma_cols(a.data(), sa, b.data(), sb, k, ncols, out.data());
+    for (long j = 0; j < ncols; ++j) {
+      bf16emu::f32 x = bf16emu::from_float(c[j]);
+      for (long t = 0; t < k; ++t)
+        x = bf16emu::fma(bf16emu::from_float(a[t * sa]), bf16emu::from_float(b[t * sb + j]), x).value;
+      ++columns;
+      if (x.is_nan()) ++nan_columns;
+      std::uint32_t got;
+      std::memcpy(&got, &out[j], 4);
+      if (got != x.bits && ++bad <= 10)
+        ADD_FAILURE() << "k " << k << " ncols " << ncols << " column " << j << ": got 0x" << std::hex << got
+                      << ", core 0x" << x.bits;
+    }
+  }
+  at::hw_f32::fma_cols_hook.store(nullptr);
+  return bad;
+}
+} // namespace
+
+TEST(HwF32, FmaChainsMatchTheCoreBitForBit) {
+  long columns = 0, nan_columns = 0;
+  EXPECT_EQ(chain_mismatches(nullptr, columns, nan_columns), 0)
+      << "scalar loop, of " << columns << " columns";
+  EXPECT_GT(nan_columns, 300); // the NaN path (recomputed by the core) was taken
+  std::printf("scalar loop: %ld columns, %ld of them NaN\n", columns, nan_columns);
+#if defined(BF16EMU_HAVE_TC_LANES)
+  columns = nan_columns = 0;
+  EXPECT_EQ(chain_mismatches(&bf16emu::tc_lanes::fma_cols, columns, nan_columns), 0)
+      << "SIMD kernel (" << bf16emu::tc_lanes::target_name() << "), of " << columns << " columns";
+  std::printf("SIMD kernel (%s): %ld columns, %ld of them NaN\n", bf16emu::tc_lanes::target_name(), columns,
+              nan_columns);
+#endif
+}
+
+// Whole heads of the policies whose products are FP32 FMA chains (fp32, paper:bf16,
+// paper:autocast): forward, reference backward and tiled backward with the host path (its
+// chains as the scalar loop and as the SIMD kernel) against the core's soft-float, every output
+// bit for bit. The second input overflows FP32 in some scores (rows of Q scaled by 2^100), so
+// Inf and NaN run through the chains and the softmax.
+TEST(HwF32, FmaChainsGiveTheCoreBitsOnWholeHeads) {
+  struct outputs {
+    std::vector<double> o, lse, delta, dq, dk, dv, tdq, tdk, tdv;
+  };
+  auto run = [](const at::attention_inputs &in, const at::forward_config &c) {
+    at::null_observer none;
+    const at::head_view h{in.n, in.d, in.q.data(), in.k.data(), in.v.data()};
+    at::backward_config b;
+    b.kind = at::backward_kind::tiled, b.block_m = 16, b.block_n = 48;
+    const at::forward_result f = at::forward_head(c, h, none);
+    const at::backward_result r = at::backward_head(c, h, in.dout.data(), f, none);
+    const at::backward_result t = at::backward_fa2_head(c, b, h, in.dout.data(), f, none);
+    return outputs{f.o, f.lse, r.delta, r.dq, r.dk, r.dv, t.dq, t.dk, t.dv};
+  };
+  std::vector<chains_fn> kernels{nullptr};
+#if defined(BF16EMU_HAVE_TC_LANES)
+  kernels.push_back(&bf16emu::tc_lanes::fma_cols);
+#endif
+  at::attention_inputs plain = at::scenario_random(1, 1, 70, 40, 3), hot = plain;
+  for (long row = 5; row < hot.n; row += 9)
+    for (long x = 0; x < hot.d; ++x)
+      hot.q[row * hot.d + x] = std::ldexp(hot.q[row * hot.d + x], 100);
+  long values = 0, nans = 0;
+  for (const char *policy : {"fp32", "paper:bf16", "paper:autocast"})
+    for (bool causal : {false, true})
+      for (const at::attention_inputs *in : {&plain, &hot}) {
+        at::forward_config c;
+        ASSERT_TRUE(at::parse_policy(policy, c.pol));
+        c.var = at::variant::fa2, c.causal = causal;
+        if (c.pol.paper_arith != at::paper_dtypes::autocast) c.pol.block_m = 16, c.pol.block_n = 48;
+        at::hw_f32::enabled.store(false);
+        const outputs soft = run(*in, c);
+        at::hw_f32::enabled.store(true);
+        for (chains_fn kernel : kernels) {
+          at::hw_f32::fma_cols_hook.store(kernel);
+          const outputs host = run(*in, c);
+          at::hw_f32::fma_cols_hook.store(nullptr);
+          const std::vector<double> outputs::*all[] = {&outputs::o,   &outputs::lse, &outputs::delta,
+                                                       &outputs::dq,  &outputs::dk,  &outputs::dv,
+                                                       &outputs::tdq, &outputs::tdk, &outputs::tdv};
+          static const char *const names[] = {"O",  "L",        "delta",    "dQ",      "dK",
+                                              "dV", "tiled dQ", "tiled dK", "tiled dV"};
+          for (int mi = 0; mi < 9; ++mi) {
+            const auto m = all[mi];
+            ASSERT_EQ((host.*m).size(), (soft.*m).size());
+            long bad = 0;
+            for (std::size_t i = 0; i < (soft.*m).size(); ++i) {
+              ++values, nans += std::isnan((soft.*m)[i]);
+              if (bits((host.*m)[i]) != bits((soft.*m)[i]) && ++bad <= 3)
+                ADD_FAILURE() << policy << (causal ? " causal" : "") << (in == &hot ? " hot" : "")
+                              << (kernel ? " SIMD" : " loop") << " " << names[mi] << " [" << i << "]: host "
+                              << (host.*m)[i] << ", core " << (soft.*m)[i];
+            }
+          }
+        }
+      }
+  EXPECT_GT(nans, 100); // the hot input put NaN through the chains
+  std::printf("%ld output values compared, %ld of them NaN\n", values, nans);
 }

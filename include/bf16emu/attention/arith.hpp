@@ -8,9 +8,11 @@
 // site promoted to exact every operation is binary64 and nothing is filed.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cfenv>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 
 #include "bf16emu/attention/exp2_poly.hpp"
@@ -70,6 +72,49 @@ inline float fma(double a, double b, double c) noexcept {
 }
 inline bool is_nan(float x) noexcept { return x != x; }
 
+// FP32 FMA chains across columns: for j < ncols, c[j] = fma(a[t*sa], b[t*sb + j], c[j]) for
+// t = 0, 1, ..., k-1 in that order, each step one FP32 FMA of the host. Every column is the
+// chain f32_ops::fma would compute element by element; only the columns run side by side.
+using fma_cols_fn = void (*)(const float *a, std::ptrdiff_t sa, const float *b, std::ptrdiff_t sb, long k,
+                             long ncols, float *c);
+
+// A SIMD kernel of that contract with the host's fused multiply-add (src/tc_lanes, Highway:
+// installed by the front ends), or null: the loop below.
+inline std::atomic<fma_cols_fn> fma_cols_hook{nullptr};
+
+inline void fma_cols_loop(const float *a, std::ptrdiff_t sa, const float *b, std::ptrdiff_t sb, long k,
+                          long ncols, float *c) noexcept {
+  for (long j = 0; j < ncols; ++j) {
+    float x = c[j];
+    for (long t = 0; t < k; ++t)
+      x = native_f32_backend{}.fma(a[t * sa], b[t * sb + j], x);
+    c[j] = x;
+  }
+}
+
+// The chains with the core's bits, in a thread where usable() holds: the hook (or the loop),
+// then each column that ends in NaN computed again by the core's fma from its first c (its NaN
+// rule; before a NaN the host's steps equal the core's).
+inline void fma_cols(const float *a, std::ptrdiff_t sa, const float *b, std::ptrdiff_t sb, long k, long ncols,
+                     float *c) noexcept {
+  constexpr long chunk = 64;
+  float c0[chunk];
+  const fma_cols_fn kernel = fma_cols_hook.load(std::memory_order_relaxed);
+  for (long j0 = 0; j0 < ncols; j0 += chunk) {
+    const long nc = ncols - j0 < chunk ? ncols - j0 : chunk;
+    float *cj = c + j0;
+    std::copy(cj, cj + nc, c0);
+    (kernel ? kernel : fma_cols_loop)(a, sa, b + j0, sb, k, nc, cj);
+    for (long j = 0; j < nc; ++j)
+      if (is_nan(cj[j])) {
+        f32 x = from_float(c0[j]);
+        for (long t = 0; t < k; ++t)
+          x = bf16emu::fma(from_float(a[t * sa]), from_float(b[t * sb + j0 + j]), x).value;
+        cj[j] = to_float(x);
+      }
+  }
+}
+
 // x -> BF16 (nearest even) when x is a finite FP32 value: its bits plus 0x7FFF plus the kept
 // part's last bit, then the upper half (exact for subnormals, and carries to Inf on overflow).
 // False (nothing written) for any other x.
@@ -92,6 +137,9 @@ template <class Obs> struct f32_ops {
   // the same bits; NaN results from the core).
   bool hw = !Obs::enabled && hw_f32::usable();
   site_prec at_prec(site s) const { return prec ? prec[int(s)] : site_prec::policy; }
+  // Whether FP32 FMA chains at `s` may run as hw_f32::fma_cols on FP32 copies of their operands
+  // (the same bits as chains of fma(); a site promoted to fp32 keeps FP32 FMA).
+  bool fast_chains(site s) const { return hw && !exact_at(s); }
   bool exact_at(site s) const { return prec && prec[int(s)] == site_prec::exact; }
   site_tracer<Obs> at(site s, bool p1 = false) const { return {obs, s, p1}; }
   double add(double a, double b, site s, bool p1 = false) const {

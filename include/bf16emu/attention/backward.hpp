@@ -133,6 +133,23 @@ backward_result backward_head(const forward_config &cfg, const head_view &h, con
     return paper ? o.to16(s, B) : s;
   };
 
+  // The host path: the FP32 chains of `dot` as hw_f32::fma_cols across columns, on FP32 copies
+  // of the operands (Q, K, dO row-major; K and V transposed, d x n), the sums then as `dot`'s.
+  const bool fast = !exact && !(tc && o.at_prec(B) == site_prec::policy) && o.fast_chains(B);
+  std::vector<float> qf, kf, dof, kTf, vTf, af, cf;
+  if (fast) {
+    qf.assign(q.begin(), q.end()), kf.assign(k.begin(), k.end()), dof.assign(dout.begin(), dout.end());
+    pack_cols(k.data(), d, 1, n, d, kTf), pack_cols(v.data(), d, 1, n, d, vTf);
+  }
+  // cf[0, m) = the chains of a (length len, unit stride) against m columns of b (row stride sb),
+  // each then as `dot` returns it (BF16 under the paper policy) into out[0, m).
+  auto dots_fast = [&](const float *a, const float *b, long sb, long len, long m, double *out) {
+    cf.assign(m, 0.0f);
+    hw_f32::fma_cols(a, 1, b, sb, len, m, cf.data());
+    for (long x = 0; x < m; ++x)
+      out[x] = paper ? o.to16(cf[x], B) : cf[x];
+  };
+
   backward_result r;
   r.out_frac_bits = exact ? 52 : paper ? 7 : 23;
   r.delta.assign(n, 0.0), r.dq.assign(n * d, 0.0), r.dk.assign(n * d, 0.0), r.dv.assign(n * d, 0.0);
@@ -143,7 +160,7 @@ backward_result backward_head(const forward_config &cfg, const head_view &h, con
   // P, dS
   std::vector<double> P(n * n, 0.0), dS(n * n, 0.0);
   const double c = exact ? scale * 1.4426950408889634 : double(float(scale * 1.4426950408889634));
-  std::vector<double> s_ex, dp_ex; // exact: the row's scores and dO V^T, two keys per exact_dot4
+  std::vector<double> s_ex, dp_ex; // exact (or fast): the row's scores and dO V^T
   for (long row = 0; row < n; ++row) {
     const double L = fwd.lse[row];
     const double Lc = exact ? L * 1.4426950408889634 : o.mul(L, 1.4426950408889634, B);
@@ -158,9 +175,14 @@ backward_result backward_head(const forward_config &cfg, const head_view &h, con
       }
       for (; j < keys; ++j)
         s_ex[j] = dot(qr, 1, &k[j * d], 1, d), dp_ex[j] = dot(dr, 1, &v[j * d], 1, d);
+    } else if (fast) {
+      s_ex.resize(keys), dp_ex.resize(keys);
+      dots_fast(&qf[row * d], kTf.data(), n, d, keys, s_ex.data());
+      dots_fast(&dof[row * d], vTf.data(), n, d, keys, dp_ex.data());
     }
+    const bool pre = exact || fast;
     for (long j = 0; j < keys; ++j) {
-      const double s = exact ? s_ex[j] : dot(&q[row * d], 1, &k[j * d], 1, d);
+      const double s = pre ? s_ex[j] : dot(&q[row * d], 1, &k[j * d], 1, d);
       double p;
       if (exact)
         p = std::exp2(s * c - Lc);
@@ -170,7 +192,7 @@ backward_result backward_head(const forward_config &cfg, const head_view &h, con
       } else
         p = exp2_f32(o, o.fma(s, c, -Lc, B), pol.exp == exp_impl::poly_exp2, B);
       P[row * n + j] = p;
-      const double dp = exact ? dp_ex[j] : dot(&dout[row * d], 1, &v[j * d], 1, d);
+      const double dp = pre ? dp_ex[j] : dot(&dout[row * d], 1, &v[j * d], 1, d);
       dS[row * n + j] =
           paper ? mul(mul(p, scale), sub(dp, r.delta[row])) : mul(mul(p, sub(dp, r.delta[row])), scale);
     }
@@ -184,6 +206,13 @@ backward_result backward_head(const forward_config &cfg, const head_view &h, con
   for (long j = 0; j < n; ++j) {
     pack_cols(&P[j], n, 1, n, 1, pj);
     pack_cols(&dS[j], n, 1, n, 1, dsj);
+    if (fast) { // sum_row P[row, j] dO[row, :] and sum_row dS[row, j] Q[row, :]
+      af.assign(pj.begin(), pj.end());
+      dots_fast(af.data(), dof.data(), d, n, d, &r.dv[j * d]);
+      af.assign(dsj.begin(), dsj.end());
+      dots_fast(af.data(), qf.data(), d, n, d, &r.dk[j * d]);
+      continue;
+    }
     long i = 0;
     for (double out[4]; exact && i + 2 <= d; i += 2) {
       const double *p = pj.data(), *g = dsj.data();
@@ -198,6 +227,11 @@ backward_result backward_head(const forward_config &cfg, const head_view &h, con
   }
   for (long row = 0; row < n; ++row) {
     const double *g = &dS[row * n];
+    if (fast) { // sum_j dS[row, j] K[j, :]
+      af.assign(g, g + n);
+      dots_fast(af.data(), kf.data(), d, n, d, &r.dq[row * d]);
+      continue;
+    }
     long i = 0;
     for (double out[4]; exact && i + 4 <= d; i += 4) {
       exact_dot4({g, g, g, g}, {&kT[i * n], &kT[(i + 1) * n], &kT[(i + 2) * n], &kT[(i + 3) * n]}, n, out);

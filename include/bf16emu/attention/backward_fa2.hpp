@@ -95,6 +95,9 @@ struct bwd_prepared {
   long n = 0, d = 0;
   std::vector<double> q, k, v, dout; // inputs in the policy's format
   std::vector<bf16> qb, kb, vb, dob;
+  // FP32 copies for the host path's FMA chains (fp32 and paper policies without a ledger): Q, K,
+  // dO row-major; K and V transposed, d x n
+  std::vector<float> qf, kf, dof, kTf, vTf;
   double scale = 0, c = 0;
   std::vector<double> delta;
   int out_frac_bits = 23;
@@ -124,6 +127,20 @@ template <class Obs> struct fa2_backward {
   // columns for tc_dot_cols_at (pack_cols): dO_i, Q_i, P, dS, K_j transposed
   std::vector<double> srow, dprow;
   std::vector<bf16> doT, qT, PT, dST, kT;
+  // the host path (hw_f32::fma_cols, fp32 and paper): the chains' FP32 accumulators and the tile's
+  // P and dS as floats
+  std::vector<float> cf, Pf, dSf;
+  bool fast(site s) const { return !exact && !tc && !in.qf.empty() && o.fast_chains(s); }
+  // cf[0, m) = the FP32 chains of a (stride sa, length len) against m columns of b (row stride
+  // sb), from c0 (or 0).
+  void chains(const float *a, long sa, const float *b, long sb, long len, long m,
+              const double *c0 = nullptr) {
+    if (c0)
+      cf.assign(c0, c0 + m);
+    else
+      cf.assign(m, 0.0f);
+    hw_f32::fma_cols(a, sa, b, sb, len, m, cf.data());
+  }
 
   fa2_backward(const forward_config &cfg_, const backward_config &bc_, const bwd_prepared &in_,
                const forward_result &fwd_, backward_result &r_, Obs &obs_)
@@ -201,6 +218,8 @@ template <class Obs> struct fa2_backward {
     P.assign(t.rows * t.w, 0.0), dS.assign(t.rows * t.w, 0.0), live.assign(t.rows * t.w, 0);
     if (tc) Pbf.assign(t.rows * t.w, bf16{}), dSbf.assign(t.rows * t.w, bf16{});
     if (tc) tile_dots_tc(t);
+    const bool fast_s = fast(site::bwd_qk), fast_dp = fast(site::dp);
+    if (fast_s || fast_dp) srow.assign(t.rows * t.w, 0.0), dprow.assign(t.rows * t.w, 0.0);
     for (long rr = 0; rr < t.rows; ++rr) {
       const long row = t.i0 + rr;
       const double L = fwd.lse[row];
@@ -208,15 +227,26 @@ template <class Obs> struct fa2_backward {
       bool lc_done = false;
       // the keys the row sees: all, or (causal) those <= row, a prefix of the tile
       const long m = cfg.causal ? std::clamp(row - t.j0 + 1, 0L, t.w) : t.w;
+      // the host path: the row's S and dP as dot_d gives them, every key at once
+      if (fast_s) {
+        chains(&in.qf[row * d], 1, &in.kTf[t.j0], n, d, m);
+        for (long jj = 0; jj < m; ++jj)
+          srow[rr * t.w + jj] = paper ? o.to16(cf[jj], site::bwd_qk) : cf[jj];
+      }
+      if (fast_dp) {
+        chains(&in.dof[row * d], 1, &in.vTf[t.j0], n, d, m);
+        for (long jj = 0; jj < m; ++jj)
+          dprow[rr * t.w + jj] = paper ? o.to16(cf[jj], site::dp) : cf[jj];
+      }
       for (long jj = 0; jj < m; ++jj) {
         const long key = t.j0 + jj;
         const long e = rr * t.w + jj;
         live[e] = 1;
-        const double p =
-            recompute_p(tc ? srow[e] : dot_d(&q[row * d], &k[key * d], site::bwd_qk), L, Lc, lc_done);
+        const double p = recompute_p(tc || fast_s ? srow[e] : dot_d(&q[row * d], &k[key * d], site::bwd_qk),
+                                     L, Lc, lc_done);
         P[e] = p;
         if (tc) Pbf[e] = as_bf16(o.to16(p, site::bwd_p_to_bf16));
-        const double dp = tc ? dprow[e] : dot_d(&dout[row * d], &v[key * d], site::dp);
+        const double dp = tc || fast_dp ? dprow[e] : dot_d(&dout[row * d], &v[key * d], site::dp);
         const double ds = ds_entry(p, dp, row);
         dS[e] = ds;
         if (tc) dSbf[e] = as_bf16(o.to16(ds, site::ds_to_bf16));
@@ -246,7 +276,30 @@ template <class Obs> struct fa2_backward {
       return;
     }
     const long w = t.w, i0 = t.i0, rows = t.rows;
-    for (long jj = 0; jj < w; ++jj)
+    const bool fast_v = fast(site::dv_acc), fast_k = fast(site::dk_acc);
+    if (fast_v) Pf.assign(P.begin(), P.end());
+    if (fast_k) dSf.assign(dS.begin(), dS.end());
+    for (long jj = 0; jj < w; ++jj) {
+      // The host path: the key's d chains at once over its live rows, when they are a suffix of
+      // the query block (always: a causal row sees the keys up to itself).
+      long r0 = 0;
+      while (r0 < rows && !live[r0 * w + jj])
+        ++r0;
+      bool suffix = true;
+      for (long rr = r0; rr < rows; ++rr)
+        suffix &= live[rr * w + jj] != 0;
+      const bool cols_v = fast_v && suffix, cols_k = fast_k && suffix;
+      const float *bo = in.dof.data() + (i0 + r0) * d, *bq = in.qf.data() + (i0 + r0) * d;
+      for (int pass = 0; pass < 2; ++pass) {
+        if (pass == 0 ? !cols_v : !cols_k) continue;
+        double *acc = pass == 0 ? &dv[jj * d] : &dk[jj * d];
+        chains(pass == 0 ? &Pf[r0 * w + jj] : &dSf[r0 * w + jj], w, pass == 0 ? bo : bq, d, rows - r0, d,
+               paper ? nullptr : acc);
+        const site st = pass == 0 ? site::dv_acc : site::dk_acc;
+        for (long x = 0; x < d; ++x)
+          acc[x] = paper ? o.to16(o.add(acc[x], o.to16(cf[x], st), st), st) : cf[x];
+      }
+      if (cols_v && cols_k) continue;
       for (long x = 0; x < d; ++x) {
         double &av = dv[jj * d + x], &ak = dk[jj * d + x];
         if (exact) {
@@ -262,17 +315,19 @@ template <class Obs> struct fa2_backward {
           for (long rr = 0; rr < rows; ++rr) {
             const long e = rr * w + jj;
             if (!live[e]) continue;
-            pv = o.fma(P[e], dout[(i0 + rr) * d + x], pv, site::dv_acc, P[e] == 1.0);
-            pk = o.fma(dS[e], q[(i0 + rr) * d + x], pk, site::dk_acc);
+            if (!cols_v) pv = o.fma(P[e], dout[(i0 + rr) * d + x], pv, site::dv_acc, P[e] == 1.0);
+            if (!cols_k) pk = o.fma(dS[e], q[(i0 + rr) * d + x], pk, site::dk_acc);
           }
           if (paper) {
-            av = o.to16(o.add(av, o.to16(pv, site::dv_acc), site::dv_acc), site::dv_acc);
-            ak = o.to16(o.add(ak, o.to16(pk, site::dk_acc), site::dk_acc), site::dk_acc);
+            if (!cols_v) av = o.to16(o.add(av, o.to16(pv, site::dv_acc), site::dv_acc), site::dv_acc);
+            if (!cols_k) ak = o.to16(o.add(ak, o.to16(pk, site::dk_acc), site::dk_acc), site::dk_acc);
           } else {
-            av = pv, ak = pk;
+            if (!cols_v) av = pv;
+            if (!cols_k) ak = pk;
           }
         }
       }
+    }
   }
 
   // 7. dQ_ij = dS K_j (a cleared accumulator per KV block); tc: the d chains of a row advanced
@@ -286,7 +341,22 @@ template <class Obs> struct fa2_backward {
                      d, site::dq_acc, false);
       return;
     }
-    for (long rr = 0; rr < t.rows; ++rr)
+    const bool fast_q = fast(site::dq_acc);
+    if (fast_q) dSf.assign(dS.begin(), dS.end());
+    for (long rr = 0; rr < t.rows; ++rr) {
+      // The host path: the row's d chains at once over its live keys, a prefix of the tile
+      long m = 0;
+      while (m < w && live[rr * w + m])
+        ++m;
+      bool prefix = fast_q;
+      for (long jj = m; prefix && jj < w; ++jj)
+        prefix = !live[rr * w + jj];
+      if (prefix) {
+        chains(&dSf[rr * w], 1, &in.kf[j0 * d], d, m, d);
+        for (long x = 0; x < d; ++x)
+          part[rr * d + x] = paper ? o.to16(cf[x], site::dq_acc) : cf[x];
+        continue;
+      }
       for (long x = 0; x < d; ++x) {
         double s = 0;
         for (long jj = 0; jj < w; ++jj) {
@@ -297,6 +367,7 @@ template <class Obs> struct fa2_backward {
         if (paper) s = o.to16(s, site::dq_acc);
         part[rr * d + x] = s;
       }
+    }
   }
 
   // 8. dQ_i += dQ_ij (the atomicAdd into the FP32 dQ buffer; the first addition is a copy).
@@ -402,6 +473,11 @@ bwd_prepared prepare_bwd(const forward_config &cfg, const backward_config &bc, c
     for (long e = 0; e < n * d; ++e)
       p.qb[e] = as_bf16(p.q[e]), p.kb[e] = as_bf16(p.k[e]), p.vb[e] = as_bf16(p.v[e]),
       p.dob[e] = as_bf16(p.dout[e]);
+  }
+  if (!Obs::enabled && !exact && !tc) {
+    p.qf.assign(p.q.begin(), p.q.end()), p.kf.assign(p.k.begin(), p.k.end());
+    p.dof.assign(p.dout.begin(), p.dout.end());
+    pack_cols(p.k.data(), d, 1, n, d, p.kTf), pack_cols(p.v.data(), d, 1, n, d, p.vTf);
   }
   p.scale = softmax_scale(pol, d);
   p.c = exact ? p.scale * fwd_detail::log2e : double(float(p.scale * fwd_detail::log2e));

@@ -168,6 +168,9 @@ struct fa2_prepared {
   long n = 0, d = 0;
   std::vector<double> q, k, v;   // inputs in the policy's format
   std::vector<bf16> qb, kb, vbt; // BF16 copies (fa2): Q, K row-major n x d; V transposed d x n
+  // FP32 copies for the host path's FMA chains (policies whose products are FP32 FMA chains,
+  // without a ledger): Q and V row-major, K transposed d x n
+  std::vector<float> qf, kTf, vf;
   double scale = 0, c = 0, c_ex = 0, tie_tol = 0; // tie_tol in units of the unscaled S
   int out_frac_bits = 52;
 };
@@ -195,6 +198,10 @@ template <class Obs> fa2_prepared prepare_fa2(const forward_config &cfg, const h
     for (long j = 0; j < n; ++j)
       for (long i = 0; i < d; ++i)
         in.vbt[i * n + j] = as_bf16(in.v[j * d + i]);
+  }
+  if (!Obs::enabled && !exact && !tc_qk) {
+    in.qf.assign(in.q.begin(), in.q.end()), in.vf.assign(in.v.begin(), in.v.end());
+    pack_cols(in.k.data(), d, 1, n, d, in.kTf);
   }
   in.scale = softmax_scale(pol, d);
   // c = scale*log2(e) in FP32 (binary64 under exact, or with the exp_arg site promoted to exact)
@@ -224,12 +231,15 @@ template <class Obs> struct fa2_forward {
   // The tensor cores take BF16 operands: with the input site (or, for P-bar V, p_to_bf16)
   // promoted, the operands are FP32 or binary64 and the dot products are FP32 FMA chains.
   const bool tc_qk, tc_pv;
+  // FP32 FMA chains on the host (hw_f32::fma_cols), where the policy's products are FP32 chains
+  const bool fast_qk, fast_pv;
   const tc_model model;
   const std::vector<double> &q, &k, &v;
   const std::vector<bf16> &qb, &kb, &vbt;
   const double scale, c, c_ex, tie_tol;
   std::vector<double> S, P, Pb; // one row of the current tile: scores, P, P-bar
   std::vector<bf16> Pbf;
+  std::vector<float> cf, pf;  // fast_qk, fast_pv: a row's FP32 chains and P-bar
   std::vector<double> S_rows; // without a ledger: every row's scores of the tile (kv_block)
   std::vector<bf16> Pbf_rows; // ... and every row's P-bar, for one P-bar V over the rows
 
@@ -238,9 +248,11 @@ template <class Obs> struct fa2_forward {
         tc(pol.kind == policy_kind::fa2), poly(pol.exp == exp_impl::poly_exp2),
         quad(pol.sum_order == reduce_order::quad_shuffle), n(in_.n), d(in_.d), o{&obs_, site_override(pol)},
         tc_qk(tc && o.at_prec(site::input) == site_prec::policy),
-        tc_pv(tc_qk && o.at_prec(site::p_to_bf16) == site_prec::policy), model(tc_for(pol.arch)), q(in_.q),
-        k(in_.k), v(in_.v), qb(in_.qb), kb(in_.kb), vbt(in_.vbt), scale(in_.scale), c(in_.c), c_ex(in_.c_ex),
-        tie_tol(in_.tie_tol) {}
+        tc_pv(tc_qk && o.at_prec(site::p_to_bf16) == site_prec::policy),
+        fast_qk(!exact && !tc_qk && !in_.kTf.empty() && o.fast_chains(site::qk)),
+        fast_pv(!exact && !tc_pv && !in_.vf.empty() && o.fast_chains(site::pv)), model(tc_for(pol.arch)),
+        q(in_.q), k(in_.k), v(in_.v), qb(in_.qb), kb(in_.kb), vbt(in_.vbt), scale(in_.scale), c(in_.c),
+        c_ex(in_.c_ex), tie_tol(in_.tie_tol) {}
 
   row_block begin_row_block(long i0, long br) {
     row_block rb;
@@ -288,6 +300,13 @@ template <class Obs> struct fa2_forward {
                        false);
       }
     }
+    if (fast_qk) { // the unmasked keys, a prefix of the tile
+      long live = 0;
+      while (live < w && !masked(cfg.causal, row, j0 + live) && j0 + live < n)
+        ++live;
+      cf.assign(live, 0.0f);
+      hw_f32::fma_cols(&in.qf[row * d], 1, &in.kTf[j0], n, d, live, cf.data());
+    }
     for (long j = 0; j < w; ++j) {
       if (masked(cfg.causal, row, j0 + j) || j0 + j >= n) {
         S[j] = ninf;
@@ -295,6 +314,8 @@ template <class Obs> struct fa2_forward {
       }
       if (exact || tc_qk)
         ; // above
+      else if (fast_qk)
+        S[j] = cf[j];
       else {
         double s = 0;
         for (long t = 0; t < d; ++t)
@@ -394,6 +415,23 @@ template <class Obs> struct fa2_forward {
           acc[i] = acc[i] + p * vr[i];
       }
       return;
+    }
+    if (fast_pv && !traced) {
+      // FP32 chains on the host: the keys with S != -inf, when they are a prefix of the tile
+      // (masked keys are a suffix), continuing each column's accumulator
+      long kp = 0;
+      while (kp < w && S[kp] != ninf)
+        ++kp;
+      bool prefix = true;
+      for (long j = kp; j < w; ++j)
+        prefix &= S[j] == ninf;
+      if (prefix) {
+        double *acc = &rb.acc[r * d];
+        pf.assign(Pb.begin(), Pb.begin() + kp), cf.assign(acc, acc + d);
+        hw_f32::fma_cols(pf.data(), 1, &in.vf[j0 * d], d, kp, d, cf.data());
+        std::copy(cf.begin(), cf.end(), acc);
+        return;
+      }
     }
     if (tc_pv)
       tc_dot_cols_at(o, model, Pbf.data(), 1, &vbt[j0], 1, n, int(tcol), int(w), &rb.acc[r * d], site::pv,
@@ -611,6 +649,12 @@ void forward_paper(const forward_config &cfg, const head_view &h, forward_result
 
   std::vector<double> S, P, Pb, pv(d);
   std::vector<char> live;
+  // The host path: the dot products as FP32 FMA chains across columns (hw_f32::fma_cols) on FP32
+  // copies of the operands: Q, K transposed (d x n), V; the row's P-bar and sums.
+  const bool fast_qk = o.fast_chains(site::qk), fast_pv = o.fast_chains(site::pv);
+  std::vector<float> qf, kTf, vf, pbf, cf;
+  if (fast_qk) qf.assign(q.begin(), q.end()), pack_cols(k.data(), d, 1, n, d, kTf);
+  if (fast_pv) vf.assign(v.begin(), v.end());
   for (long i0 = 0; i0 < n; i0 += ts.br) {
     const long i1 = std::min(n, i0 + ts.br);
     const long rows = i1 - i0;
@@ -630,6 +674,11 @@ void forward_paper(const forward_config &cfg, const head_view &h, forward_result
       for (long r = 0; r < rows; ++r) {
         const long row = i0 + r;
         double mb = ninf;
+        if (fast_qk) { // the row's unmasked keys, a prefix of the tile
+          const long nl = cfg.causal ? std::clamp(row - j0 + 1, 0L, w) : w;
+          cf.assign(nl, 0.0f);
+          hw_f32::fma_cols(&qf[row * d], 1, &kTf[j0], n, d, nl, cf.data());
+        }
         for (long j = 0; j < w; ++j) {
           live[j] = !masked(cfg.causal, row, j0 + j);
           if (!live[j]) { // paper:bf16 skips the entry (S = -inf); autocast fills max_neg
@@ -638,8 +687,11 @@ void forward_paper(const forward_config &cfg, const head_view &h, forward_result
             continue;
           }
           double s = 0;
-          for (long t = 0; t < d; ++t)
-            s = o.fma(q[row * d + t], k[(j0 + j) * d + t], s, site::qk);
+          if (fast_qk)
+            s = cf[j];
+          else
+            for (long t = 0; t < d; ++t)
+              s = o.fma(q[row * d + t], k[(j0 + j) * d + t], s, site::qk);
           s = b16(s, site::qk);
           S[j] = b16(o.mul(s, scale, site::scale), site::scale);
           mb = std::max(mb, S[j]);
@@ -676,8 +728,22 @@ void forward_paper(const forward_config &cfg, const head_view &h, forward_result
           if (S[j] != ninf) bs = o.add(bs, P[j], site::row_sum, Pb[j] == 1.0);
         bs = ac ? std::max(bs, eps32) : b16(bs, site::row_sum, row_p1);
         const bool traced = tr.on && row == tr.row;
-        // P-bar V: FP32 dot products rounded to BF16
-        for (long i = 0; i < d; ++i) {
+        // P-bar V: FP32 dot products rounded to BF16. The host path (not the traced row) takes
+        // the keys of S != -inf when they are a prefix of the tile (always: masked keys are a
+        // suffix, and autocast keeps them).
+        long kp = 0;
+        while (kp < w && S[kp] != ninf)
+          ++kp;
+        bool pv_fast = fast_pv && !traced;
+        for (long j = kp; pv_fast && j < w; ++j)
+          pv_fast = S[j] == ninf;
+        if (pv_fast) {
+          pbf.assign(Pb.begin(), Pb.begin() + kp), cf.assign(d, 0.0f);
+          hw_f32::fma_cols(pbf.data(), 1, &vf[j0 * d], d, kp, d, cf.data());
+          for (long i = 0; i < d; ++i)
+            pv[i] = b16(cf[i], site::pv_to_bf16, row_p1);
+        }
+        for (long i = 0; i < d && !pv_fast; ++i) {
           const bool ti = traced && i == tr.col;
           double a = 0;
           if (ti) tr.rebase(bi > 0, m_new / scale, c_ex);

@@ -101,14 +101,15 @@ void tc_dot_cols(const tc_model &m, const bf16 *a, std::ptrdiff_t sa, const bf16
 // src[i*sk + j*scol] for i < k, j < ncols (data movement only: the operands' bits unchanged),
 // so that e.g. tc_dot_cols(m, a, 1, dst.data(), 1, k, ncols, k, ...) equals the strided chains'
 // tc_dot(m, a, 1, src + j*scol, sk, k, ...) and runs on the model's unit-stride column kernel.
-// dst is resized (its capacity reused).
-template <class T>
-void pack_cols(const T *src, std::ptrdiff_t sk, std::ptrdiff_t scol, long k, long ncols,
+// dst is resized (its capacity reused). dst may hold another type (FP32 values held in doubles
+// packed as floats: the same values).
+template <class S, class T>
+void pack_cols(const S *src, std::ptrdiff_t sk, std::ptrdiff_t scol, long k, long ncols,
                std::vector<T> &dst) {
   dst.resize(std::size_t(k) * std::size_t(ncols));
   for (long j = 0; j < ncols; ++j)
     for (long i = 0; i < k; ++i)
-      dst[std::size_t(j) * std::size_t(k) + std::size_t(i)] = src[i * sk + j * scol];
+      dst[std::size_t(j) * std::size_t(k) + std::size_t(i)] = T(src[i * sk + j * scol]);
 }
 
 // tc_dot under the site precision override of `o` (policy.hpp): at a site promoted to exact,
