@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <vector>
 #if defined(__SSE__) || defined(__x86_64__)
@@ -188,7 +189,7 @@ TEST(HwF32, Exp2MatchesTheCoreBitForBit) {
 namespace {
 using chains_fn = void (*)(const float *, std::ptrdiff_t, const float *, std::ptrdiff_t, long, long, float *);
 
-long chain_mismatches(chains_fn kernel, long &columns, long &nan_columns) {
+long chain_mismatches(chains_fn kernel, long &columns, long &nan_columns, long &default_nans) {
   at::hw_f32::fma_cols_hook.store(kernel);
   operands g;
   std::mt19937_64 rng(5);
@@ -196,9 +197,12 @@ long chain_mismatches(chains_fn kernel, long &columns, long &nan_columns) {
   for (int trial = 0; trial < 3000; ++trial) {
     const long k = long(rng() % 41), ncols = 1 + long(rng() % 90), sa = 1 + long(rng() % 3),
                sb = ncols + long(rng() % 5);
-    // operands: data-like numbers (most trials) or every class (the rest)
+    // operands: data-like numbers (most trials) or every class (the rest), with Inf and zeros
+    // often enough that products Inf x 0 and sums Inf - Inf (invalid: the default NaN) occur
     const bool any_class = trial % 4 == 0;
     auto next = [&] {
+      static const float inf = std::numeric_limits<float>::infinity(), edge[] = {inf, -inf, 0.0f, -0.0f};
+      if (any_class && rng() % 16 == 0) return edge[rng() % 4];
       return any_class ? float(g.next())
                        : float(std::ldexp(double(int(rng() % 4001) - 2000), -int(rng() % 30)));
     };
@@ -217,7 +221,7 @@ long chain_mismatches(chains_fn kernel, long &columns, long &nan_columns) {
       for (long t = 0; t < k; ++t)
         x = bf16emu::fma(bf16emu::from_float(a[t * sa]), bf16emu::from_float(b[t * sb + j]), x).value;
       ++columns;
-      if (x.is_nan()) ++nan_columns;
+      if (x.is_nan()) ++nan_columns, default_nans += (x.bits & 0x7fffffffu) == 0x7fc00000u;
       std::uint32_t got;
       std::memcpy(&got, &out[j], 4);
       if (got != x.bits && ++bad <= 10)
@@ -231,14 +235,18 @@ long chain_mismatches(chains_fn kernel, long &columns, long &nan_columns) {
 } // namespace
 
 TEST(HwF32, FmaChainsMatchTheCoreBitForBit) {
-  long columns = 0, nan_columns = 0;
-  EXPECT_EQ(chain_mismatches(nullptr, columns, nan_columns), 0)
+  long columns = 0, nan_columns = 0, default_nans = 0;
+  EXPECT_EQ(chain_mismatches(nullptr, columns, nan_columns, default_nans), 0)
       << "scalar loop, of " << columns << " columns";
-  EXPECT_GT(nan_columns, 300); // the NaN path (recomputed by the core) was taken
-  std::printf("scalar loop: %ld columns, %ld of them NaN\n", columns, nan_columns);
+  // the NaN path (recomputed by the core) was taken, for invalid operations too (whose default
+  // NaN differs between the core and x86)
+  EXPECT_GT(nan_columns, 1000);
+  EXPECT_GT(default_nans, 300);
+  std::printf("scalar loop: %ld columns, %ld of them NaN (%ld the default NaN)\n", columns, nan_columns,
+              default_nans);
 #if defined(BF16EMU_HAVE_TC_LANES)
-  columns = nan_columns = 0;
-  EXPECT_EQ(chain_mismatches(&bf16emu::tc_lanes::fma_cols, columns, nan_columns), 0)
+  columns = nan_columns = default_nans = 0;
+  EXPECT_EQ(chain_mismatches(&bf16emu::tc_lanes::fma_cols, columns, nan_columns, default_nans), 0)
       << "SIMD kernel (" << bf16emu::tc_lanes::target_name() << "), of " << columns << " columns";
   std::printf("SIMD kernel (%s): %ld columns, %ld of them NaN\n", bf16emu::tc_lanes::target_name(), columns,
               nan_columns);
@@ -248,8 +256,9 @@ TEST(HwF32, FmaChainsMatchTheCoreBitForBit) {
 // Whole heads of the policies whose products are FP32 FMA chains (fp32, paper:bf16,
 // paper:autocast): forward, reference backward and tiled backward with the host path (its
 // chains as the scalar loop and as the SIMD kernel) against the core's soft-float, every output
-// bit for bit. The second input overflows FP32 in some scores (rows of Q scaled by 2^100), so
-// Inf and NaN run through the chains and the softmax.
+// bit for bit. The second input has rows of Q scaled by 2^100 (scores beyond FP32's range), the
+// third an Inf and a -Inf in one column of V, so Inf and NaN run through the chains (Inf x 0,
+// Inf - Inf: the default NaN) and the softmax.
 TEST(HwF32, FmaChainsGiveTheCoreBitsOnWholeHeads) {
   struct outputs {
     std::vector<double> o, lse, delta, dq, dk, dv, tdq, tdk, tdv;
@@ -272,10 +281,12 @@ TEST(HwF32, FmaChainsGiveTheCoreBitsOnWholeHeads) {
   for (long row = 5; row < hot.n; row += 9)
     for (long x = 0; x < hot.d; ++x)
       hot.q[row * hot.d + x] = std::ldexp(hot.q[row * hot.d + x], 100);
-  long values = 0, nans = 0;
+  at::attention_inputs inf = plain;
+  inf.v[(inf.n - 9) * inf.d + 5] = HUGE_VAL, inf.v[(inf.n - 4) * inf.d + 5] = -HUGE_VAL;
+  long values = 0, nans = 0, default_nans = 0;
   for (const char *policy : {"fp32", "paper:bf16", "paper:autocast"})
     for (bool causal : {false, true})
-      for (const at::attention_inputs *in : {&plain, &hot}) {
+      for (const at::attention_inputs *in : {&plain, &hot, &inf}) {
         at::forward_config c;
         ASSERT_TRUE(at::parse_policy(policy, c.pol));
         c.var = at::variant::fa2, c.causal = causal;
@@ -298,8 +309,12 @@ TEST(HwF32, FmaChainsGiveTheCoreBitsOnWholeHeads) {
             long bad = 0;
             for (std::size_t i = 0; i < (soft.*m).size(); ++i) {
               ++values, nans += std::isnan((soft.*m)[i]);
+              default_nans += std::isnan((soft.*m)[i]) && (bits((soft.*m)[i]) << 1) == 0xfff0000000000000u;
               if (bits((host.*m)[i]) != bits((soft.*m)[i]) && ++bad <= 3)
-                ADD_FAILURE() << policy << (causal ? " causal" : "") << (in == &hot ? " hot" : "")
+                ADD_FAILURE() << policy << (causal ? " causal" : "")
+                              << (in == &hot   ? " hot"
+                                  : in == &inf ? " inf"
+                                               : "")
                               << (kernel ? " SIMD" : " loop") << " " << names[mi] << " [" << i << "]: host "
                               << (host.*m)[i] << ", core " << (soft.*m)[i];
             }
@@ -307,5 +322,7 @@ TEST(HwF32, FmaChainsGiveTheCoreBitsOnWholeHeads) {
         }
       }
   EXPECT_GT(nans, 100); // the hot input put NaN through the chains
-  std::printf("%ld output values compared, %ld of them NaN\n", values, nans);
+  EXPECT_GT(default_nans, 100);
+  std::printf("%ld output values compared, %ld of them NaN (%ld the default NaN)\n", values, nans,
+              default_nans);
 }
