@@ -289,11 +289,12 @@ template <class Obs> struct fa2_backward {
       for (long rr = r0; rr < rows; ++rr)
         suffix &= live[rr * w + jj] != 0;
       const bool cols_v = fast_v && suffix, cols_k = fast_k && suffix;
-      const float *bo = in.dof.data() + (i0 + r0) * d, *bq = in.qf.data() + (i0 + r0) * d;
+      const long e0 = std::min(r0, rows - 1) * w + jj,
+                 b0 = (i0 + std::min(r0, rows - 1)) * d; // (no live row: length 0)
       for (int pass = 0; pass < 2; ++pass) {
         if (pass == 0 ? !cols_v : !cols_k) continue;
         double *acc = pass == 0 ? &dv[jj * d] : &dk[jj * d];
-        chains(pass == 0 ? &Pf[r0 * w + jj] : &dSf[r0 * w + jj], w, pass == 0 ? bo : bq, d, rows - r0, d,
+        chains(pass == 0 ? &Pf[e0] : &dSf[e0], w, pass == 0 ? &in.dof[b0] : &in.qf[b0], d, rows - r0, d,
                paper ? nullptr : acc);
         const site st = pass == 0 ? site::dv_acc : site::dk_acc;
         for (long x = 0; x < d; ++x)
