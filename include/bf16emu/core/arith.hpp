@@ -213,7 +213,7 @@ BF16EMU_GENERAL_PATH BF16EMU_CXHD result<Out> div_general(fp<FA> a, fp<FB> b, co
 // the stochastic add and fma sums that binary64 cannot hold exactly) and rounded by round_normalized, i.e.
 // by the same cut, inexact_bit, rounds_up<Mode> and overflow rule as round_pack. Each run()
 // returns false, writing nothing, for anything else (zeros, subnormals, Inf/NaN, an
-// exact-zero sum, a tiny result): the general routine then computes it, flags and all.
+// exact-zero sum, a tiny result but div's): the general routine then computes it, flags and all.
 
 // Add on the packed bits (stochastic rounding of the sums the binary64 engine cannot hold).
 // The smaller operand's bits shifted out of the 64-bit window are jammed into its last bit (a sticky bit)
@@ -256,6 +256,9 @@ template <round_mode Mode> struct fast_fma_int {
   }
 };
 
+// div. A tiny quotient, which the fast rounding declines, goes to round_pack with the same
+// window (tininess, flushing): one in eight quotients of random bit patterns is tiny, and the
+// general routine would unpack the operands and divide again.
 template <round_mode Mode> struct fast_div {
   static constexpr bool traces = false;
   template <class F, class Tr>
@@ -263,22 +266,32 @@ template <round_mode Mode> struct fast_div {
     if (!is_normal(a) || !is_normal(b)) return false;
     const unpacked ua = unpack_normal(a), ub = unpack_normal(b);
     const bool sign = ua.sign != ub.sign;
+    unrounded u;
     if constexpr (Mode == round_mode::stochastic) {
       // 32 exact bits below the last kept bit: the two-step division of the general routine.
-      return round_pack_normal<F, Mode>(long_div<false>(sign, ua, ub), e, r);
+      u = long_div<false>(sign, ua, ub);
+      if (round_pack_normal<F, Mode>(u, e, r)) return true;
     } else {
       // One 64-bit division: the quotient lies in (2^(k-1), 2^(k+1)), its leading bit at
       // k - 1 or k, so it has 63 - 2P or more bits below the last kept bit (15 for P = 24):
-      // guard and round are exact and the remainder is the sticky bit. (cut's 32-bit
-      // fraction then has zeros where further quotient bits would be; only stochastic
-      // rounding reads it, and it takes the branch above.)
+      // guard and round are exact (also those of a tiny result, cut higher, and of round_pack's
+      // rounding at full precision for tininess after rounding) and the remainder is the sticky
+      // bit. (cut's 32-bit fraction then has zeros where further quotient bits would be; only
+      // stochastic rounding reads it, and it takes the branch above.)
       constexpr int k = 63 - F::precision;
       const std::uint64_t num = ua.sig << k;
       const std::uint64_t q = num / ub.sig;
       const int hi = int(q >> k);
-      return round_normalized<F, Mode>(sign, ua.exp - ub.exp - 1 + hi, q << (64 - k - hi), num % ub.sig != 0,
-                                       e, r);
+      const int lead = ua.exp - ub.exp - 1 + hi;
+      u.sign = sign;
+      u.sig = q << (64 - k - hi);
+      u.tail_sign = std::int8_t(num % ub.sig != 0);
+      if (round_normalized<F, Mode>(sign, lead, u.sig, u.tail_sign != 0, e, r)) return true;
+      u.exp = lead - 63;
     }
+    no_trace off; // tiny
+    r = round_pack<F>(u, e, off, op_kind::div);
+    return true;
   }
 };
 
