@@ -210,10 +210,10 @@ BF16EMU_GENERAL_PATH BF16EMU_CXHD result<Out> div_general(fp<FA> a, fp<FB> b, co
 // whose result is not tiny, with no tracer. The rounding mode becomes a template argument
 // (one switch per call, in fast_dispatch); the exact result is formed in binary64 (add, sub,
 // mul, fma, sqrt: further below) or in 64-bit integers as in the general routines (div, and
-// the add and fma operands that binary64 cannot hold exactly) and rounded by round_normalized, i.e. by
-// the same cut, inexact_bit, rounds_up<Mode> and overflow rule as round_pack. Each run()
+// the stochastic add and fma sums that binary64 cannot hold exactly) and rounded by round_normalized, i.e.
+// by the same cut, inexact_bit, rounds_up<Mode> and overflow rule as round_pack. Each run()
 // returns false, writing nothing, for anything else (zeros, subnormals, Inf/NaN, an
-// exact-zero sum, a tiny result): the general routine then computes it, flags and all.
+// exact-zero sum, a tiny result but div's): the general routine then computes it, flags and all.
 
 // Add on the packed bits (stochastic rounding of the sums the binary64 engine cannot hold).
 // The smaller operand's bits shifted out of the 64-bit window are jammed into its last bit (a sticky bit)
@@ -256,6 +256,9 @@ template <round_mode Mode> struct fast_fma_int {
   }
 };
 
+// div. A tiny quotient, which the fast rounding declines, goes to round_pack with the same
+// window (tininess, flushing): one in eight quotients of random bit patterns is tiny, and the
+// general routine would unpack the operands and divide again.
 template <round_mode Mode> struct fast_div {
   static constexpr bool traces = false;
   template <class F, class Tr>
@@ -263,22 +266,32 @@ template <round_mode Mode> struct fast_div {
     if (!is_normal(a) || !is_normal(b)) return false;
     const unpacked ua = unpack_normal(a), ub = unpack_normal(b);
     const bool sign = ua.sign != ub.sign;
+    unrounded u;
     if constexpr (Mode == round_mode::stochastic) {
       // 32 exact bits below the last kept bit: the two-step division of the general routine.
-      return round_pack_normal<F, Mode>(long_div<false>(sign, ua, ub), e, r);
+      u = long_div<false>(sign, ua, ub);
+      if (round_pack_normal<F, Mode>(u, e, r)) return true;
     } else {
       // One 64-bit division: the quotient lies in (2^(k-1), 2^(k+1)), its leading bit at
       // k - 1 or k, so it has 63 - 2P or more bits below the last kept bit (15 for P = 24):
-      // guard and round are exact and the remainder is the sticky bit. (cut's 32-bit
-      // fraction then has zeros where further quotient bits would be; only stochastic
-      // rounding reads it, and it takes the branch above.)
+      // guard and round are exact (also those of a tiny result, cut higher, and of round_pack's
+      // rounding at full precision for tininess after rounding) and the remainder is the sticky
+      // bit. (cut's 32-bit fraction then has zeros where further quotient bits would be; only
+      // stochastic rounding reads it, and it takes the branch above.)
       constexpr int k = 63 - F::precision;
       const std::uint64_t num = ua.sig << k;
       const std::uint64_t q = num / ub.sig;
       const int hi = int(q >> k);
-      return round_normalized<F, Mode>(sign, ua.exp - ub.exp - 1 + hi, q << (64 - k - hi), num % ub.sig != 0,
-                                       e, r);
+      const int lead = ua.exp - ub.exp - 1 + hi;
+      u.sign = sign;
+      u.sig = q << (64 - k - hi);
+      u.tail_sign = std::int8_t(num % ub.sig != 0);
+      if (round_normalized<F, Mode>(sign, lead, u.sig, u.tail_sign != 0, e, r)) return true;
+      u.exp = lead - 63;
     }
+    no_trace off; // tiny
+    r = round_pack<F>(u, e, off, op_kind::div);
+    return true;
   }
 };
 
@@ -390,18 +403,25 @@ template <round_mode Mode> struct fast_sqrt {
   }
 };
 
-// fma: the product p = a * b (2P <= 48 bits) is exact in binary64; so is p + c when c's
-// exponent uc lies in [u + M - 51, u + 51 - 2M], u = the sum of a's and b's exponents (p
-// spans [u - 2M, u + 1], c spans [uc - M, uc]; the sum spans [min of the last bits,
-// max(u + 1, uc + 1)] at most, the top one a carry: 53 bits). Outside:
-//  - c below p's last bit (uc < u - 2M): every number in (0, 2^(u - 2M)) added to or
-//    subtracted from p gives the same bits at and above p's last bit and a nonzero rest, so
-//    c is replaced by a stand-in of its sign at exponent u - 2M - 1 (still exact). Only for
-//    M >= 3: the result (leading bit at u - 1 or above) then has its round bit at or above
-//    p's last bit (u - M - 3 >= u - 2M); with fewer bits (e2m1, e3m2) the rest would be read;
-//  - p below c's round bit by as much as in add (uc - u - 1 > exact_sum_gap): p is replaced
-//    by a stand-in of its sign at exponent uc - exact_sum_gap (see fast_add).
-// Between those, and for stochastic rounding of a replaced term: the 64-bit integer fma.
+// fma: the product p = a * b (2P <= 48 bits) is exact in binary64, and so is c. Of the two,
+// x is the one with the larger binary64 exponent E (of its leading bit), y the other; the exact
+// sum p + c is given to round_binary64 as x + odd(y), odd(y) = y rounded to odd at the quantum
+// g = 2^(E - 51): y's bits at and above g kept, the bit at g set when any bit below it is.
+//  1. x's bits lie at 2g and above (at most 2P <= 48 bits below its leading bit at E), so
+//     x + odd(y) = odd(x + y), the exact sum rounded to odd at g: a multiple of g of magnitude
+//     < 2^(E + 2) = 2^53 g, exact in binary64 (no host rounding, no host flag).
+//  2. y loses bits only if its last bit lies below g, i.e. its leading bit at E - 5 or below:
+//     then |p + c| > 2^E - 2^(E - 4) > 2^(E - 1), and every number of P + 1 significant bits
+//     from 2^(E - 1) up is a multiple of 2^(E - 1 - P), an even multiple of g (P <= 49). odd(v)
+//     and v lie strictly between the same two neighbouring multiples of 2g unless v is a
+//     multiple of g (then they are equal), so odd(p + c) is what round_binary64 needs. Not the
+//     32-bit fraction: stochastic rounding of a sum that lost bits keeps the 64-bit integer fma.
+//  3. y below g altogether (its leading bit under E - 51) rounds to odd as the stand-in
+//     sign(y) * g (from E - 51 = y's exponent on, the masks below would carry into the exponent).
+//
+//     x:  1xxx...xxx000                           (leading bit at E)
+//     y:          1yyy...yy|yyyy                  (| at g = 2^(E - 51), 52 bits below E's next bit)
+//     odd(y):     1yyy...yS                       (S = the bit at g, or any bit below it)
 // Traced: p + c exactly as TwoSum's hi + lo, rounded from its binary64 round-to-odd (odd_binary64:
 // guard, round, sticky and inexact are the exact sum's, not the 32-bit fraction: a stochastic sum
 // that binary64 does not hold goes to the general routine); round_binary64 fills the event.
@@ -421,26 +441,27 @@ template <round_mode Mode> struct fast_fma {
 
   template <class F>
   BF16EMU_CXHD static bool run_untraced(fp<F> a, fp<F> b, fp<F> c, const env &e, result<F> &r) noexcept {
-    constexpr int M = F::frac_bits, B = F::bias, G = exact_sum_gap<F>;
-    const int u = a.biased_exp() + b.biased_exp() - 2 * B, uc = c.biased_exp() - B;
-    const bool c_below = M >= 3 && (uc < u - 2 * M);
-    const bool p_below = (uc - u - 1 > G);
-    const bool exact = uc >= u + M - 51 && uc <= u + 51 - 2 * M;
-    if (!(exact | c_below | p_below)) return fast_fma_int<Mode>::run(a, b, c, e, r);
-    if constexpr (Mode == round_mode::stochastic) {
-      if (c_below || p_below) return fast_fma_int<Mode>::run(a, b, c, e, r);
-    }
-    std::uint64_t pb = bit_cast<std::uint64_t>(to_binary64(a) * to_binary64(b));
-    std::uint64_t cb = bit_cast<std::uint64_t>(to_binary64(c));
-    // Stand-ins by masks (no branch): sign kept, a power of two at the exponent given.
+    static_assert(2 * F::precision <= 48, "the product and the bits above 2g need an exact binary64");
     constexpr std::uint64_t sign64 = std::uint64_t{1} << 63;
-    const std::uint64_t c_mask = std::uint64_t{0} - std::uint64_t(c_below);
-    const std::uint64_t p_mask = std::uint64_t{0} - std::uint64_t(p_below);
-    const std::uint64_t c_stand = (cb & sign64) | (std::uint64_t(u - 2 * M - 1 + 1023) << 52);
-    const std::uint64_t p_stand = (pb & sign64) | (std::uint64_t(uc - G + 1023) << 52);
-    cb ^= (cb ^ c_stand) & c_mask;
-    pb ^= (pb ^ p_stand) & p_mask;
-    return round_binary64<F, Mode>(bit_cast<double>(pb) + bit_cast<double>(cb), e, r);
+    const std::uint64_t pb = bit_cast<std::uint64_t>(to_binary64(a) * to_binary64(b));
+    const std::uint64_t cb = bit_cast<std::uint64_t>(to_binary64(c));
+    const int ep = int(pb >> 52) & 0x7FF, ec = int(cb >> 52) & 0x7FF;
+    // x and y by masks (no branch: which term is larger is a coin flip on random data).
+    const std::uint64_t swap = std::uint64_t{0} - std::uint64_t(ep < ec);
+    const std::uint64_t xb = pb ^ ((pb ^ cb) & swap), yb = cb ^ ((pb ^ cb) & swap);
+    const int d = ep < ec ? ec - ep : ep - ec; // E - y's exponent
+    const int s = d < 51 ? d + 1 : 51;         // y's fraction bits below g (d + 1), at most 51
+    const std::uint64_t below = (std::uint64_t{1} << s) - 1;
+    const std::uint64_t lost = yb & below;
+    std::uint64_t y_odd = (yb & ~below) | (std::uint64_t(lost != 0) << s);
+    // y's leading bit at or below g (3.): the stand-in.
+    const std::uint64_t wholly_below = std::uint64_t{0} - std::uint64_t(d >= 51);
+    const std::uint64_t stand = (yb & sign64) | (std::uint64_t((xb >> 52) & 0x7FF) - 51) << 52;
+    y_odd ^= (y_odd ^ stand) & wholly_below;
+    if constexpr (Mode == round_mode::stochastic) {
+      if ((lost | wholly_below) != 0) return fast_fma_int<Mode>::run(a, b, c, e, r);
+    }
+    return round_binary64<F, Mode>(bit_cast<double>(xb) + bit_cast<double>(y_odd), e, r);
   }
 };
 
