@@ -204,15 +204,15 @@ backward_result backward_head(const forward_config &cfg, const head_view &h, con
   pack_cols(q.data(), d, 1, n, d, qT);
   pack_cols(k.data(), d, 1, n, d, kT);
   for (long j = 0; j < n; ++j) {
-    pack_cols(&P[j], n, 1, n, 1, pj);
-    pack_cols(&dS[j], n, 1, n, 1, dsj);
     if (fast) { // sum_row P[row, j] dO[row, :] and sum_row dS[row, j] Q[row, :]
-      af.assign(pj.begin(), pj.end());
+      pack_cols(&P[j], n, 1, n, 1, af);
       dots_fast(af.data(), dof.data(), d, n, d, &r.dv[j * d]);
-      af.assign(dsj.begin(), dsj.end());
+      pack_cols(&dS[j], n, 1, n, 1, af);
       dots_fast(af.data(), qf.data(), d, n, d, &r.dk[j * d]);
       continue;
     }
+    pack_cols(&P[j], n, 1, n, 1, pj);
+    pack_cols(&dS[j], n, 1, n, 1, dsj);
     long i = 0;
     for (double out[4]; exact && i + 2 <= d; i += 2) {
       const double *p = pj.data(), *g = dsj.data();

@@ -128,9 +128,10 @@ template <class Obs> struct fa2_backward {
   std::vector<double> srow, dprow;
   std::vector<bf16> doT, qT, PT, dST, kT;
   // the host path (hw_f32::fma_cols, fp32 and paper): the chains' FP32 accumulators and the tile's
-  // P and dS as floats
+  // P and dS as floats (made with P and dS wherever the head has FP32 copies, floats())
   std::vector<float> cf, Pf, dSf;
-  bool fast(site s) const { return !exact && !tc && !in.qf.empty() && o.fast_chains(s); }
+  bool floats() const { return !exact && !tc && !in.qf.empty(); }
+  bool fast(site s) const { return floats() && o.fast_chains(s); }
   // cf[0, m) = the FP32 chains of a (stride sa, length len) against m columns of b (row stride
   // sb), from c0 (or 0).
   void chains(const float *a, long sa, const float *b, long sb, long len, long m,
@@ -252,6 +253,7 @@ template <class Obs> struct fa2_backward {
         if (tc) dSbf[e] = as_bf16(o.to16(ds, site::ds_to_bf16));
       }
     }
+    if (floats()) Pf.assign(P.begin(), P.end()), dSf.assign(dS.begin(), dS.end());
   }
 
   // 5-6 under tc: for each key jj, dV_j[jj, :] += P[:, jj]^T dO_i and dK_j[jj, :] += dS[:, jj]^T
@@ -277,8 +279,6 @@ template <class Obs> struct fa2_backward {
     }
     const long w = t.w, i0 = t.i0, rows = t.rows;
     const bool fast_v = fast(site::dv_acc), fast_k = fast(site::dk_acc);
-    if (fast_v) Pf.assign(P.begin(), P.end());
-    if (fast_k) dSf.assign(dS.begin(), dS.end());
     for (long jj = 0; jj < w; ++jj) {
       // The host path: the key's d chains at once over its live rows, when they are a suffix of
       // the query block (always: a causal row sees the keys up to itself).
@@ -291,15 +291,14 @@ template <class Obs> struct fa2_backward {
       const bool cols_v = fast_v && suffix, cols_k = fast_k && suffix;
       const long e0 = std::min(r0, rows - 1) * w + jj,
                  b0 = (i0 + std::min(r0, rows - 1)) * d; // (no live row: length 0)
-      for (int pass = 0; pass < 2; ++pass) {
-        if (pass == 0 ? !cols_v : !cols_k) continue;
-        double *acc = pass == 0 ? &dv[jj * d] : &dk[jj * d];
-        chains(pass == 0 ? &Pf[e0] : &dSf[e0], w, pass == 0 ? &in.dof[b0] : &in.qf[b0], d, rows - r0, d,
-               paper ? nullptr : acc);
-        const site st = pass == 0 ? site::dv_acc : site::dk_acc;
-        for (long x = 0; x < d; ++x)
-          acc[x] = paper ? o.to16(o.add(acc[x], o.to16(cf[x], st), st), st) : cf[x];
-      }
+      // acc (d values) += the chains of g's column jj over the live rows against their rows of x
+      auto update = [&](const std::vector<float> &g, const std::vector<float> &x, double *acc, site st) {
+        chains(&g[e0], w, &x[b0], d, rows - r0, d, paper ? nullptr : acc);
+        for (long c = 0; c < d; ++c)
+          acc[c] = paper ? o.to16(o.add(acc[c], o.to16(cf[c], st), st), st) : cf[c];
+      };
+      if (cols_v) update(Pf, in.dof, &dv[jj * d], site::dv_acc);
+      if (cols_k) update(dSf, in.qf, &dk[jj * d], site::dk_acc);
       if (cols_v && cols_k) continue;
       for (long x = 0; x < d; ++x) {
         double &av = dv[jj * d + x], &ak = dk[jj * d + x];
@@ -343,7 +342,6 @@ template <class Obs> struct fa2_backward {
       return;
     }
     const bool fast_q = fast(site::dq_acc);
-    if (fast_q) dSf.assign(dS.begin(), dS.end());
     for (long rr = 0; rr < t.rows; ++rr) {
       // The host path: the row's d chains at once over its live keys, a prefix of the tile
       long m = 0;
@@ -422,7 +420,7 @@ template <class Obs> struct fa2_backward {
       if (cfg.causal && iblk < j0 / br) continue; // no row of the block sees key j0
       const bwd_tile t{j0, w, i0, rows};
       quiet.p_and_ds_tile(t);
-      dS.swap(quiet.dS), dSbf.swap(quiet.dSbf), live.swap(quiet.live);
+      dS.swap(quiet.dS), dSbf.swap(quiet.dSbf), dSf.swap(quiet.dSf), live.swap(quiet.live);
       dq_block(t);
       dq_add(t);
     }

@@ -85,6 +85,18 @@ inline tiles tile_sizes(const forward_config &c, long n) {
 
 inline bool masked(bool causal, long r, long j) { return causal && j > r; }
 
+// The number of leading scores of a tile row S[0, w) that are not -inf, when every later one is
+// -inf (as the masked keys are, a suffix); -1 when a -inf comes before a finite score. The host
+// path's P-bar V takes those keys as one chain per column.
+inline long finite_prefix(const std::vector<double> &S, long w) {
+  long kp = 0;
+  while (kp < w && S[kp] != ninf)
+    ++kp;
+  for (long j = kp; j < w; ++j)
+    if (S[j] != ninf) return -1;
+  return kp;
+}
+
 // Keeps the binary64 reference accumulator of the traced element (same running max).
 struct trace_state {
   bool on = false;
@@ -279,10 +291,12 @@ template <class Obs> struct fa2_forward {
   double score_tile(long row, long j0, long w, const double *pre = nullptr) {
     const double *qr = &q[row * d];
     double mb = ninf;
-    if (exact || tc_qk) { // the unmasked keys (a prefix of the tile) together
-      long live = 0;
-      while (live < w && !masked(cfg.causal, row, j0 + live) && j0 + live < n)
-        S[live++] = 0.0;
+    // the unmasked keys (a prefix of the tile) together
+    long live = 0;
+    while (live < w && !masked(cfg.causal, row, j0 + live) && j0 + live < n)
+      ++live;
+    if (exact || tc_qk) {
+      std::fill(S.begin(), S.begin() + live, 0.0);
       if (exact) {
         long j = 0;
         for (; j + 4 <= live; j += 4) {
@@ -299,11 +313,7 @@ template <class Obs> struct fa2_forward {
         tc_dot_cols_at(o, model, &qb[row * d], 1, &kb[j0 * d], 1, d, int(live), int(d), S.data(), site::qk,
                        false);
       }
-    }
-    if (fast_qk) { // the unmasked keys, a prefix of the tile
-      long live = 0;
-      while (live < w && !masked(cfg.causal, row, j0 + live) && j0 + live < n)
-        ++live;
+    } else if (fast_qk) {
       cf.assign(live, 0.0f);
       hw_f32::fma_cols(&in.qf[row * d], 1, &in.kTf[j0], n, d, live, cf.data());
     }
@@ -417,15 +427,9 @@ template <class Obs> struct fa2_forward {
       return;
     }
     if (fast_pv && !traced) {
-      // FP32 chains on the host: the keys with S != -inf, when they are a prefix of the tile
-      // (masked keys are a suffix), continuing each column's accumulator
-      long kp = 0;
-      while (kp < w && S[kp] != ninf)
-        ++kp;
-      bool prefix = true;
-      for (long j = kp; j < w; ++j)
-        prefix &= S[j] == ninf;
-      if (prefix) {
+      // FP32 chains on the host over the keys with S != -inf (finite_prefix), continuing each
+      // column's accumulator
+      if (const long kp = finite_prefix(S, w); kp >= 0) {
         double *acc = &rb.acc[r * d];
         pf.assign(Pb.begin(), Pb.begin() + kp), cf.assign(acc, acc + d);
         hw_f32::fma_cols(pf.data(), 1, &in.vf[j0 * d], d, kp, d, cf.data());
@@ -729,14 +733,10 @@ void forward_paper(const forward_config &cfg, const head_view &h, forward_result
         bs = ac ? std::max(bs, eps32) : b16(bs, site::row_sum, row_p1);
         const bool traced = tr.on && row == tr.row;
         // P-bar V: FP32 dot products rounded to BF16. The host path (not the traced row) takes
-        // the keys of S != -inf when they are a prefix of the tile (always: masked keys are a
-        // suffix, and autocast keeps them).
-        long kp = 0;
-        while (kp < w && S[kp] != ninf)
-          ++kp;
-        bool pv_fast = fast_pv && !traced;
-        for (long j = kp; pv_fast && j < w; ++j)
-          pv_fast = S[j] == ninf;
+        // the keys of S != -inf as one chain per column (finite_prefix; autocast keeps the masked
+        // keys, so all of them).
+        const long kp = fast_pv && !traced ? finite_prefix(S, w) : -1;
+        const bool pv_fast = kp >= 0;
         if (pv_fast) {
           pbf.assign(Pb.begin(), Pb.begin() + kp), cf.assign(d, 0.0f);
           hw_f32::fma_cols(pbf.data(), 1, &vf[j0 * d], d, kp, d, cf.data());
