@@ -8,6 +8,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bf16emu/attention.hpp"
@@ -153,6 +154,11 @@ void run(const attention_cli &o) {
       opt.cfg.pol.paper_arith == at::paper_dtypes::autocast)
     throw bad_input("--policy paper:autocast is not modelled by --bwd tiled (use the reference backward)");
   opt.backward = o.backward || opt.bwd.kind == at::backward_kind::tiled;
+  if (!opt.backward)
+    for (const auto &[path, name] :
+         {std::pair{&o.out_dq, "--out-dq"}, {&o.out_dk, "--out-dk"}, {&o.out_dv, "--out-dv"}})
+      if (!path->empty())
+        throw bad_input(std::string(name) + " needs a backward (--backward or --bwd tiled)");
   opt.with_ledger = !o.no_ledger;
   opt.threads = o.threads;
   if (opt.cfg.pol.kind == at::policy_kind::fa2 && opt.cfg.var != at::variant::standard &&

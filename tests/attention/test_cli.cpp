@@ -147,6 +147,18 @@ TEST(AttentionCli, TiledBackwardBadOptions) {
     expect_bad(b.args, {b.names});
 }
 
+// dQ, dK, dV exist only with a backward: asking for them without one is bad input (it used to
+// exit 0 without writing them), and nothing is written.
+TEST(AttentionCli, GradientOutputsNeedABackward) {
+  for (const char *opt : {"--out-dq", "--out-dk", "--out-dv"})
+    for (const char *bwd : {"", "--bwd reference"}) {
+      const std::string path = dir + "/no_backward.npy";
+      std::remove(path.c_str());
+      expect_bad(std::string("--n 32 --d 8 ") + bwd + " " + opt + " '" + path + "'", {opt, "--backward"});
+      EXPECT_FALSE(std::ifstream(path).good()) << opt << " " << bwd;
+    }
+}
+
 TEST(AttentionCli, TiledBackwardJson) {
   // fp32 allows any block size; fa2 needs multiples of 16
   for (const std::string extra : {"--policy fa2:sm80 --bwd-block-m 16 --bwd-block-n 32",
