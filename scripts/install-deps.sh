@@ -23,6 +23,7 @@ required=(
   "libhwy-dev:file:/usr/include/hwy/highway.h"
   "gnuplot-nox:cmd:gnuplot"
   "clang-format:cmd:clang-format"
+  "ccache:cmd:ccache" # compiler cache (CMakeLists.txt): a rebuild or a fresh clone on the same machine reuses objects
   "clang-14:cmd:clang++-14"
   "libclang-rt-14-dev:file:/usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a"
   # the Python module (python/) and its tests, for Debian's /usr/bin/python3
