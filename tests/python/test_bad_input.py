@@ -123,3 +123,73 @@ def test_gemm_trace_follows_the_two_block_add_presets():
     assert d.view(np.uint16)[0, 0] == 0x5020
     blocks = tr["blocks"]
     assert [(x["c_bits"], x["d_bits"]) for x in blocks] == [(0, 0x4C00), (0x4C00, 0x5000)]
+
+
+# ---------------------------------------------------------------------------------------------
+# Issue 46: no call aborts when the system refuses threads. parallel_for stops starting threads
+# and runs the rest on the ones it has (include/bf16emu/parallel.hpp): the same bits, exit 0.
+# Each case runs in a child under a 4 GiB address-space limit (1024 threads of 8 MiB stacks do not
+# fit), or under a process limit of 8 for its user (root is exempt from RLIMIT_NPROC: as root the
+# child first becomes nobody).
+
+def _limits(kind):
+    import resource
+
+    def apply():
+        if kind == "as":
+            cap = 4 * 2**30
+            resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+        else:
+            resource.setrlimit(resource.RLIMIT_NPROC, (8, 8))
+    return apply
+
+
+def _run_limited(argv, kind, timeout=300):
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    extra = {}
+    if kind == "nproc" and os.geteuid() == 0:
+        extra = {"user": 65534, "group": 65534, "extra_groups": []}
+    return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=timeout, preexec_fn=_limits(kind),
+                          cwd="/", **extra)
+
+
+THREADS_CHILD = textwrap.dedent("""
+    import sys
+    import numpy as np, bf16emu
+    what = sys.argv[1]
+    if what == "convert":
+        y = bf16emu.convert(np.ones(2**26, np.float32), to="bf16", threads=1024)
+        assert y.dtype == np.uint16 and bool((y == 0x3F80).all())  # bf16 1.0
+    elif what == "gemm":
+        rng = np.random.default_rng(1)
+        a = bf16emu.convert(rng.standard_normal((4096, 16)).astype(np.float32), to="bf16")
+        b = bf16emu.convert(rng.standard_normal((16, 8)).astype(np.float32), to="bf16")
+        d = bf16emu.gemm(a, b, a_format="bf16", arch="sm90", threads=600)
+        assert np.array_equal(d.view(np.uint32), bf16emu.gemm(a, b, a_format="bf16", arch="sm90",
+                                                               threads=1).view(np.uint32))
+    else:
+        q = np.random.default_rng(2).standard_normal((1, 1024, 16, 8))
+        r = bf16emu.attention(q, q, q, policy="fa2:sm80", ledger=False, reference=False, threads=1024)
+        r1 = bf16emu.attention(q, q, q, policy="fa2:sm80", ledger=False, reference=False, threads=1)
+        assert np.array_equal(r["o"], r1["o"])
+    print("ok")
+""")
+
+
+@pytest.mark.parametrize("kind", ["as", "nproc"])
+@pytest.mark.parametrize("what", ["convert", "gemm", "attention"])
+def test_more_threads_than_the_system_gives_do_not_abort(what, kind):
+    r = _run_limited([sys.executable, "-c", THREADS_CHILD, what], kind)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", (r.returncode, r.stdout[-300:], r.stderr[-800:])
+    assert "terminate" not in r.stderr
+
+
+@pytest.mark.parametrize("kind", ["as", "nproc"])
+def test_cli_threads_1024_does_not_abort(kind):
+    cli = os.environ.get("BF16EMU_CLI", "")
+    if not cli or not os.path.exists(cli):
+        pytest.skip("the bf16emu CLI was not built")
+    r = _run_limited([cli, "attention", "--heads", "1024", "--n", "64", "--d", "16", "--threads", "1024",
+                      "--no-ledger"], kind)
+    assert r.returncode == 0, (r.returncode, r.stderr[-800:])
+    assert "terminate" not in r.stderr
