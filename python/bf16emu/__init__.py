@@ -1207,7 +1207,8 @@ def attention_backward(q, k, v, do, *, backward: str = "reference", **kwargs):
     ((1, 1, 8, 4), (1, 1, 8, 4), (1, 1, 8, 4))
     """
     if not isinstance(backward, str) or not backward.strip():
-        raise ValueError(f"argument 'backward' must name a backward kind (reference, tiled), got {str(backward)[:80]!r}")
+        raise ValueError(f"argument 'backward' must name a backward kind (the core's: reference, tiled, ...), "
+                         f"got {str(backward)[:80]!r}")
     return attention(q, k, v, _do=do, _backward=backward, **kwargs)
 
 
