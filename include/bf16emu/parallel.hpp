@@ -11,6 +11,12 @@
 // Errors: an exception thrown by fn stops the hand-out of new indices; the workers finish the
 // index they hold, and the first exception is rethrown in the calling thread.
 //
+// Threads that cannot be started: when the system refuses a thread (an address-space or
+// process-count limit, std::thread throwing std::system_error or std::bad_alloc), parallel_for
+// never aborts and never fails: it stops starting threads and runs every index on the workers it
+// has (at least the calling thread). By the determinism rule above the bits are the same; only
+// the wall time changes. `threads` is a ceiling, not a promise.
+//
 // Progress: progress(done, count) is called after each finished index, one call at a time
 // (under a lock), with done strictly increasing; throttle in the callback, not here.
 #pragma once
@@ -21,6 +27,8 @@
 #include <exception>
 #include <functional>
 #include <mutex>
+#include <new>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -77,9 +85,14 @@ void parallel_for(std::uint64_t count, unsigned threads, Fn &&fn, const progress
     worker(0);
   } else {
     std::vector<std::thread> pool;
-    pool.reserve(nt - 1);
-    for (unsigned w = 1; w < nt; ++w)
-      pool.emplace_back(worker, w);
+    try {
+      pool.reserve(nt - 1);
+      for (unsigned w = 1; w < nt; ++w)
+        pool.emplace_back(worker, w);
+    } catch (const std::system_error &) {
+      // No more threads: the ones started, and this one, share the remaining indices.
+    } catch (const std::bad_alloc &) {
+    }
     worker(0);
     for (auto &t : pool)
       t.join();

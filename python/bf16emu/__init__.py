@@ -62,14 +62,6 @@ _WIDTH = {"fp64": 64, "fp32": 32, "tf32": 32, "bf16": 16, "fp16": 16, "e4m3": 8,
 # The pattern width where it is narrower than its storage.
 _PATTERN_WIDTH = {"tf32": 19, "e2m3": 6, "e3m2": 6, "e2m1": 4}
 _BYTE_FORMATS = "e4m3, e5m2, e2m3, e3m2 or e2m1"
-_ALIASES = {
-    "float64": "fp64", "binary64": "fp64", "double": "fp64",
-    "float32": "fp32", "binary32": "fp32", "float": "fp32",
-    "bfloat16": "bf16", "float16": "fp16", "half": "fp16", "binary16": "fp16",
-    "float8_e4m3fn": "e4m3", "fp8_e4m3": "e4m3", "float8_e5m2": "e5m2", "fp8_e5m2": "e5m2",
-    "float6_e2m3fn": "e2m3", "fp6_e2m3": "e2m3", "float6_e3m2fn": "e3m2", "fp6_e3m2": "e3m2",
-    "float4_e2m1fn": "e2m1", "fp4_e2m1": "e2m1", "fp4": "e2m1",
-}
 
 
 def _torch():
@@ -81,19 +73,62 @@ def _torch():
 
 
 def _is_tensor(x) -> bool:
-    t = _torch()
+    # A tensor exists only once torch is imported: a NumPy-only call never imports torch (1-2 s).
+    t = sys.modules.get("torch")
     return t is not None and isinstance(x, t.Tensor)
 
 
+def _name(val, arg: str) -> str:
+    """A name argument (rounding, arch, policy, ...) spelled as the CLI reads it: a str, with
+    surrounding spaces dropped and in lower case (_core.normalize_name: src/io's one rule)."""
+    if not isinstance(val, str):
+        raise TypeError(f"argument '{arg}' must be a name (str), got {type(val).__name__}")
+    return _core.normalize_name(val)
+
+
+def _bool(val, arg: str) -> bool:
+    if not isinstance(val, (bool, np.bool_)):
+        raise TypeError(f"argument '{arg}' must be a bool, got {type(val).__name__}")
+    return bool(val)
+
+
+INT_MAX = 2**31 - 1
+
+
+def _int(val, arg: str, low: int, high: int) -> int:
+    """An integer argument in [low, high]: TypeError for a bool or a non-integer, ValueError
+    outside the range (never a pybind11 cast error)."""
+    if isinstance(val, (bool, np.bool_)) or not isinstance(val, numbers.Integral):
+        raise TypeError(f"argument '{arg}' must be an integer, got {type(val).__name__}")
+    if not low <= int(val) <= high:
+        raise ValueError(f"argument '{arg}' = {int(val)} is outside [{low}, {high}]")
+    return int(val)
+
+
+def _check_pattern(bits: np.ndarray, fmt: str, arg: str) -> None:
+    """The one check of bit patterns (convert's, in the compiled core): a format narrower than its
+    storage (tf32, e2m3, e3m2, e2m1) has no bit set above its pattern; ValueError naming the
+    argument, the element and the format."""
+    if fmt in _PATTERN_WIDTH:
+        _core.check_bits(bits, fmt, arg)
+
+
+def _cpu_tensor(x, arg: str):
+    """A tensor's data on the CPU: meta tensors (no data) and tensors on another device are refused."""
+    if x.device.type != "cpu":
+        raise ValueError(f"argument '{arg}' is on device '{x.device}'; bf16emu reads tensors on the CPU "
+                         f"(move it with .cpu()){' (a meta tensor has no data)' if x.device.type == 'meta' else ''}")
+    return x
+
+
 def _format_name(fmt, arg: str) -> str:
+    """The canonical name of a format name or alias, read by the CLI's own table (src/io)."""
     if not isinstance(fmt, str):
         raise TypeError(f"argument '{arg}' must be a format name (str), got {type(fmt).__name__}")
-    key = fmt.strip().lower()
-    key = _ALIASES.get(key, key)
-    if key not in _WIDTH:
-        raise ValueError(f"argument '{arg}': unknown format '{fmt[:80]}' "
-                         f"(fp64, fp32, bf16, fp16, tf32, e4m3, e5m2, e2m3, e3m2, e2m1)")
-    return key
+    try:
+        return _core.format_name(fmt)
+    except ValueError as err:
+        raise ValueError(f"argument '{arg}': {err}") from None
 
 
 class _Kind:
@@ -143,28 +178,27 @@ def _warn_detached(x, arg: str) -> None:
                       UserWarning, stacklevel=_caller_level())
 
 
-def _tensor_bits(x, arg: str, fmt):
+def _tensor_bits(x, arg: str, fmt, fmt_arg: str = "format"):
     torch = _torch()
     floats, ints = _torch_float_formats(torch), _torch_bit_dtypes(torch)
     _warn_detached(x, arg)
     if x.dtype in floats:
         have = floats[x.dtype]
-        if fmt is not None and _format_name(fmt, "format") != have:
-            raise TypeError(f"argument '{arg}': a {x.dtype} tensor holds {have}, not format '{fmt}'")
+        if fmt is not None and _format_name(fmt, fmt_arg) != have:
+            raise TypeError(f"argument '{arg}': a {x.dtype} tensor holds {have}, not {fmt_arg} '{fmt}'")
     elif x.dtype in ints:
         if fmt is None:
             raise TypeError(f"argument '{arg}': a {x.dtype} tensor holds bit patterns; say which format with "
-                            f"format= (uint8: {_BYTE_FORMATS}; int16: bf16 or fp16; int32: tf32 or fp32)")
-        have = _format_name(fmt, "format")
+                            f"{fmt_arg}= (uint8: {_BYTE_FORMATS}; int16: bf16 or fp16; int32: tf32 or fp32)")
+        have = _format_name(fmt, fmt_arg)
         if _WIDTH[have] != ints[x.dtype]:
-            raise TypeError(f"argument '{arg}': {x.dtype} elements do not hold format {have} "
+            raise TypeError(f"argument '{arg}': {x.dtype} elements do not hold {fmt_arg} {have} "
                             f"({_WIDTH[have]}-bit storage: {_TORCH_BITS_NAME[_WIDTH[have]]})")
     else:
         raise TypeError(f"argument '{arg}': tensor dtype {x.dtype} is not supported (torch.bfloat16, "
                         f"torch.float16, torch.float32, torch.float64, or uint8/int16/int32 bit patterns "
                         f"with format=)")
-    if x.device.type != "cpu":
-        x = x.cpu()
+    _cpu_tensor(x, arg)
     x = x.detach().contiguous()
     width = _WIDTH[have]
     if width == 8:
@@ -177,32 +211,32 @@ def _tensor_bits(x, arg: str, fmt):
 _TORCH_BITS_NAME = {8: "torch.uint8", 16: "torch.int16", 32: "torch.int32", 64: "torch.int64"}
 
 
-def _numpy_bits(x, arg: str, fmt):
+def _numpy_bits(x, arg: str, fmt, fmt_arg: str = "format"):
     a = np.asarray(x)
     if not a.dtype.isnative:  # '>u2', '>f4': the values in this machine's byte order
         a = a.astype(a.dtype.newbyteorder("="))
     dt = a.dtype
     if dt in _NUMPY_FORMATS:
         have = _NUMPY_FORMATS[dt]
-        if fmt is not None and _format_name(fmt, "format") != have:
-            raise TypeError(f"argument '{arg}': a {dt} array holds {have}, not format '{fmt}' "
-                            f"(pass bit patterns as uint{_WIDTH[_format_name(fmt, 'format')]})")
+        if fmt is not None and _format_name(fmt, fmt_arg) != have:
+            raise TypeError(f"argument '{arg}': a {dt} array holds {have}, not {fmt_arg} '{fmt}' "
+                            f"(pass bit patterns as uint{_WIDTH[_format_name(fmt, fmt_arg)]})")
         a = _contiguous(a)
         return a.view(_BITS_DTYPE[_WIDTH[have]]), have, True
     if dt.kind == "u" and dt.itemsize in (1, 2, 4, 8):
         if fmt is None:
-            raise TypeError(f"argument '{arg}': a {dt} array holds bit patterns; say which format with format= "
+            raise TypeError(f"argument '{arg}': a {dt} array holds bit patterns; say which format with {fmt_arg}= "
                             f"({ {1: _BYTE_FORMATS, 2: 'bf16 or fp16', 4: 'tf32 or fp32', 8: 'fp64'}[dt.itemsize]})")
-        name = _format_name(fmt, "format")
+        name = _format_name(fmt, fmt_arg)
         if _WIDTH[name] != dt.itemsize * 8:
-            raise TypeError(f"argument '{arg}': {dt} elements do not hold format {name} "
+            raise TypeError(f"argument '{arg}': {dt} elements do not hold {fmt_arg} {name} "
                             f"({_WIDTH[name]}-bit storage: uint{_WIDTH[name]})")
         return _contiguous(a), name, False
     raise TypeError(f"argument '{arg}': dtype {dt} is not supported (float32, float16, float64, uint16 bit "
                     f"patterns of bf16/fp16, uint32 of tf32, uint8 of e4m3/e5m2/e2m3/e3m2/e2m1)")
 
 
-def to_bits(x, format=None, arg: str = "x"):
+def to_bits(x, format=None, arg: str = "x", format_arg: str = "format"):
     """(bits, format, kind): the contiguous bit patterns of an array or tensor, its format name
     and how to hand a result of that kind back (used by every function of the package).
 
@@ -211,11 +245,13 @@ def to_bits(x, format=None, arg: str = "x"):
     ('0x3f800000', 'fp32')
     """
     if _is_tensor(x):
-        bits, name = _tensor_bits(x, arg, format)
+        bits, name = _tensor_bits(x, arg, format, format_arg)
+        _check_pattern(bits, name, arg)
         return bits, name, _Kind(True, False)
     if isinstance(x, (str, bytes)) or x is None:
         raise TypeError(f"argument '{arg}' must be an array or tensor, got {type(x).__name__}")
-    bits, name, native = _numpy_bits(x, arg, format)
+    bits, name, native = _numpy_bits(x, arg, format, format_arg)
+    _check_pattern(bits, name, arg)
     return bits, name, _Kind(False, native)
 
 
@@ -248,7 +284,9 @@ def from_bits(bits: np.ndarray, format: str, kind: _Kind | None = None):
 def _seed(seed) -> int:
     if seed is None:
         return 0
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+    if isinstance(seed, (bool, np.bool_)):
+        raise TypeError(f"argument 'seed' must be an integer, got {type(seed).__name__}")
+    if not isinstance(seed, numbers.Integral):
         if isinstance(seed, numbers.Real) and math.isnan(float(seed)):
             raise ValueError("argument 'seed' is NaN (an integer in [0, 2^64) is needed)")
         if isinstance(seed, numbers.Real) and float(seed).is_integer():
@@ -274,15 +312,14 @@ def _threads(threads) -> int:
 
 
 def _options(rounding, tininess, nan, ftz, daz, saturate, seed, threads) -> dict:
-    for name, v in (("rounding", rounding), ("tininess", tininess), ("nan", nan)):
-        if not isinstance(v, str):
-            raise TypeError(f"argument '{name}' must be a name (str), got {type(v).__name__}")
+    names = {arg: _name(v, arg) for arg, v in (("rounding", rounding), ("tininess", tininess), ("nan", nan))}
     for name, v in (("ftz", ftz), ("daz", daz), ("saturate", saturate)):
-        if not isinstance(v, (bool, np.bool_)):
-            raise TypeError(f"argument '{name}' must be a bool, got {type(v).__name__}")
+        _bool(v, name)
     _threads(threads)
-    return {"rounding": rounding, "tininess": tininess, "nan": nan, "ftz": bool(ftz), "daz": bool(daz),
-            "saturate": bool(saturate), "seed": _seed(seed), "threads": int(threads)}
+    opts = dict(names, ftz=bool(ftz), daz=bool(daz), saturate=bool(saturate), seed=_seed(seed),
+                threads=int(threads))
+    _core.check_env(opts)  # unknown names fail here, before any work, as the CLI's parsers say
+    return opts
 
 
 def _out_bits(out, fmt: str, shape: tuple):
@@ -299,7 +336,8 @@ def _out_bits(out, fmt: str, shape: tuple):
             raise ValueError(f"argument 'out': shape {tuple(out.shape)} does not match the result {tuple(shape)}")
         if out.requires_grad:
             raise ValueError("argument 'out' requires grad; bf16emu cannot write into it")
-        if out.device.type != "cpu" or not out.is_contiguous():
+        _cpu_tensor(out, "out")
+        if not out.is_contiguous():
             return None
         view = out.view(torch.uint8 if _WIDTH[fmt] == 8 else {16: torch.int16, 32: torch.int32,
                                                               64: torch.int64}[_WIDTH[fmt]])
@@ -332,7 +370,12 @@ def _copy_into(out, bits: np.ndarray, fmt: str) -> None:
 def _run(call, inputs, shape, fmt, kind, out, return_flags, legacy_tuple):
     """Runs call(out_bits, flag_mask) -> (bits, flags OR) and hands back what the caller asked for:
     the result (out itself when given); with return_flags=True (result, mask, Flags); with
-    legacy_tuple=True the 0.1 form (result, Flags)."""
+    legacy_tuple=True the 0.1 form (result, Flags).
+
+    On an exception (a bad argument, Ctrl-C) out= is partly written: the argument checks all run
+    before the first write, but an interrupted call leaves the chunks it finished written (each
+    element holds its result or its old value, never anything else)."""
+    return_flags, legacy_tuple = _bool(return_flags, "return_flags"), _bool(legacy_tuple, "legacy_tuple")
     if legacy_tuple:
         if return_flags:
             raise ValueError("arguments 'legacy_tuple' and 'return_flags' exclude each other")
@@ -399,6 +442,9 @@ def _arith(op, operands, format, rounding, tininess, nan, ftz, daz, saturate, se
     for i in range(1, len(fmts)):
         if fmts[i] != fmts[0]:
             raise TypeError(f"argument '{names[i]}' holds {fmts[i]} but argument 'a' holds {fmts[0]}")
+    if fmts[0] == "fp64":
+        raise ValueError(f"argument 'a' holds fp64 ({'format=' if format is not None else 'float64'}): arithmetic "
+                         f"runs in formats of up to 24 significant bits (fp64 is a conversion source only)")
     shape = bits[0].shape
     for i in range(1, len(bits)):
         try:
@@ -474,6 +520,10 @@ def _scalar_bits(x, fmt, arg):
     if isinstance(x, numbers.Integral) and not isinstance(x, np.generic):
         if fmt is None:
             raise TypeError(f"argument '{arg}' is a bit pattern; say its format with format=")
+        width = _PATTERN_WIDTH.get(fmt, _WIDTH[fmt])
+        if not 0 <= int(x) < 1 << width:
+            raise ValueError(f"argument '{arg}': bit pattern {int(x):#x} does not fit the {width}-bit format {fmt}"
+                             if x >= 0 else f"argument '{arg}': bit pattern {int(x)} is negative")
         return int(x), fmt
     if isinstance(x, float):
         f = fmt or "fp32"
@@ -497,8 +547,10 @@ def trace(op: str, *operands, format: str | None = None, to: str | None = None, 
     >>> hex(t["result_bits"]), t["guard"], t["round"], t["sticky"], t["decision"], t["error"]
     ('0xc097', 1, 0, 1, 'up', '-0.014759540557861328125')
     """
-    if not isinstance(op, str) or op not in _ARITY:
-        raise ValueError(f"argument 'op': unknown operation {str(op)[:80]!r} (add, sub, mul, fma, div, sqrt, convert)")
+    op_name = op
+    op = _name(op, "op")
+    if op not in _ARITY:
+        raise ValueError(f"argument 'op': unknown operation {str(op_name)[:80]!r} (add, sub, mul, fma, div, sqrt, convert)")
     if len(operands) != _ARITY[op]:
         raise ValueError(f"{op} takes {_ARITY[op]} operand(s), got {len(operands)}")
     fmt = _format_name(format, "format") if format is not None else None
@@ -511,9 +563,7 @@ def trace(op: str, *operands, format: str | None = None, to: str | None = None, 
         raise ValueError("argument 'to': convert needs the destination format")
     dst = _format_name(to, "to") if to is not None else ""
     opts = _options(rounding, tininess, nan, ftz, daz, saturate, seed, 0)
-    if isinstance(index, bool) or not isinstance(index, numbers.Integral) or index < 0:
-        raise ValueError(f"argument 'index' must be an element index >= 0, got {index!r:.80}")
-    opts["index"] = int(index)
+    opts["index"] = _int(index, "index", 0, 2**64 - 1)
     d = _core.trace(op, [b for b, _ in got], fmt, dst, opts)
     d["flags"] = Flags(d["flags"])
     return d
@@ -648,6 +698,8 @@ def compare(actual, expected, *, format: str | None = None, first: int = 10, op:
     >>> c.mismatches, c.explain(0)["trace"]["decision"]
     (1, 'tie_down')
     """
+    if isinstance(inputs, (str, bytes)) or not isinstance(inputs, (tuple, list)):
+        raise TypeError(f"argument 'inputs' must be a tuple or list of arrays, got {type(inputs).__name__}")
     a_bits, fa, _ = to_bits(actual, format, "actual")
     e_bits, fe, _ = to_bits(expected, format, "expected")
     if fa != fe:
@@ -659,18 +711,20 @@ def compare(actual, expected, *, format: str | None = None, first: int = 10, op:
         raise ValueError(f"argument 'first' must be a count >= 0, got {first!r:.80}")
     ins, in_fmt = [], None
     if op is not None:
-        if not isinstance(op, str) or op not in _ARITY or op == "convert":
-            raise ValueError(f"argument 'op': unknown operation {str(op)[:80]!r} (add, sub, mul, fma, div, sqrt)")
+        op_name, op = op, _name(op, "op")
+        if op not in _ARITY or op == "convert":
+            raise ValueError(f"argument 'op': unknown operation {str(op_name)[:80]!r} (add, sub, mul, fma, div, sqrt)")
         if len(inputs) != _ARITY[op]:
             raise ValueError(f"argument 'inputs': {op} takes {_ARITY[op]} operand(s), got {len(inputs)}")
         for i, x in enumerate(inputs):
-            b, f, _ = to_bits(x, input_format or format, f"inputs[{i}]")
+            b, f, _ = to_bits(x, input_format or format, f"inputs[{i}]",
+                              "input_format" if input_format is not None else "format")
             if b.shape != a_bits.shape:
                 raise ValueError(f"argument 'inputs[{i}]': shape {tuple(b.shape)} does not match {tuple(a_bits.shape)}")
             ins.append(b)
             in_fmt = f
-    opts = {"rounding": rounding, "tininess": tininess, "nan": nan, "ftz": ftz, "daz": daz, "saturate": saturate}
-    _options(rounding, tininess, nan, ftz, daz, saturate, None, 0)
+    checked = _options(rounding, tininess, nan, ftz, daz, saturate, None, 0)  # names checked now, not in explain()
+    opts = {k: checked[k] for k in ("rounding", "tininess", "nan", "ftz", "daz", "saturate")}
     c = Comparison(fa, a_bits.shape, a_bits, e_bits, int(first), op, ins, opts)
     c._inputs_format = in_fmt
     if op is not None and in_fmt != fa:
@@ -736,12 +790,10 @@ def gemm(a, b, c=None, *, arch: str = "sm80", kind: str | None = None, a_format:
     zero_exp="mmasim" gives zero terms MMA-Sim's exponents instead of the preset's e_zero (NVIDIA
     presets and kinds; docs/tensor-cores.md, "The zero-term exponent").
     """
-    if not isinstance(arch, str):
-        raise TypeError(f"argument 'arch' must be a name (str), got {type(arch).__name__}")
-    if kind is not None and not isinstance(kind, str):
-        raise TypeError(f"argument 'kind' must be a name (str), got {type(kind).__name__}")
-    if zero_exp is not None and not isinstance(zero_exp, str):
-        raise TypeError(f"argument 'zero_exp' must be a name (str), got {type(zero_exp).__name__}")
+    arch = _name(arch, "arch")
+    kind = None if kind is None else _name(kind, "kind")
+    zero_exp = None if zero_exp is None else _name(zero_exp, "zero_exp")
+    _threads(threads)
     if _core.is_amd_arch(arch):
         if zero_exp is not None:
             raise ValueError("argument 'zero_exp' applies to the NVIDIA presets, not to the AMD models")
@@ -749,13 +801,15 @@ def gemm(a, b, c=None, *, arch: str = "sm80", kind: str | None = None, a_format:
     if kind in _SCALED_KINDS or scale_a is not None or scale_b is not None or scale_format is not None:
         return _gemm_scaled(a, b, c, arch, kind, a_format, b_format, c_format, scale_a, scale_b, scale_format,
                             scale_vec, zero_exp, trace, threads, _single)
-    a_bits, fin, kind_a = to_bits(a, a_format, "a")
-    b_bits, fb, _ = to_bits(b, a_format or fin, "b")
+    a_bits, fin, kind_a = to_bits(a, a_format, "a", "a_format")
+    b_bits, fb, _ = to_bits(b, a_format or fin, "b", "a_format")
     if fb != fin:
         raise TypeError(f"argument 'b' holds {fb} but argument 'a' holds {fin}")
     if b_format is not None and _format_name(b_format, "b_format") != fin:
         raise ValueError(f"argument 'b_format': the {arch} presets of gemm take B in A's format {fin} "
                          f"(other B formats: kind='f8f6f4' and the block-scaled kinds)")
+    split_k = _int(split_k, "split_k", 1, INT_MAX)
+    order, c_entry = _name(order, "order"), _name(c_entry, "c_entry")
     if (arch in _IEEE_ENGINES or split_k != 1 or slice is not None or order != "sequential"
             or partial_format is not None or c_entry != "first" or out_format is not None):
         if zero_exp is not None:
@@ -770,7 +824,7 @@ def gemm(a, b, c=None, *, arch: str = "sm80", kind: str | None = None, a_format:
         c_bits = np.zeros((a_bits.shape[0], b_bits.shape[1]), dtype=_BITS_DTYPE[_WIDTH[fout]])
         kind_c = _Kind(kind_a.torch, True)
     else:
-        c_bits, fout, kind_c = to_bits(c, c_format, "c")
+        c_bits, fout, kind_c = to_bits(c, c_format, "c", "c_format")
     ti, tj = (-1, -1) if trace is None else _pair(trace)
     _options(ROUNDING_DEFAULT, "after", "ieee", False, False, False, None, threads)
     d_bits, blocks, info = _core.gemm(a_bits, b_bits, c_bits, fin, fout, arch, kind or "", _single, ti, tj,
@@ -796,14 +850,14 @@ def _c_bits(c, c_format, fout_default, shape, kind_a):
     if c is None:
         fout = _format_name(c_format, "c_format") if c_format is not None else fout_default
         return np.zeros(shape, dtype=_BITS_DTYPE[_WIDTH[fout]]), fout, _Kind(kind_a.torch, True)
-    return to_bits(c, c_format, "c")
+    return to_bits(c, c_format, "c", "c_format")
 
 
 def _byte_bits(x, arg: str):
     """uint8 bit patterns (scale factors, FNUZ fp8/bf8) of an array or tensor; None: an empty (0, 0)."""
     if x is None:
         return np.zeros((0, 0), np.uint8)
-    a = x.detach().cpu().numpy() if _is_tensor(x) else np.asarray(x)
+    a = _cpu_tensor(x, arg).detach().numpy() if _is_tensor(x) else np.asarray(x)
     if a.dtype != np.uint8:
         raise TypeError(f"argument '{arg}' must hold uint8 bit patterns, got dtype {a.dtype}")
     return np.ascontiguousarray(a)
@@ -818,8 +872,10 @@ def _gemm_scaled(a, b, c, arch, kind, a_format, b_format, c_format, scale_a, sca
         raise ValueError("argument 'trace' is not available for the mixed-format and block-scaled kinds")
     if kind != "f8f6f4" and (scale_a is None or scale_b is None):
         raise ValueError(f"kind '{kind}' needs scale_a and scale_b (uint8 bit patterns of the scale factors)")
-    a_bits, fa, kind_a = to_bits(a, a_format, "a")
-    b_bits, fb, _ = to_bits(b, b_format if b_format is not None else a_format, "b")
+    a_bits, fa, kind_a = to_bits(a, a_format, "a", "a_format")
+    b_bits, fb, _ = to_bits(b, b_format if b_format is not None else a_format, "b",
+                            "b_format" if b_format is not None else "a_format")
+    scale_format = None if scale_format is None else _name(scale_format, "scale_format")
     if a_bits.ndim != 2 or b_bits.ndim != 2:
         raise ValueError("arguments 'a' and 'b' must be 2-d (M x K, K x N)")
     c_bits, fout, kind_c = _c_bits(c, c_format, "fp32", (a_bits.shape[0], b_bits.shape[1]), kind_a)
@@ -858,27 +914,26 @@ def _gemm_amd(a, b, c, arch, kind, a_format, c_format, trace, threads, single):
     return from_bits(d.astype(_BITS_DTYPE[_WIDTH[fout]]), fout, kind_c)
 
 
-def _count(x, arg: str, low: int) -> int:
-    if isinstance(x, bool) or not isinstance(x, numbers.Integral) or x < low:
-        raise ValueError(f"argument '{arg}' must be an integer >= {low}, got {x!r:.80}")
+def _count(x, arg: str, low: int, high: int = INT_MAX) -> int:
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, numbers.Integral) or not low <= x <= high:
+        raise ValueError(f"argument '{arg}' must be an integer in [{low}, {high}], got {x!r:.80}")
     return int(x)
 
 
 def _pair(trace):
-    try:
-        ti, tj = (int(v) for v in trace)
-    except (TypeError, ValueError) as err:
-        raise ValueError(f"argument 'trace' must be an (i, j) pair, got {str(trace)[:80]}") from err
+    """trace=(i, j): two integer indices (not floats, not a str of digits)."""
+    if isinstance(trace, (str, bytes)) or not isinstance(trace, (tuple, list)) or len(trace) != 2 or not all(
+            isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_)) for v in trace):
+        raise ValueError(f"argument 'trace' must be an (i, j) pair of integers, got {str(trace)[:80]}")
+    ti, tj = (int(v) for v in trace)
     if ti < 0 or tj < 0:
         raise ValueError(f"argument 'trace' = ({ti}, {tj}) has a negative index")
+    if ti > INT_MAX or tj > INT_MAX:
+        raise ValueError(f"argument 'trace' = ({ti}, {tj}): element outside the output")
     return ti, tj
 
 
 def _member(arch, kind, accumulator, split_k, slice, order, partial, c_entry) -> dict:
-    if not isinstance(arch, str):
-        raise TypeError(f"argument 'arch' must be a name (str), got {type(arch).__name__}")
-    if kind is not None and not isinstance(kind, str):
-        raise TypeError(f"argument 'kind' must be a name (str), got {type(kind).__name__}")
     if order not in ("sequential", "pairwise"):
         raise ValueError(f"argument 'order' must be 'sequential' or 'pairwise', got {str(order)[:80]!r}")
     if c_entry not in ("first", "end"):
@@ -896,7 +951,7 @@ def _gemm_family(a_bits, fin, kind_a, b_bits, c, arch, kind, c_format, trace, th
         fc = _format_name(c_format, "c_format") if c_format is not None else "fp32"
         c_bits, kind_c = None, _Kind(kind_a.torch, True)
     else:
-        c_bits, fc, kind_c = to_bits(c, c_format, "c")
+        c_bits, fc, kind_c = to_bits(c, c_format, "c", "c_format")
     acc = fc if fc in ("fp32", "fp16") else "fp32"  # the preset's D format
     fd = _format_name(out_format, "out_format") if out_format is not None else fc
     pf = _format_name(partial_format, "partial_format") if partial_format is not None else "fp32"
@@ -1014,19 +1069,20 @@ def explain_gemm(a, b, result, *, c=None, a_format: str | None = None, c_format:
     """
     a, b, result = _load(a, "a"), _load(b, "b"), _load(result, "result")
     c = _load(c, "c") if c is not None else None
-    a_bits, fin, _ = to_bits(a, a_format, "a")
-    b_bits, fb, _ = to_bits(b, a_format or fin, "b")
+    arch = None if arch is None else _name(arch, "arch")
+    opts = {"max_split": _count(max_split, "max_split", 1), "presets": _bool(presets, "presets"),
+            "ieee": _bool(ieee, "ieee"), "c_at_end": _bool(c_at_end, "c_at_end"), "arch": arch or "",
+            "sample": _count(sample, "sample", 1)}
+    top = _count(top, "top", 0)
+    _threads(threads)
+    a_bits, fin, _ = to_bits(a, a_format, "a", "a_format")
+    b_bits, fb, _ = to_bits(b, a_format or fin, "b", "a_format")
     if fb != fin:
         raise TypeError(f"argument 'b' holds {fb} but argument 'a' holds {fin}")
-    r_bits, fd, _ = to_bits(result, result_format, "result")
+    r_bits, fd, _ = to_bits(result, result_format, "result", "result_format")
     c_bits, fc = None, "fp32"
     if c is not None:
-        c_bits, fc, _ = to_bits(c, c_format, "c")
-    if arch is not None and not isinstance(arch, str):
-        raise TypeError(f"argument 'arch' must be a name (str), got {type(arch).__name__}")
-    opts = {"max_split": _count(max_split, "max_split", 1), "presets": bool(presets), "ieee": bool(ieee),
-            "c_at_end": bool(c_at_end), "arch": arch or "", "sample": _count(sample, "sample", 1)}
-    top = _count(top, "top", 0)
+        c_bits, fc, _ = to_bits(c, c_format, "c", "c_format")
     _options(ROUNDING_DEFAULT, "after", "ieee", False, False, False, None, threads)
     raw = _core.explain_gemm(a_bits, b_bits, c_bits, r_bits, fin, fc, fd, opts, int(threads))
     shape = r_bits.shape
@@ -1095,11 +1151,9 @@ def attention(q, k, v, *, policy: str = "fa2:sm80", variant: str = "fa2", beta: 
     ((1, 2, 16, 8), (1, 2, 16), True)
     """
     for name, val in (("policy", policy), ("variant", variant)):
-        if not isinstance(val, str):
-            raise TypeError(f"argument '{name}' must be a name (str), got {type(val).__name__}")
+        _name(val, name)  # spelling: the core's parsers apply the same rule
     for name, val in (("causal", causal), ("ledger", ledger), ("reference", reference)):
-        if not isinstance(val, (bool, np.bool_)):
-            raise TypeError(f"argument '{name}' must be a bool, got {type(val).__name__}")
+        _bool(val, name)
     if not isinstance(beta, numbers.Real) or isinstance(beta, bool) or not math.isfinite(float(beta)):
         raise ValueError(f"argument 'beta' must be a positive finite number, got {beta!r:.80}")
     arrays = [_as_float64(x, n, format) for x, n in ((q, "q"), (k, "k"), (v, "v"))]
@@ -1127,7 +1181,11 @@ def _site_spec(sites) -> str:
     for key, val in sites.items():
         if not isinstance(key, str) or not isinstance(val, str):
             raise TypeError(f"argument 'sites': keys and values must be names (str), got {key!r:.40}: {val!r:.40}")
-    return ",".join(f"{key}={val}" for key, val in sites.items())
+        for what, text in (("key", key), ("value", val)):
+            if "," in text or "=" in text or not text.strip():
+                raise ValueError(f"argument 'sites': {what} {text[:80]!r} is not one name (a site name: precision "
+                                 f"fp32, exact or policy; one entry per site)")
+    return ",".join(f"{key.strip()}={val.strip()}" for key, val in sites.items())
 
 
 def _softmax_scale(scale) -> float:
@@ -1148,8 +1206,9 @@ def attention_backward(q, k, v, do, *, backward: str = "reference", **kwargs):
     >>> r["dq"].shape, r["dk"].shape, r["dv"].shape
     ((1, 1, 8, 4), (1, 1, 8, 4), (1, 1, 8, 4))
     """
-    if not isinstance(backward, str) or not backward:
-        raise ValueError(f"argument 'backward' must be 'reference' or 'tiled', got {str(backward)[:80]!r}")
+    if not isinstance(backward, str) or not backward.strip():
+        raise ValueError(f"argument 'backward' must name a backward kind (the core's: reference, tiled, ...), "
+                         f"got {str(backward)[:80]!r}")
     return attention(q, k, v, _do=do, _backward=backward, **kwargs)
 
 
@@ -1206,10 +1265,12 @@ def dequantize_mx(scales, elements, elem: str = "e2m1", *, block: int = 32):
     if name not in _MX_ELEMENTS:
         raise ValueError(f"argument 'elem': '{elem}' is not an MX element format ({', '.join(_MX_ELEMENTS)})")
     k = _block_size(block)
-    s = scales.numpy() if _is_tensor(scales) else np.asarray(scales)
-    e = elements.numpy() if _is_tensor(elements) else np.asarray(elements)
+    s = _cpu_tensor(scales, "scales").numpy() if _is_tensor(scales) else np.asarray(scales)
+    e = _cpu_tensor(elements, "elements").numpy() if _is_tensor(elements) else np.asarray(elements)
     if s.dtype != np.uint8 or e.dtype != np.uint8:
         raise TypeError(f"arguments 'scales' and 'elements' must be uint8 arrays, got {s.dtype} and {e.dtype}")
+    e = np.ascontiguousarray(e)
+    _check_pattern(e, name, "elements")
     if e.ndim == 0 or s.shape != e.shape[:-1] + (e.shape[-1] // k,) or e.shape[-1] % k:
         raise ValueError(f"argument 'scales' of shape {s.shape} does not match elements of shape {e.shape} "
                          f"with block = {k}")

@@ -49,9 +49,31 @@ def _figure(width: float, height: float):
     return Figure(figsize=(width, height), dpi=100, layout="constrained")
 
 
+def _check_path(path) -> None:
+    """path=: None or a file path (str or os.PathLike) whose folder exists; checked before any
+    drawing (and without matplotlib), the error naming the argument and the path."""
+    if path is None:
+        return
+    if isinstance(path, bytes) or not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"argument 'path' must be a file path (str or os.PathLike) or None, got "
+                        f"{type(path).__name__}")
+    p = os.fspath(path)
+    if not isinstance(p, str) or not p:
+        raise ValueError(f"argument 'path' must be a non-empty file path, got {p!r:.80}")
+    folder = os.path.dirname(os.path.abspath(p))
+    if os.path.isdir(p):
+        raise ValueError(f"argument 'path': {p!r:.200} is a folder, not a file")
+    if not os.path.isdir(folder):
+        raise ValueError(f"argument 'path': the folder {folder!r:.200} of {p!r:.200} does not exist")
+
+
 def _save(fig: Figure, path: Optional[Path]) -> Figure:
     if path is not None:
-        fig.savefig(path, format="png", dpi=100)
+        try:
+            fig.savefig(path, format="png", dpi=100)
+        except OSError as err:
+            raise OSError(err.errno, f"argument 'path': cannot write {os.fspath(path)!r:.200}: "
+                                     f"{err.strerror or err}") from err
     return fig
 
 
@@ -84,6 +106,16 @@ def comparison(c: Comparison, path: Optional[Path] = None, *, shape: Optional[Tu
     >>> [int(b.get_height()) for b in fig.axes[0].patches]   # buckets 0 and +1
     [1, 1]
     """
+    from . import Comparison
+    if not isinstance(c, Comparison):
+        raise TypeError(f"argument 'c' must be the Comparison of bf16emu.compare(), got {type(c).__name__}")
+    if c.count == 0:
+        raise ValueError("argument 'c': the comparison has no elements; there is nothing to draw")
+    if shape is not None:
+        if (not isinstance(shape, (tuple, list)) or len(shape) != 2
+                or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in shape)):
+            raise ValueError(f"argument 'shape' must be a pair of positive integers, got {str(shape)[:80]}")
+    _check_path(path)
     _require()
     from matplotlib.colors import SymLogNorm
 
@@ -169,6 +201,14 @@ def _ledger_sites(result) -> dict:
     if not isinstance(result, dict) or not isinstance(result.get("sites"), dict):
         raise TypeError("argument 'result' must be bf16emu.attention(..., ledger=True)'s dict or its 'ledger' "
                         "(a dict with 'sites')")
+    for name, site in result["sites"].items():
+        if not isinstance(site, dict):
+            raise TypeError(f"argument 'result': site {str(name)[:40]!r} is a {type(site).__name__}, not a dict")
+        for key in ("count", "sum_abs", "mean", "positive", "negative", "zero"):
+            v = site.get(key)
+            if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+                raise ValueError(f"argument 'result': site {str(name)[:40]!r} has no number {key!r} (a ledger of "
+                                 f"bf16emu.attention holds count, sum_abs, mean, positive, negative, zero per site)")
     return result["sites"]
 
 
@@ -185,8 +225,9 @@ def ledger(result: dict, path: Optional[Path] = None, *, title: Optional[str] = 
     >>> [t.get_text() for t in fig.axes[2].get_xticklabels()][:3]
     ['input', 'qk', 'scale']
     """
-    _require()
     sites = {k: v for k, v in _ledger_sites(result).items() if int(v.get("count", 0)) > 0}
+    _check_path(path)
+    _require()
     names = list(sites)
     fig = _figure(max(7.0, 0.75 * len(names) + 2), 7.2)
     a1, a2, a3 = fig.subplots(3, 1, sharex=True)
@@ -271,9 +312,10 @@ def format(fmt: str, path: Optional[Path] = None, *, title: Optional[str] = None
     ...        for x in c.get_offsets()[:, 0])
     [0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0]
     """
-    _require()
     from . import finfo
     f = finfo(fmt)
+    _check_path(path)
+    _require()
     small = f.grid is not None
     fig = _figure(10, 5.6)
     top, bottom = fig.subplots(2, 1, height_ratios=[1, 1.3])
@@ -351,10 +393,13 @@ def block(trace: dict, path: Optional[Path] = None, *, block: int = 0, title: Op
     >>> sorted(p.get_gid() for p in fig.axes[0].patches if p.get_gid())
     ['kept:0', 'kept:1', 'truncated:1']
     """
+    if isinstance(block, bool) or not isinstance(block, (int, np.integer)):
+        raise TypeError(f"argument 'block' must be an integer, got {type(block).__name__}")
+    blk, info = _one_block(trace, int(block))
+    _check_path(path)
     _require()
     from matplotlib.patches import Rectangle
 
-    blk, info = _one_block(trace, int(block))
     terms = blk["terms"]
     n = int(blk["n_products"])
     emax, base = int(blk["max_exp"]), int(blk["lsb_exp"])

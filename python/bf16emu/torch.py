@@ -13,7 +13,9 @@ reshapes. torch is imported here, not by `import bf16emu`, which needs only NumP
 
 from __future__ import annotations
 
+import math
 import numbers
+import threading
 
 import numpy as np
 import torch
@@ -23,7 +25,6 @@ import bf16emu as _bf
 __all__ = ["attention", "linear", "matmul", "emulate", "Emulated", "scaled_dot_product_attention"]
 
 _FLOAT_DTYPES = (torch.float32, torch.float64, torch.bfloat16, torch.float16)
-_BACKWARDS = ("tiled", "reference")
 
 
 def _check_tensor(x, arg: str, ndim=None):
@@ -39,9 +40,9 @@ def _check_tensor(x, arg: str, ndim=None):
         raise ValueError(f"argument '{arg}' must be {ndim}-d, got shape {tuple(x.shape)}")
 
 
-def _check_name(val, arg: str):
-    if not isinstance(val, str):
-        raise TypeError(f"argument '{arg}' must be a name (str), got {type(val).__name__}")
+def _check_name(val, arg: str) -> str:
+    """A name as the CLI reads it (bf16emu's one spelling rule: spaces dropped, lower case)."""
+    return _bf._name(val, arg)
 
 
 def _check_count(val, arg: str):
@@ -142,10 +143,8 @@ def attention(q, k, v, *, policy: str, variant: str = "fa2", beta: float = 2.0, 
         raise ValueError(f"argument 'k': {k.shape[1]} heads do not divide the {h} heads of argument 'q'")
     for name, val in (("policy", policy), ("variant", variant)):
         _check_name(val, name)
-    if backward is not None:
-        _check_name(backward, "backward")
-        if backward not in _BACKWARDS:
-            raise ValueError(f"argument 'backward': unknown kind '{backward[:80]}' (tiled, reference)")
+    if backward is not None:  # the kinds are the core's (src/io), checked by _checked below
+        backward = _check_name(backward, "backward")
     if not isinstance(ledger, bool) and ledger != "forward":
         raise TypeError(f"argument 'ledger' must be a bool or 'forward', got {ledger!r:.80}")
     for name, val in (("block_m", block_m), ("block_n", block_n), ("threads", threads)):
@@ -165,21 +164,32 @@ def attention(q, k, v, *, policy: str, variant: str = "fa2", beta: float = 2.0, 
 class _Preset:
     """The tensor-core preset and the input rounding of linear/matmul."""
 
-    def __init__(self, arch, kind, format, rounding, seed, threads, output=None):
-        for name, val in (("arch", arch), ("format", format), ("rounding", rounding)):
-            _check_name(val, name)
+    def __init__(self, arch, kind, format, rounding, seed, threads, output=None, streams=6):
+        arch, rounding = _check_name(arch, "arch"), _check_name(rounding, "rounding")
         if kind is not None:
-            _check_name(kind, "kind")
+            kind = _check_name(kind, "kind")
         _check_count(threads, "threads")
+        user_format, format = format, _bf._format_name(format, "format")
         if format not in ("bf16", "fp16", "e4m3", "e5m2"):
-            raise ValueError(f"argument 'format': '{format[:80]}' is not a tensor-core input format here "
+            raise ValueError(f"argument 'format': '{user_format[:80]}' is not a tensor-core input format here "
                              f"(bf16, fp16, e4m3, e5m2)")
-        if output is not None and output not in ("bf16", "fp16"):
-            raise ValueError(f"argument 'output' must be None, 'bf16' or 'fp16', got {output!r:.80}")
+        if output is not None:
+            user_output = output
+            output = _bf._format_name(output, "output") if isinstance(output, str) else output
+            if output not in ("bf16", "fp16"):
+                raise ValueError(f"argument 'output' must be None, 'bf16' or 'fp16', got {user_output!r:.80}")
         if rounding in ("stochastic", "sr") and seed is None:
             raise ValueError("argument 'seed' is needed with rounding='stochastic'")
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0):
+        if isinstance(seed, (bool, np.bool_)):
+            raise TypeError(f"argument 'seed' must be an integer, got {type(seed).__name__}")
+        if seed is not None and (not isinstance(seed, numbers.Integral) or seed < 0):
             raise ValueError(f"argument 'seed' must be an integer >= 0, got {seed!r:.80}")
+        # Every random stream the call can draw (seed + 0 .. seed + streams: inputs, dD and the
+        # outputs of the forward and the backward) is a seed in [0, 2^64): checked now, before the
+        # forward, not in the middle of loss.backward().
+        if seed is not None and int(seed) + streams >= 1 << 64:
+            raise ValueError(f"argument 'seed' = {int(seed)}: this call draws streams seed .. seed + {streams}, "
+                             f"which must be below 2^64 (seed <= {(1 << 64) - 1 - streams})")
         self.arch, self.kind, self.format, self.rounding = arch, kind, format, rounding
         self.seed, self.threads, self.output = seed, threads, output
         self.round(np.zeros((1, 1), np.float32), 0)  # checks rounding and format names now
@@ -197,9 +207,12 @@ class _Preset:
     def gemm(self, a, b, c=None, stream=None):
         """D = A B + C in FP32 (C: FP32, None = 0) on the preset; a (M x K), b (K x N) in the
         input format. With an output format, D is rounded to it (stream: as round()) and
-        handed back as FP32 values."""
+        handed back as FP32 values. An empty product (M, N or K = 0) is C (or zeros), as torch's."""
         fmt = self.format if a.dtype != np.float16 else None
-        d = _bf.gemm(a, b, c, arch=self.arch, kind=self.kind, a_format=fmt, threads=self.threads)
+        if 0 in (a.shape[0], a.shape[1], b.shape[1]):
+            d = np.zeros((a.shape[0], b.shape[1]), np.float32) if c is None else np.array(c, np.float32)
+        else:
+            d = _bf.gemm(a, b, c, arch=self.arch, kind=self.kind, a_format=fmt, threads=self.threads)
         if self.output is None or stream is None:
             return d
         seed = None if self.seed is None else self.seed + stream
@@ -275,12 +288,14 @@ def matmul(a, b, *, arch: str = "sm90", kind=None, format: str = "bf16", roundin
         raise ValueError(f"argument 'b': shape {tuple(b.shape)} does not fit argument 'a' {tuple(a.shape)}")
     if b.dim() > 2 and b.shape[:-2] != a.shape[:-2]:
         raise ValueError(f"argument 'b': leading shape {tuple(b.shape[:-2])} is not a's {tuple(a.shape[:-2])}")
-    preset = _Preset(arch, kind, format, rounding, seed, threads, output)
-    if b.dim() == 2:
-        out = _ProductFn.apply(a.reshape(-1, a.shape[-1]), b, None, preset)
+    preset = _Preset(arch, kind, format, rounding, seed, threads, output, streams=5)
+    if b.dim() == 2:  # explicit sizes: reshape(-1, 0) is ambiguous for K = 0
+        out = _ProductFn.apply(a.reshape(math.prod(a.shape[:-1]), a.shape[-1]), b, None, preset)
         return out.reshape(*a.shape[:-1], b.shape[-1])
     lead = a.shape[:-2]
-    a3, b3 = a.reshape(-1, *a.shape[-2:]), b.reshape(-1, *b.shape[-2:])
+    if math.prod(lead) == 0:  # a batch of 0: torch's empty result (no product is computed)
+        return torch.matmul(a, b)
+    a3, b3 = a.reshape(math.prod(lead), *a.shape[-2:]), b.reshape(math.prod(lead), *b.shape[-2:])
     out = torch.stack([_ProductFn.apply(a3[i], b3[i], None, preset) for i in range(a3.shape[0])])
     return out.reshape(*lead, a.shape[-2], b.shape[-1])
 
@@ -305,8 +320,8 @@ def linear(x, weight, bias=None, *, arch: str = "sm90", kind=None, format: str =
     if x.dim() < 1 or x.shape[-1] != weight.shape[1]:
         raise ValueError(f"argument 'x': shape {tuple(x.shape)} does not fit argument 'weight' "
                          f"{tuple(weight.shape)}")
-    preset = _Preset(arch, kind, format, rounding, seed, threads, output)
-    y = _ProductFn.apply(x.reshape(-1, x.shape[-1]), weight.t(), bias, preset)
+    preset = _Preset(arch, kind, format, rounding, seed, threads, output, streams=6)
+    y = _ProductFn.apply(x.reshape(math.prod(x.shape[:-1]), x.shape[-1]), weight.t(), bias, preset)
     return y.reshape(*x.shape[:-1], weight.shape[0])
 
 
@@ -315,11 +330,44 @@ def linear(x, weight, bias=None, *, arch: str = "sm90", kind=None, format: str =
 
 _ACTIVE = []  # the emulations in force, innermost last
 _TORCH_SDPA = getattr(torch.nn.functional, "scaled_dot_product_attention", None)
+# The emulated models whose forward is running in this thread, innermost last: attention is
+# emulated only inside the forward of a model handed to emulate(), never in another model's.
+_RUNNING = threading.local()
+
+
+def _running() -> list:
+    if not hasattr(_RUNNING, "stack"):
+        _RUNNING.stack = []
+    return _RUNNING.stack
+
+
+def _check_sdpa_shapes(query, key, value):
+    """torch's rules for scaled_dot_product_attention's shapes, naming the argument."""
+    for name, t in (("query", query), ("key", key), ("value", value)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"argument '{name}' must be a torch.Tensor, got {type(t).__name__}")
+        if t.dim() < 2:
+            raise ValueError(f"argument '{name}' must be at least 2-d (..., seq, dim), got shape {tuple(t.shape)}")
+    if key.dim() != query.dim() or value.dim() != query.dim():
+        raise ValueError(f"arguments 'query', 'key', 'value' must have the same number of dimensions, got "
+                         f"{tuple(query.shape)}, {tuple(key.shape)}, {tuple(value.shape)}")
+    if key.shape[-1] != query.shape[-1]:
+        raise ValueError(f"argument 'key': dim {key.shape[-1]} is not the dim {query.shape[-1]} of argument 'query'")
+    if value.shape[:-1] != key.shape[:-1]:
+        raise ValueError(f"argument 'value': shape {tuple(value.shape)} does not fit argument 'key' {tuple(key.shape)}")
+    if query.dim() >= 3:
+        if key.shape[:-3] != query.shape[:-3]:
+            raise ValueError(f"argument 'key': batch shape {tuple(key.shape[:-3])} is not the "
+                             f"{tuple(query.shape[:-3])} of argument 'query'")
+        if key.shape[-3] < 1 or query.shape[-3] % key.shape[-3]:
+            raise ValueError(f"argument 'key': {key.shape[-3]} heads do not divide the {query.shape[-3]} heads "
+                             f"of argument 'query'")
 
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
-    """torch.nn.functional.scaled_dot_product_attention, or bf16emu.torch.attention while an
-    emulate(..., attention=...) is in force. torch 1.13 has no F.scaled_dot_product_attention:
+    """torch.nn.functional.scaled_dot_product_attention, or bf16emu.torch.attention inside the
+    forward of a model under emulate(..., attention=...) (that model's calls only: another
+    model's, or a call outside the model's forward, are torch's). torch 1.13 has no F.scaled_dot_product_attention:
     a model written for 1.13 calls this function (outside an emulation it computes
     softmax(q kᵀ · scale + mask) v with torch's own ops); on torch >= 2.0 emulate() also
     routes F.scaled_dot_product_attention here.
@@ -328,13 +376,17 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     >>> et.scaled_dot_product_attention(q, q, q, is_causal=True).shape
     torch.Size([1, 2, 8, 4])
     """
-    cfg = next((e.attention for e in reversed(_ACTIVE) if e.attention is not None), None)
+    _check_sdpa_shapes(query, key, value)
+    em = next((e for e in reversed(_running()) if e.attention is not None), None)
+    cfg = None if em is None else em.attention
     if cfg is not None:
         if attn_mask is not None:
             raise ValueError("argument 'attn_mask': the emulated attention takes is_causal only")
         if dropout_p:
             raise ValueError("argument 'dropout_p' must be 0 under the emulated attention")
-        em = next(e for e in reversed(_ACTIVE) if e.attention is not None)
+        if query.dim() != 4:
+            raise ValueError(f"argument 'query' must be 4-d (batch, heads, seq, dim) under the emulated attention, "
+                             f"got shape {tuple(query.shape)}")
         if em.collect_ledgers:
             o, led = attention(query, key, value, causal=bool(is_causal), scale=scale, ledger=em.collect_ledgers,
                                **cfg)
@@ -347,7 +399,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
                            **kwargs)
     n, s = query.shape[-2], key.shape[-2]
     sc = scale if scale is not None else query.shape[-1] ** -0.5
-    if key.shape[-3] != query.shape[-3]:
+    if query.dim() >= 3 and key.shape[-3] != query.shape[-3]:
         group = query.shape[-3] // key.shape[-3]
         key, value = key.repeat_interleave(group, dim=-3), value.repeat_interleave(group, dim=-3)
     scores = torch.matmul(query, key.transpose(-2, -1)) * sc
@@ -370,6 +422,7 @@ class Emulated:
         self.model, self.attention, self.linear = model, attention, linear
         self.collect_ledgers, self.ledgers = collect_ledgers, []
         self._patched = []
+        self._entered = self._restored = False
         if linear is not None:
             for mod in model.modules():
                 if isinstance(mod, torch.nn.Linear):
@@ -379,9 +432,25 @@ class Emulated:
                     mod.forward = self._linear_forward(mod)
                     self._patched.append(mod)
         self._sdpa = None
-        if attention is not None and _TORCH_SDPA is not None:
-            self._sdpa = torch.nn.functional.scaled_dot_product_attention
-            torch.nn.functional.scaled_dot_product_attention = scaled_dot_product_attention
+        self._wrapped = None  # (whether model.forward was in its __dict__, that forward)
+        if attention is not None:
+            # The model's forward marks this emulation as running (in this thread) while it runs.
+            had = "forward" in model.__dict__
+            inner = model.forward
+
+            def forward(*args, **kwargs):
+                stack = _running()
+                stack.append(self)
+                try:
+                    return inner(*args, **kwargs)
+                finally:
+                    stack.remove(self)
+
+            self._wrapped = (had, model.__dict__.get("forward"))
+            model.forward = forward
+            if _TORCH_SDPA is not None:
+                self._sdpa = torch.nn.functional.scaled_dot_product_attention
+                torch.nn.functional.scaled_dot_product_attention = scaled_dot_product_attention
         _ACTIVE.append(self)
 
     def _linear_forward(self, mod):
@@ -390,6 +459,14 @@ class Emulated:
 
     def restore(self):
         """Puts the model back as it was (idempotent)."""
+        self._restored = True
+        if self._wrapped is not None:
+            had, prev = self._wrapped
+            if had:
+                self.model.forward = prev
+            else:
+                del self.model.forward
+            self._wrapped = None
         for mod in self._patched:
             del mod.forward
         self._patched = []
@@ -400,6 +477,12 @@ class Emulated:
             _ACTIVE.remove(self)
 
     def __enter__(self):
+        # One `with` per handle: a second (nested or after the first ended) would run the plain
+        # model once the first restores it.
+        if self._entered or self._restored:
+            raise RuntimeError("this emulate() handle was already entered or restored; call bf16emu.torch.emulate() "
+                               "again for another `with` block")
+        self._entered = True
         return self.model
 
     def __exit__(self, *exc):
@@ -407,6 +490,8 @@ class Emulated:
         return False
 
     def __call__(self, *args, **kwargs):
+        if self._restored:
+            raise RuntimeError("this emulate() handle was restored; call bf16emu.torch.emulate() again")
         return self.model(*args, **kwargs)
 
     def __getattr__(self, name):
@@ -443,6 +528,15 @@ def emulate(model, attention=None, linear=None, *, ledger: bool = False) -> Emul
     if not isinstance(ledger, bool) and ledger != "forward":
         raise TypeError(f"argument 'ledger' must be a bool or 'forward', got {ledger!r:.80}")
     tiny = torch.zeros(1, 1, 1, 1)
+    if isinstance(attention, dict):
+        # Set by each call (scaled_dot_product_attention's is_causal and scale), or by emulate's
+        # own ledger=: a dict holding them would clash at the first forward or change its result.
+        for key, why in (("causal", "is_causal= of each scaled_dot_product_attention call"),
+                         ("scale", "scale= of each scaled_dot_product_attention call"),
+                         ("ledger", "emulate(..., ledger=True)")):
+            if key in attention:
+                raise ValueError(f"argument 'attention': key '{key}' is not an emulate() setting (it comes from "
+                                 f"{why})")
     att = _config(attention, "attention", "policy", lambda c: _attention(tiny, tiny, tiny, **c))
     lin = _config(linear, "linear", "arch", lambda c: _linear(tiny[0, 0], tiny[0, 0], **c))
     return Emulated(model, att, lin, ledger)

@@ -11,6 +11,7 @@
 #include "io/attention.hpp"
 #include "io/error.hpp"
 #include "io/memory.hpp"
+#include "io/names.hpp"
 #include "module.hpp"
 
 namespace bf16emu::py {
@@ -101,20 +102,24 @@ pybind11::dict run(const pybind11::array_t<double> &q, const pybind11::array_t<d
                    int block_m, int block_n, bool ledger, bool reference, const std::string &backward,
                    unsigned threads, const std::string &sites, double scale) {
   at::run_options opt;
-  if (!at::parse_policy(policy, opt.cfg.pol))
-    throw pybind11::value_error("argument 'policy': unknown policy '" + policy.substr(0, 80) +
-                                "' (exact, fp32, paper, fa2:sm80, fa2:sm89, fa2:sm90, fa2:sm100, fa2_twin)");
-  if (variant == "standard")
-    opt.cfg.var = at::variant::standard;
-  else if (variant == "fa2")
-    opt.cfg.var = at::variant::fa2;
-  else if (variant == "stabilized")
-    opt.cfg.var = at::variant::stabilized;
-  else
-    throw pybind11::value_error("argument 'variant': unknown variant '" + variant.substr(0, 80) +
-                                "' (standard, fa2, stabilized)");
-  if (!(beta > 0)) throw pybind11::value_error("argument 'beta' must be positive");
+  // Names through the CLI's parsers (src/io: the one table of policies, variants and backward
+  // kinds, and the one spelling rule), their errors naming the Python argument.
+  const auto named = [](const char *arg, auto parse) {
+    try {
+      return parse((std::string("argument '") + arg + "'").c_str());
+    } catch (const io::input_error &e) {
+      throw pybind11::value_error(e.what());
+    }
+  };
+  opt.cfg.pol = named("policy", [&](const char *o) { return io::parse_policy_name(policy, o, true); });
+  opt.cfg.var = named("variant", [&](const char *o) { return io::parse_variant(variant, o); });
   opt.cfg.pol.beta = beta;
+  // The CLI's rule for beta, one function beside the numerics; its message names
+  // the CLI's option, here the argument.
+  if (const char *e = at::stabilized_params_error(opt.cfg.pol)) {
+    const std::string msg = e;
+    throw pybind11::value_error(msg.rfind("--beta", 0) == 0 ? "argument 'beta'" + msg.substr(6) : msg);
+  }
   opt.cfg.causal = causal;
   // sites: the CLI's --site-precision spec ("row_sum=fp32,pv=exact"), parsed by the same parser
   try {
@@ -137,11 +142,7 @@ pybind11::dict run(const pybind11::array_t<double> &q, const pybind11::array_t<d
   opt.threads = int(threads);
   if (!backward.empty()) {
     opt.backward = true;
-    if (backward == "tiled")
-      opt.bwd.kind = at::backward_kind::tiled;
-    else if (backward != "reference")
-      throw pybind11::value_error("argument 'backward': unknown kind '" + backward.substr(0, 80) +
-                                  "' (reference, tiled)");
+    opt.bwd.kind = named("backward", [&](const char *o) { return io::parse_backward_kind(backward, o); });
     // as the CLI: the tiled backward models neither overrides nor the authors' autocast dtypes
     if (opt.bwd.kind == at::backward_kind::tiled && at::has_site_override(opt.cfg.pol))
       throw pybind11::value_error("argument 'backward': 'tiled' does not model site overrides (argument "
@@ -166,7 +167,7 @@ pybind11::dict run(const pybind11::array_t<double> &q, const pybind11::array_t<d
   try {
     io::check_memory(io::attention_memory_need(std::uint64_t(in.batch), std::uint64_t(in.heads),
                                                std::uint64_t(in.n), std::uint64_t(in.d), opt, true),
-                     0, "attention");
+                     0, "attention", ""); // no --max-memory in Python
   } catch (const io::input_error &e) {
     throw pybind11::value_error(e.what());
   }
@@ -179,7 +180,7 @@ pybind11::dict run(const pybind11::array_t<double> &q, const pybind11::array_t<d
     in.dout = values(g, "do");
   }
   at::run_report r;
-  opt.progress = signal_checker(); // Ctrl-C between (batch, head) items
+  opt.tick = signal_checker(); // Ctrl-C between the items of every phase
   {
     pybind11::gil_scoped_release release;
     r = at::run_attention(in, opt);

@@ -158,30 +158,6 @@ std::uint8_t scalar_loop(fp<Out> *out, std::uint8_t *each, std::size_t b, std::s
   return f;
 }
 
-void check_bits(const pybind11::array &a, format_id f, const char *name) {
-  const io::format_desc d = io::describe(f);
-  const auto want = pybind11::ssize_t(d.width <= 8 ? 1 : d.width <= 16 ? 2 : d.width <= 32 ? 4 : 8);
-  if (a.itemsize() != want)
-    throw pybind11::type_error(std::string("argument '") + name + "': " + std::to_string(a.itemsize() * 8) +
-                               "-bit elements do not hold format " + d.name + " (" +
-                               std::to_string(want * 8) + "-bit storage)");
-  if (!(a.flags() & pybind11::array::c_style))
-    throw pybind11::value_error(std::string("argument '") + name + "' is not C-contiguous");
-  // A format narrower than its storage (fp6/fp4 in one byte each, tf32 in four): the bits
-  // above it must be 0.
-  if (d.width < 8 * int(want)) {
-    const auto above = [&](const auto *p) {
-      for (pybind11::ssize_t i = 0; i < a.size(); ++i)
-        if (std::uint64_t(p[i]) & ~d.width_mask)
-          throw pybind11::value_error(std::string("argument '") + name + "': element " + std::to_string(i) +
-                                      " = 0x" + hex(p[i]) + " has bits above the " + std::to_string(d.width) +
-                                      "-bit format " + d.name);
-    };
-    if (want == 1) above(static_cast<const std::uint8_t *>(a.data()));
-    if (want == 4) above(static_cast<const std::uint32_t *>(a.data()));
-  }
-}
-
 pybind11::array new_bits(format_id f, const pybind11::array &like) {
   const io::format_desc d = io::describe(f);
   std::vector<pybind11::ssize_t> shape(like.shape(), like.shape() + like.ndim());
@@ -463,6 +439,30 @@ pybind11::dict trace_one(const std::string &opname, const std::vector<std::uint6
 
 } // namespace
 
+void check_bits(const pybind11::array &a, format_id f, const char *name) {
+  const io::format_desc d = io::describe(f);
+  const auto want = pybind11::ssize_t(d.width <= 8 ? 1 : d.width <= 16 ? 2 : d.width <= 32 ? 4 : 8);
+  if (a.itemsize() != want)
+    throw pybind11::type_error(std::string("argument '") + name + "': " + std::to_string(a.itemsize() * 8) +
+                               "-bit elements do not hold format " + d.name + " (" +
+                               std::to_string(want * 8) + "-bit storage)");
+  if (!(a.flags() & pybind11::array::c_style))
+    throw pybind11::value_error(std::string("argument '") + name + "' is not C-contiguous");
+  // A format narrower than its storage (fp6/fp4 in one byte each, tf32 in four): the bits
+  // above it must be 0.
+  if (d.width < 8 * int(want)) {
+    const auto above = [&](const auto *p) {
+      for (pybind11::ssize_t i = 0; i < a.size(); ++i)
+        if (std::uint64_t(p[i]) & ~d.width_mask)
+          throw pybind11::value_error(std::string("argument '") + name + "': element " + std::to_string(i) +
+                                      " = 0x" + hex(p[i]) + " has bits above the " + std::to_string(d.width) +
+                                      "-bit format " + d.name);
+    };
+    if (want == 1) above(static_cast<const std::uint8_t *>(a.data()));
+    if (want == 4) above(static_cast<const std::uint32_t *>(a.data()));
+  }
+}
+
 void bind_elementwise(pybind11::module_ &m) {
   m.def(
       "convert",
@@ -504,6 +504,13 @@ void bind_elementwise(pybind11::module_ &m) {
       },
       "The SIMD target of the src/bulk kernels on this CPU (Highway's name, e.g. 'AVX2'), or None when "
       "the module was built without them.");
+  m.def(
+      "check_bits",
+      [](const pybind11::array &a, const std::string &format, const std::string &name) {
+        check_bits(a, io::parse_format(format), name.c_str());
+      },
+      "Checks bit patterns of `format` as convert does (storage width, C order, no bit above the "
+      "pattern); the errors name argument `name`.");
   m.def("value", [](const std::string &format, std::uint64_t bits) {
     return io::value_double(io::parse_format(format), bits);
   });

@@ -32,6 +32,12 @@ call_env make_env(const pybind11::dict &opts);
 // "add", "sub", "mul", "div", "fma", "sqrt", "convert" -> op_kind (ValueError otherwise).
 op_kind parse_op(const std::string &name);
 
+// The one check of bit patterns (convert's, and every function's through bf16emu.to_bits): the
+// storage width of format f, C-contiguous, and no bit above the pattern width (tf32 in 32-bit
+// storage, the fp6/fp4 formats in a byte). TypeError / ValueError naming `name`, the element
+// index and the format.
+void check_bits(const pybind11::array &a, format_id f, const char *name);
+
 std::string shape_text(const pybind11::array &a); // "(2, 3)"
 std::string hex(std::uint64_t v);                 // upper-case hex digits, no prefix
 

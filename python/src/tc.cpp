@@ -204,9 +204,10 @@ pybind11::tuple gemm_member_bits(const pybind11::array &a, const pybind11::array
     const auto *B = reinterpret_cast<const fp<In> *>(b.data());
     auto *D = reinterpret_cast<fp<Out> *>(d.mutable_data());
     {
+      const progress_fn check = signal_checker(); // Ctrl-C between rows
       pybind11::gil_scoped_release release;
       tc::member_gemm<In, Out>(m, int(M), int(N), int(K), A, K, B, N, cv.empty() ? nullptr : cv.data(), N, D,
-                               N, out, threads);
+                               N, out, threads, check);
     }
     if (trace_i >= 0) {
       std::vector<std::pair<int, tc::block_trace>> rec;
@@ -258,6 +259,7 @@ pybind11::dict explain_gemm_bits(const pybind11::array &a, const pybind11::array
     throw pybind11::value_error("argument 'max_split' must be in [1, " + std::to_string(tc::max_split) + "]");
   const std::vector<tc::gemm_member> family = tc::enumerate_family(in, out, int(K), !cv.empty(), o);
   tc::search_result res;
+  const progress_fn check = signal_checker(); // Ctrl-C between members
   visit_family(in, out, [&](auto fi, auto fo) {
     using In = decltype(fi);
     using Out = decltype(fo);
@@ -265,7 +267,7 @@ pybind11::dict explain_gemm_bits(const pybind11::array &a, const pybind11::array
     res = tc::search_family<In, Out>(
         family, int(M), int(N), int(K), reinterpret_cast<const fp<In> *>(a.data()), K,
         reinterpret_cast<const fp<In> *>(b.data()), N, cv.empty() ? nullptr : cv.data(), N,
-        reinterpret_cast<const fp<Out> *>(r.data()), N, out, sample, threads);
+        reinterpret_cast<const fp<Out> *>(r.data()), N, out, sample, threads, check);
   });
   pybind11::dict d;
   d["members"] = family.size();

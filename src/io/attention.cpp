@@ -9,6 +9,7 @@
 #include "io/error.hpp"
 #include "io/files.hpp"
 #include "io/json.hpp"
+#include "io/names.hpp"
 #include "io/npy.hpp"
 #include "io/plot.hpp"
 
@@ -48,13 +49,14 @@ template <class E> E value_of(const E &v) { return v; }
 
 // Finds s among the tokens of `table`; else input_error naming the option, the token and the
 // accepted names.
-template <class Table> auto parse_choice(const Table &table, std::string_view s, const char *option) {
+template <class Table> auto parse_choice(const Table &table, std::string_view token, const char *option) {
+  const std::string s = normalize_name(token);
   std::string accepted;
   for (const auto &c : table) {
     if (s == token_of(c)) return value_of(c);
     accepted += std::string(accepted.empty() ? "" : ", ") + token_of(c);
   }
-  throw input_error(std::string(option) + ": unknown value '" + shorten(std::string(s)) +
+  throw input_error(std::string(option) + ": unknown value '" + shorten(std::string(token)) +
                     "' (accepted: " + accepted + ")");
 }
 
@@ -128,11 +130,12 @@ std::string policy_names(bool autocast) {
   return r + ", fa2_twin";
 }
 
-at::kernel_policy parse_policy_name(std::string_view s, const char *option, bool autocast) {
+at::kernel_policy parse_policy_name(std::string_view token, const char *option, bool autocast) {
+  const std::string s = normalize_name(token);
   at::kernel_policy p;
   if (!at::parse_policy(s, p) ||
       (!autocast && p.kind == at::policy_kind::paper && p.paper_arith == at::paper_dtypes::autocast))
-    throw input_error(std::string("unknown ") + option + " '" + shorten(std::string(s)) + "' (" +
+    throw input_error(std::string("unknown ") + option + " '" + shorten(std::string(token)) + "' (" +
                       policy_names(autocast) + ")");
   return p;
 }

@@ -163,7 +163,8 @@ std::uint64_t parse_size(std::string_view text, const char *what) {
   return static_cast<std::uint64_t>(b);
 }
 
-void check_memory(const memory_need &need, std::uint64_t max_memory, std::string_view command) {
+void check_memory(const memory_need &need, std::uint64_t max_memory, std::string_view command,
+                  std::string_view override_hint) {
   const bool explicit_limit = max_memory != 0;
   const char *which = nullptr;
   const std::uint64_t limit = explicit_limit ? max_memory : available_memory(&which);
@@ -175,7 +176,7 @@ void check_memory(const memory_need &need, std::uint64_t max_memory, std::string
   else
     msg += "; " + human_bytes(limit) +
            " is available (the least of MemAvailable, ulimit -v and the cgroup's " + "limit: here " + which +
-           "); --max-memory to override";
+           ")" + (override_hint.empty() ? std::string() : "; " + std::string(override_hint) + " to override");
   throw input_error(msg);
 }
 

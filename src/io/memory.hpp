@@ -52,6 +52,9 @@ std::uint64_t parse_size(std::string_view text, const char *what);
 // Throws input_error when need exceeds max_memory (0: available_memory()):
 //   "attention needs 800 GB (largest: Q); 24 GB is available (the least of MemAvailable, ulimit -v and
 //   the cgroup's limit: here MemAvailable); --max-memory to override"
-void check_memory(const memory_need &need, std::uint64_t max_memory, std::string_view command);
+// `override_hint` names the front end's way to raise the limit ("--max-memory" in the CLI); empty
+// (the Python module, which has none): no hint.
+void check_memory(const memory_need &need, std::uint64_t max_memory, std::string_view command,
+                  std::string_view override_hint = "--max-memory");
 
 } // namespace bf16emu::io

@@ -11,13 +11,6 @@ namespace bf16emu::io {
 
 namespace {
 
-std::string lower(std::string_view s) {
-  std::string r(s);
-  for (auto &c : r)
-    c = char(std::tolower(static_cast<unsigned char>(c)));
-  return r;
-}
-
 template <class T> struct alias {
   const char *name;
   T value;
@@ -72,7 +65,7 @@ const alias<round_mode> mode_aliases[] = {
 
 template <class T, std::size_t N>
 T lookup(const alias<T> (&table)[N], std::string_view token, const char *what, const std::string &known) {
-  std::string key = lower(token);
+  const std::string key = normalize_name(token);
   for (const auto &a : table)
     if (key == a.name) return a.value;
   throw input_error(std::string("unknown ") + what + " '" + shorten(std::string(token)) +
@@ -80,6 +73,20 @@ T lookup(const alias<T> (&table)[N], std::string_view token, const char *what, c
 }
 
 } // namespace
+
+std::string normalize_name(std::string_view s) {
+  const auto space = [](char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+  };
+  while (!s.empty() && space(s.front()))
+    s.remove_prefix(1);
+  while (!s.empty() && space(s.back()))
+    s.remove_suffix(1);
+  std::string r(s);
+  for (auto &c : r)
+    if (c >= 'A' && c <= 'Z') c = char(c - 'A' + 'a');
+  return r;
+}
 
 format_desc describe(format_id id) noexcept {
   return visit_format(id, [id](auto f) {

@@ -29,6 +29,12 @@ struct format_desc {
 };
 format_desc describe(format_id id) noexcept;
 
+// The one spelling rule for names (formats, rounding modes, policies, variants, backward kinds,
+// architectures, ...), shared by the CLI's parsers and the Python module: surrounding ASCII
+// whitespace dropped, ASCII letters lower-cased (" BF16 " is "bf16", "FA2:SM90" is "fa2:sm90").
+// Every parser of the I/O ring applies it before its table look-up.
+std::string normalize_name(std::string_view name);
+
 format_id parse_format(std::string_view name);
 round_mode parse_mode(std::string_view name);
 tininess parse_tininess(std::string_view name);     // before | after (before_rounding, after_rounding)

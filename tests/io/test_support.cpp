@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "io/arith_report.hpp"
+#include "io/attention.hpp"
 #include "io/decimal.hpp"
 #include "io/error.hpp"
 #include "io/json.hpp"
@@ -160,6 +161,40 @@ TEST(Names, FormatsModesAliases) {
   EXPECT_THROW(parse_format("fp8"), input_error);
   EXPECT_EQ(describe(format_id::tf32).width, 19);
   EXPECT_STREQ(name(format_id::e4m3), "e4m3");
+}
+
+// The one spelling rule (issue 46), shared by the CLI and the Python module: surrounding
+// whitespace dropped, ASCII letters lower-cased, nothing else changed.
+TEST(Names, OneSpellingRule) {
+  EXPECT_EQ(normalize_name(" BF16 "), "bf16");
+  EXPECT_EQ(normalize_name("\tFA2:SM90\n"), "fa2:sm90");
+  EXPECT_EQ(normalize_name("row_sum=fp32"), "row_sum=fp32");
+  EXPECT_EQ(normalize_name("b f"), "b f");
+  EXPECT_EQ(normalize_name("   "), "");
+  EXPECT_EQ(parse_format(" BF16 "), format_id::bf16);
+  EXPECT_EQ(parse_mode(" rne "), round_mode::nearest_even);
+  EXPECT_EQ(parse_mode("RNE"), round_mode::nearest_even);
+  EXPECT_EQ(parse_tininess(" Before"), tininess::before_rounding);
+  EXPECT_EQ(parse_nan_policy("CUDA "), nan_policy::cuda);
+  EXPECT_THROW(parse_format("b f16"), input_error);
+}
+
+TEST(Names, AttentionChoicesFollowTheRule) {
+  namespace at = bf16emu::attention;
+  const at::kernel_policy p = parse_policy_name(" FA2:SM90 ", "--policy", true);
+  EXPECT_EQ(p.kind, at::policy_kind::fa2);
+  EXPECT_EQ(p.arch, tc::arch::sm90);
+  EXPECT_EQ(parse_policy_name("Paper:AutoCast", "--policy", true).paper_arith, at::paper_dtypes::autocast);
+  EXPECT_EQ(parse_variant(" Stabilized"), at::variant::stabilized);
+  EXPECT_EQ(parse_backward_kind("TILED"), at::backward_kind::tiled);
+  // the message quotes the token as given
+  try {
+    parse_variant(" Flash ", "argument 'variant'");
+    ADD_FAILURE() << "no throw";
+  } catch (const input_error &e) {
+    EXPECT_NE(std::string(e.what()).find("argument 'variant': unknown value ' Flash '"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(Print, FieldsHexFlags) {

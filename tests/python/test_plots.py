@@ -269,3 +269,70 @@ def test_without_matplotlib(monkeypatch):
         bp.block({"terms": []})
     code = "import sys, bf16emu, bf16emu.plot; assert 'matplotlib' not in sys.modules, 'imported matplotlib'"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# --- issue 46: arguments checked before drawing (these run without matplotlib too) -----------
+
+def _cmp():
+    return bf16emu.compare(np.uint16([0x3F80, 0x4001]), np.uint16([0x3F80, 0x4000]), format="bf16")
+
+
+def _ledger_dict():
+    site = {"count": 4, "sum_abs": 1e-3, "mean": 1e-4, "positive": 2, "negative": 1, "zero": 1}
+    return {"sites": {"qk": site}}
+
+
+@pytest.mark.parametrize("path", [42, 4.5, b"x.png", ["x.png"]])
+def test_plot_path_of_the_wrong_type(path):
+    for call in (lambda: bp.comparison(_cmp(), path), lambda: bp.ledger(_ledger_dict(), path),
+                 lambda: bp.format("e2m1", path)):
+        with pytest.raises(TypeError, match="argument 'path'"):
+            call()
+
+
+def test_plot_path_in_a_missing_folder_is_named(tmp_path):
+    bad = tmp_path / "no such folder" / "c.png"
+    with pytest.raises(ValueError, match="argument 'path'.*no such folder"):
+        bp.comparison(_cmp(), bad)
+    with pytest.raises(ValueError, match="argument 'path'.*is a folder"):
+        bp.format("e2m1", tmp_path)
+
+
+def test_plot_of_an_empty_comparison():
+    c = bf16emu.compare(np.zeros(0, np.uint16), np.zeros(0, np.uint16), format="bf16")
+    with pytest.raises(ValueError, match="argument 'c': the comparison has no elements"):
+        bp.comparison(c)
+    with pytest.raises(TypeError, match="argument 'c'"):
+        bp.comparison({"count": 2})
+
+
+@pytest.mark.parametrize("broken", [
+    {"sites": {"qk": {"count": 4}}},
+    {"sites": {"qk": {"count": 4, "sum_abs": "x", "mean": 0, "positive": 1, "negative": 1, "zero": 2}}},
+    {"sites": {"qk": 7}},
+    {"sites": []},
+])
+def test_plot_of_a_malformed_ledger(broken):
+    with pytest.raises((TypeError, ValueError), match="argument 'result'"):
+        bp.ledger(broken)
+
+
+@pytest.mark.parametrize("block", [1.7, "1", True, None])
+def test_plot_block_index_is_an_integer(block):
+    tr = {"blocks": [{"terms": []}, {"terms": []}]}
+    with pytest.raises(TypeError, match="argument 'block'"):
+        bp.block(tr, block=block)
+
+
+def test_plot_write_errors_name_the_path(mpl, tmp_path):
+    import os
+    target = tmp_path / "ro"
+    target.mkdir()
+    os.chmod(target, 0o500)
+    try:
+        if os.access(target, os.W_OK):
+            pytest.skip("running as root: a read-only folder is still writable")
+        with pytest.raises(OSError, match="argument 'path': cannot write .*ro"):
+            bp.format("e2m1", target / "f.png")
+    finally:
+        os.chmod(target, 0o700)

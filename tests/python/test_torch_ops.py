@@ -349,3 +349,119 @@ def test_bad_input_names_the_argument():
     for err, name, fn in cases:
         with pytest.raises(err, match=name):
             fn()
+
+
+# --- issue 46: edge cases where torch has an answer, and the emulation's scope ----------------
+
+def _grads(fn, *shapes, bias=None):
+    ts = [torch.randn(*s, requires_grad=True) for s in shapes]
+    extra = [] if bias is None else [torch.randn(bias, requires_grad=True)]
+    y = fn(*ts, *extra)
+    y.sum().backward()
+    return y, [t.grad for t in ts + extra], ts + extra
+
+
+@pytest.mark.parametrize("case", ["linear 0 features", "linear 0 features no bias", "linear batch 0",
+                                  "matmul K 0", "matmul batch 0", "matmul batched K 0"])
+def test_empty_products_give_torch_answer_and_gradients(case):
+    torch.manual_seed(1)
+    shapes, bias, emu, ref = {
+        "linear 0 features": (((3, 0), (4, 0)), 4, et.linear, torch.nn.functional.linear),
+        "linear 0 features no bias": (((3, 0), (4, 0)), None, et.linear, torch.nn.functional.linear),
+        "linear batch 0": (((0, 4), (3, 4)), 3, et.linear, torch.nn.functional.linear),
+        "matmul K 0": (((2, 0), (0, 3)), None, et.matmul, torch.matmul),
+        "matmul batch 0": (((0, 2, 4), (0, 4, 3)), None, et.matmul, torch.matmul),
+        "matmul batched K 0": (((2, 2, 0), (2, 0, 3)), None, et.matmul, torch.matmul),
+    }[case]
+    y, g, ts = _grads(emu, *shapes, bias=bias)
+    want = ref(*[t.detach() for t in ts])
+    assert y.shape == want.shape and torch.equal(y, want)  # zeros, the bias, or empty: exact
+    for t, gt in zip(ts, g):
+        assert gt is not None and gt.shape == t.shape
+    if bias is not None:  # dbias = the column sums of dY = ones: the number of rows, exactly
+        assert torch.equal(g[-1], torch.full((bias,), float(shapes[0][0])))
+    for gt in g[:2]:
+        assert torch.equal(gt, torch.zeros_like(gt))  # K = 0 or a batch of 0: no product reaches them
+
+
+def test_every_random_stream_is_checked_before_the_forward():
+    x, w = torch.randn(2, 16, requires_grad=True), torch.randn(3, 16, requires_grad=True)
+    # linear draws streams seed .. seed + 6: 2^64 - 2 passed the forward and failed in backward().
+    with pytest.raises(ValueError, match="argument 'seed' = 18446744073709551614"):
+        et.linear(x, w, torch.zeros(3), rounding="stochastic", seed=2**64 - 2)
+    with pytest.raises(ValueError, match="argument 'seed' = 18446744073709551615"):
+        et.linear(x, w, rounding="stochastic", seed=2**64 - 1)
+    with pytest.raises(ValueError, match="argument 'seed'"):
+        et.matmul(x, w.t(), rounding="stochastic", seed=2**64 - 5)
+    with pytest.raises(TypeError, match="argument 'seed'"):
+        et.linear(x, w, rounding="stochastic", seed=True)
+    y = et.linear(x, w, torch.zeros(3, requires_grad=True), rounding="stochastic", seed=2**64 - 7)
+    y.sum().backward()  # the largest seed whose streams all exist: forward and backward run
+    et.matmul(x, w.t(), rounding="stochastic", seed=2**64 - 6).sum().backward()
+
+
+def test_names_are_normalised_in_the_torch_layer():
+    x, w = torch.randn(2, 16), torch.randn(3, 16)
+    want = et.linear(x, w, arch="sm90", format="bf16")
+    assert torch.equal(et.linear(x, w, arch=" SM90", format="BF16", rounding="RNE"), want)
+    assert torch.equal(et.linear(x, w, format="bfloat16"), want)
+    q = torch.randn(1, 2, 8, 4)
+    assert torch.equal(et.attention(q, q, q, policy="FA2:SM90", backward="TILED"),
+                       et.attention(q, q, q, policy="fa2:sm90", backward="tiled"))
+
+
+def test_emulate_handles_refuse_reentry():
+    model = Tiny()
+    em = et.emulate(model, linear="sm90")
+    with em:
+        with pytest.raises(RuntimeError, match="already entered"):
+            with em:
+                pass
+    with pytest.raises(RuntimeError, match="already entered or restored"):
+        with em:
+            pass
+    assert all("forward" not in mod.__dict__ for mod in model.modules())
+
+
+@pytest.mark.parametrize("key,val", [("causal", True), ("scale", 0.5), ("ledger", True)])
+def test_emulate_refuses_keys_each_call_sets(key, val):
+    with pytest.raises(ValueError, match=f"argument 'attention': key '{key}'"):
+        et.emulate(Tiny(), attention={"policy": "fp32", key: val})
+
+
+def test_emulation_applies_to_its_model_only():
+    torch.manual_seed(2)
+    mine, other = Tiny(), Tiny()
+    x = torch.randn(2, 12, 16)
+    plain = other(x)
+    q = torch.randn(1, 2, 8, 4)
+    outside = et.scaled_dot_product_attention(q, q, q)
+    with et.emulate(mine, attention="paper:autocast") as m:
+        emulated = m(x)
+        assert torch.equal(other(x), plain)  # another model's attention is torch's
+        assert torch.equal(et.scaled_dot_product_attention(q, q, q), outside)
+    assert not torch.equal(emulated, mine(x))
+    assert "forward" not in mine.__dict__
+
+
+def test_sdpa_shapes_name_the_argument():
+    q = torch.randn(1, 2, 4, 8)
+    with pytest.raises(ValueError, match="argument 'key': 3 heads"):
+        et.scaled_dot_product_attention(q, torch.randn(1, 3, 4, 8), torch.randn(1, 3, 4, 8))
+    with pytest.raises(ValueError, match="argument 'value'"):
+        et.scaled_dot_product_attention(q, q, torch.randn(1, 2, 5, 8))
+    with pytest.raises(ValueError, match="argument 'key': dim"):
+        et.scaled_dot_product_attention(q, torch.randn(1, 2, 4, 7), q)
+    with pytest.raises(TypeError, match="argument 'query'"):
+        et.scaled_dot_product_attention(q.numpy(), q, q)
+    q2 = torch.randn(4, 8)  # 2-d: torch's answer outside an emulation
+    want = torch.softmax(q2 @ q2.t() / 8 ** 0.5, dim=-1) @ q2
+    assert torch.allclose(et.scaled_dot_product_attention(q2, q2, q2), want)
+
+    class TwoD(torch.nn.Module):
+        def forward(self, t):
+            return et.scaled_dot_product_attention(t, t, t)
+
+    with et.emulate(TwoD(), attention="fp32") as m:
+        with pytest.raises(ValueError, match="argument 'query' must be 4-d"):
+            m(q2)

@@ -33,6 +33,10 @@ struct run_options {
   bool with_reference = true; // also run the exact policy and compare
   unsigned threads = 0;       // 0: hardware concurrency
   progress_fn progress;       // called after each finished (batch, head) item; may be empty
+  // Called after every finished item of every phase (forward row blocks, backward heads, the
+  // tiled backward's set-up and tiles), one call at a time within a phase; may be empty. It may
+  // throw to stop the run (parallel_for rethrows it): the Python module's Ctrl-C check.
+  progress_fn tick;
   long trace_batch = 0, trace_head = 0;
   // A run split over processes (src/mpi): this one runs shard `part` of `parts` of the (batch,
   // head) items (shard_size); the others keep zero slices and empty ledgers until exchange,
@@ -193,18 +197,21 @@ inline run_report run_attention(const attention_inputs &in, const run_options &o
     if (!opt.backward && (!split || r == nrb - 1)) head_finished();
   };
   const auto nrb_u = static_cast<std::uint64_t>(nrb);
-  parallel_for(mine * nrb_u, opt.threads, [&](std::uint64_t j, unsigned) {
-    const std::uint64_t i = head_of(j / nrb_u) * nrb_u + j % nrb_u; // the global item
-    if (led && i % static_cast<std::uint64_t>(nrb) == 0) {
-      forward_item(i, head_leds[i / static_cast<std::uint64_t>(nrb)]);
-    } else if (led) {
-      block_leds[i] = std::make_unique<ledger>();
-      forward_item(i, *block_leds[i]);
-    } else {
-      null_observer none;
-      forward_item(i, none);
-    }
-  });
+  parallel_for(
+      mine * nrb_u, opt.threads,
+      [&](std::uint64_t j, unsigned) {
+        const std::uint64_t i = head_of(j / nrb_u) * nrb_u + j % nrb_u; // the global item
+        if (led && i % static_cast<std::uint64_t>(nrb) == 0) {
+          forward_item(i, head_leds[i / static_cast<std::uint64_t>(nrb)]);
+        } else if (led) {
+          block_leds[i] = std::make_unique<ledger>();
+          forward_item(i, *block_leds[i]);
+        } else {
+          null_observer none;
+          forward_item(i, none);
+        }
+      },
+      opt.tick);
 
   // The backward of head bh (and the exact baseline's), from the forward results above.
   auto lp_forward = [&](long bh) {
@@ -244,16 +251,19 @@ inline run_report run_attention(const attention_inputs &in, const run_options &o
   };
   const bool tiled = opt.backward && opt.bwd.kind == backward_kind::tiled;
   if (opt.backward && !tiled) { // the reference backward: one item per head
-    parallel_for(mine, opt.threads, [&](std::uint64_t i, unsigned) {
-      const long bh = static_cast<long>(head_of(i));
-      const forward_config cfg = run_detail::head_config(in, opt, bh);
-      const forward_result lp = lp_forward(bh);
-      with_observer(led ? &head_leds[bh] : nullptr, [&](auto &obs) {
-        store_backward(bh, backward_any(cfg, opt.bwd, view(bh), &in.dout[bh * hs], lp, obs));
-      });
-      if (opt.with_reference) exact_backward(bh);
-      head_finished();
-    });
+    parallel_for(
+        mine, opt.threads,
+        [&](std::uint64_t i, unsigned) {
+          const long bh = static_cast<long>(head_of(i));
+          const forward_config cfg = run_detail::head_config(in, opt, bh);
+          const forward_result lp = lp_forward(bh);
+          with_observer(led ? &head_leds[bh] : nullptr, [&](auto &obs) {
+            store_backward(bh, backward_any(cfg, opt.bwd, view(bh), &in.dout[bh * hs], lp, obs));
+          });
+          if (opt.with_reference) exact_backward(bh);
+          head_finished();
+        },
+        opt.tick);
   }
   if (tiled) {
     // The tiled backward in three steps, over waves of as many heads as there are workers (so
@@ -268,33 +278,42 @@ inline run_report run_attention(const attention_inputs &in, const run_options &o
       std::vector<forward_result> lps(wh);
       std::vector<bwd_detail::bwd_prepared> preps(wh);
       std::vector<backward_result> res(wh);
-      parallel_for(wh, opt.threads, [&](std::uint64_t i, unsigned) {
-        const long bh = static_cast<long>(head_of(h0 + i));
-        lps[i] = lp_forward(bh);
-        const forward_config cfg = run_detail::head_config(in, opt, bh);
-        with_observer(led ? &head_leds[bh] : nullptr, [&](auto &obs) {
-          preps[i] = bwd_detail::prepare_bwd(cfg, opt.bwd, view(bh), &in.dout[bh * hs], lps[i], obs);
-        });
-        bwd_detail::bwd_begin(preps[i], res[i]);
-      });
+      parallel_for(
+          wh, opt.threads,
+          [&](std::uint64_t i, unsigned) {
+            const long bh = static_cast<long>(head_of(h0 + i));
+            lps[i] = lp_forward(bh);
+            const forward_config cfg = run_detail::head_config(in, opt, bh);
+            with_observer(led ? &head_leds[bh] : nullptr, [&](auto &obs) {
+              preps[i] = bwd_detail::prepare_bwd(cfg, opt.bwd, view(bh), &in.dout[bh * hs], lps[i], obs);
+            });
+            bwd_detail::bwd_begin(preps[i], res[i]);
+          },
+          opt.tick);
       const std::uint64_t n_ex = opt.with_reference ? wh : 0, n_a = wh * std::uint64_t(nkv),
                           n_b = wh * std::uint64_t(nq);
       std::vector<ledger> item_leds(led ? n_a + n_b : 0);
-      parallel_for(n_ex + n_a, opt.threads, [&](std::uint64_t i, unsigned) {
-        if (i < n_ex) return exact_backward(static_cast<long>(head_of(h0 + i)));
-        const std::uint64_t a = i - n_ex, w = a / std::uint64_t(nkv);
-        const long j = static_cast<long>(a % std::uint64_t(nkv));
-        const forward_config cfg = run_detail::head_config(in, opt, static_cast<long>(head_of(h0 + w)));
-        with_observer(led ? &item_leds[a] : nullptr,
-                      [&](auto &obs) { bwd_kv_item(cfg, opt.bwd, preps[w], lps[w], res[w], j, obs); });
-      });
-      parallel_for(n_b, opt.threads, [&](std::uint64_t b, unsigned) {
-        const std::uint64_t w = b / std::uint64_t(nq);
-        const long q = static_cast<long>(b % std::uint64_t(nq));
-        const forward_config cfg = run_detail::head_config(in, opt, static_cast<long>(head_of(h0 + w)));
-        with_observer(led ? &item_leds[n_a + b] : nullptr,
-                      [&](auto &obs) { bwd_q_item(cfg, opt.bwd, preps[w], lps[w], res[w], q, obs); });
-      });
+      parallel_for(
+          n_ex + n_a, opt.threads,
+          [&](std::uint64_t i, unsigned) {
+            if (i < n_ex) return exact_backward(static_cast<long>(head_of(h0 + i)));
+            const std::uint64_t a = i - n_ex, w = a / std::uint64_t(nkv);
+            const long j = static_cast<long>(a % std::uint64_t(nkv));
+            const forward_config cfg = run_detail::head_config(in, opt, static_cast<long>(head_of(h0 + w)));
+            with_observer(led ? &item_leds[a] : nullptr,
+                          [&](auto &obs) { bwd_kv_item(cfg, opt.bwd, preps[w], lps[w], res[w], j, obs); });
+          },
+          opt.tick);
+      parallel_for(
+          n_b, opt.threads,
+          [&](std::uint64_t b, unsigned) {
+            const std::uint64_t w = b / std::uint64_t(nq);
+            const long q = static_cast<long>(b % std::uint64_t(nq));
+            const forward_config cfg = run_detail::head_config(in, opt, static_cast<long>(head_of(h0 + w)));
+            with_observer(led ? &item_leds[n_a + b] : nullptr,
+                          [&](auto &obs) { bwd_q_item(cfg, opt.bwd, preps[w], lps[w], res[w], q, obs); });
+          },
+          opt.tick);
       for (std::uint64_t w = 0; w < wh; ++w) {
         const long bh = static_cast<long>(head_of(h0 + w));
         for (long j = 0; led && j < nkv; ++j)

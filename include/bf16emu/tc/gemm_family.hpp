@@ -211,18 +211,22 @@ fp<binary32> member_dot(const gemm_member &m, const fp<In> *a, std::ptrdiff_t sa
 
 // The whole GEMM with one member: row-major A (M x K, lda), B (K x N, ldb), C (M x N, ldc;
 // nullptr: +0), D (M x N, ldd) in the format Out (binary32, binary16 or bfloat16), rows on
-// parallel_for (bits independent of the thread count).
+// parallel_for (bits independent of the thread count). progress: parallel_for's, after each row
+// (it may throw to stop the GEMM: the Python module's Ctrl-C check).
 template <class In, class Out>
 void member_gemm(const gemm_member &m, int M, int N, int K, const fp<In> *A, std::ptrdiff_t lda,
                  const fp<In> *B, std::ptrdiff_t ldb, const fp<binary32> *C, std::ptrdiff_t ldc, fp<Out> *D,
-                 std::ptrdiff_t ldd, format_id d, unsigned threads = 1) {
-  parallel_for(std::uint64_t(M > 0 ? M : 0), threads, [&](std::uint64_t i, unsigned) {
-    for (int j = 0; j < N; ++j) {
-      const fp<binary32> c = C ? C[std::ptrdiff_t(i) * ldc + j] : fp<binary32>::from_bits(0);
-      D[std::ptrdiff_t(i) * ldd + j] =
-          convert<Out>(member_dot<In>(m, A + std::ptrdiff_t(i) * lda, 1, B + j, ldb, K, c, d)).value;
-    }
-  });
+                 std::ptrdiff_t ldd, format_id d, unsigned threads = 1, const progress_fn &progress = {}) {
+  parallel_for(
+      std::uint64_t(M > 0 ? M : 0), threads,
+      [&](std::uint64_t i, unsigned) {
+        for (int j = 0; j < N; ++j) {
+          const fp<binary32> c = C ? C[std::ptrdiff_t(i) * ldc + j] : fp<binary32>::from_bits(0);
+          D[std::ptrdiff_t(i) * ldd + j] =
+              convert<Out>(member_dot<In>(m, A + std::ptrdiff_t(i) * lda, 1, B + j, ldb, K, c, d)).value;
+        }
+      },
+      progress);
 }
 
 // The member as one line: "<engine> split_k=S slice=L order=O partial=P c=E" where <engine> is
@@ -350,12 +354,13 @@ struct search_result {
 // plus C (binary32 containers; nullptr: none). Every member is compared on a sample of at most
 // `sample` elements (all of them when M*N <= sample; otherwise elements f * M*N / sample, f <
 // sample, row-major), then the members that reproduce the whole sample on every element. Cost:
-// members x sample x K products, plus survivors x M x N x K. Members run on parallel_for.
+// members x sample x K products, plus survivors x M x N x K. Members run on parallel_for, whose
+// progress is `progress` (after each member; it may throw to stop the search).
 template <class In, class Out>
 search_result search_family(const std::vector<gemm_member> &members, int M, int N, int K, const fp<In> *A,
                             std::ptrdiff_t lda, const fp<In> *B, std::ptrdiff_t ldb, const fp<binary32> *C,
                             std::ptrdiff_t ldc, const fp<Out> *R, std::ptrdiff_t ldr, format_id d,
-                            long sample = 4096, unsigned threads = 0) {
+                            long sample = 4096, unsigned threads = 0, const progress_fn &progress = {}) {
   const long total = long(M) * long(N);
   std::vector<long> picks;
   if (total <= sample || sample <= 0) {
@@ -375,26 +380,29 @@ search_result search_family(const std::vector<gemm_member> &members, int M, int 
   res.sample = long(picks.size());
   res.ranking.resize(members.size());
   std::vector<std::vector<std::uint8_t>> hit(members.size());
-  parallel_for(members.size(), threads, [&](std::uint64_t u, unsigned) {
-    member_score &s = res.ranking[u];
-    s.member = members[u];
-    hit[u].assign(picks.size(), 0);
-    for (std::size_t q = 0; q < picks.size(); ++q) {
-      const long f = picks[q];
-      const bool ok = same(element(s.member, f), R[(f / N) * ldr + f % N]);
-      hit[u][q] = ok;
-      if (!ok && s.mismatches++ == 0) s.first_mismatch = f;
-    }
-    s.checked = long(picks.size());
-    s.all = s.checked == total;
-    if (s.mismatches == 0 && !s.all) { // the whole result
-      s.checked = total;
-      s.all = true;
-      for (long f = 0; f < total; ++f)
-        if (!same(element(s.member, f), R[(f / N) * ldr + f % N]) && s.mismatches++ == 0)
-          s.first_mismatch = f;
-    }
-  });
+  parallel_for(
+      members.size(), threads,
+      [&](std::uint64_t u, unsigned) {
+        member_score &s = res.ranking[u];
+        s.member = members[u];
+        hit[u].assign(picks.size(), 0);
+        for (std::size_t q = 0; q < picks.size(); ++q) {
+          const long f = picks[q];
+          const bool ok = same(element(s.member, f), R[(f / N) * ldr + f % N]);
+          hit[u][q] = ok;
+          if (!ok && s.mismatches++ == 0) s.first_mismatch = f;
+        }
+        s.checked = long(picks.size());
+        s.all = s.checked == total;
+        if (s.mismatches == 0 && !s.all) { // the whole result
+          s.checked = total;
+          s.all = true;
+          for (long f = 0; f < total; ++f)
+            if (!same(element(s.member, f), R[(f / N) * ldr + f % N]) && s.mismatches++ == 0)
+              s.first_mismatch = f;
+        }
+      },
+      progress);
   for (std::size_t q = 0; q < picks.size() && res.first_unexplained < 0; ++q) {
     bool any = false;
     for (std::size_t u = 0; u < members.size() && !any; ++u)
