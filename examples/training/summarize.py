@@ -258,6 +258,20 @@ def set_blocks(data):
                      f"| {rows[-1]['W_Q_norm'] - ctrl[-1]['W_Q_norm']:+.2e} ({max(abs(x['W_Q_norm'] - y['W_Q_norm']) for x, y in zip(rows, ctrl)):.2e}) | {mo:+.2e} ({to:+.1f}) | {ma:+.3f} ({ta:+.1f}) |")
     out["secondary"] = "\n".join(lines)
 
+    # exploratory: the first link, O's bias on the one-signed columns, and how much each fix removes
+    lines = ["| arm | planted-column O error, mean | paper:autocast − arm, paired (t) | share of paper:autocast's "
+             "bias removed |", "|---|---|---|---|"]
+    base = statistics.fmean(series(pa, "O_err_mean_planted"))
+    for a, rows in data.items():
+        if a == "paper_autocast":
+            continue
+        m = statistics.fmean(series(rows, "O_err_mean_planted"))
+        dm, dt, _ = bm_test([x - y for x, y in zip(series(pa, "O_err_mean_planted"), series(rows, "O_err_mean_planted"))])
+        ratio = m / base
+        removed = f"{1 - ratio:.1%}" if -0.05 <= ratio <= 2 else f"none: the arm's mean is {ratio:+.3g} × paper:autocast's"
+        lines.append(f"| {SHORT[a]} | {m:+.3e} | {dm:+.3e} ({dt:+.1f}) | {removed} |")
+    out["first_link"] = f"paper:autocast's mean error on the planted columns: {base:+.3e}\n\n" + "\n".join(lines)
+
     lines = ["| arm | rows | l site alone: share of ‖O_err‖² | P̄V site alone | both (fit) | a (l) | b (P̄V) |",
              "|---|---|---|---|---|---|---|"]
     for a, rows in data.items():
@@ -318,22 +332,33 @@ def plot_set(d, data):
     except ImportError:
         print("summarize: matplotlib is missing (apt-get install python3-matplotlib): no plot written")
         return
-    fig, axes = plt.subplots(2, 3, figsize=(15, 8))
+    fig, axes = plt.subplots(3, 3, figsize=(15, 12))
     ctrl = data["control_fp32"]
-    panels = [("running Σ s_t (the paper's Fig. 5a)", lambda rows: _cum(series(rows, "s"))),
-              ("‖ΣG‖/Σ‖G‖ (dashed: 1/√t)", g_ratio_recomputed),
-              ("‖W_Q‖₂ − control's", lambda rows: [x - y for x, y in zip(series(rows, "W_Q_norm"),
-                                                                           series(ctrl, "W_Q_norm"))]),
-              ("running mean of the planted-column O error", lambda rows: _cummean(series(rows, "O_err_mean_planted"))),
-              ("loss (50-step mean)", lambda rows: _movmean(series(rows, "loss"), 50)),
-              ("median r of tied rows", lambda rows: [r["r_median_tied"] for r in rows])]
-    for ax, (title, f) in zip(axes.flat, panels):
+    wq = lambda rows: [x - y for x, y in zip(series(rows, "W_Q_norm"), series(ctrl, "W_Q_norm"))]  # noqa: E731
+    cosg = lambda rows: _movmean([r["G.cos_prev"] or 0.0 for r in rows], 50)  # noqa: E731
+    stab = "paper_autocast_stabilized"
+    # (title, series, whether the stabilized arm is drawn: its errors are ~10^3 times the others')
+    panels = [("running Σ s_t (the paper's Fig. 5a)", lambda rows: _cum(series(rows, "s")), True),
+              ("running Σ s_t, without the stabilized arm", lambda rows: _cum(series(rows, "s")), False),
+              ("‖ΣG‖/Σ‖G‖ (dashed: 1/√t)", g_ratio_recomputed, True),
+              ("‖W_Q‖₂ − control's", wq, True),
+              ("‖W_Q‖₂ − control's, without the stabilized arm", wq, False),
+              ("cos(G_t, ΣG_<t), 50-step mean, without the stabilized arm", cosg, False),
+              ("running mean of the planted-column O error, without the stabilized arm",
+               lambda rows: _cummean(series(rows, "O_err_mean_planted")), False),
+              ("loss (50-step mean)", lambda rows: _movmean(series(rows, "loss"), 50), True),
+              ("median r of tied rows (50-step mean)",
+               lambda rows: _movmean([r["r_median_tied"] or 0.0 for r in rows], 50), True)]
+    for ax, (title, f, with_stab) in zip(axes.flat, panels):
         for a, rows in data.items():
+            if a == stab and not with_stab:
+                ax.plot([], [])  # keep each arm's colour
+                continue
             ys = f(rows)
             ax.plot(range(len(ys)), ys, label=SHORT[a], lw=1)
         if title.startswith("‖ΣG‖"):
             ax.plot(range(len(ctrl)), [(t + 1) ** -0.5 for t in range(len(ctrl))], "k--", lw=0.8)
-        ax.set_title(title, fontsize=10)
+        ax.set_title(title, fontsize=9)
         ax.set_xlabel("fine-tuning step")
     axes.flat[0].legend(fontsize=8)
     fig.tight_layout()
