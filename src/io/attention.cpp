@@ -38,7 +38,8 @@ const choice<at::normalize_mode> normalize_modes[] = {
     {"divide", "divide", at::normalize_mode::divide}};
 // The enums whose names the numerics headers define (to_string there): the table lists the values.
 const at::variant variants[] = {at::variant::standard, at::variant::fa2, at::variant::stabilized};
-const at::backward_kind backward_kinds[] = {at::backward_kind::reference, at::backward_kind::tiled};
+const at::backward_kind backward_kinds[] = {at::backward_kind::reference, at::backward_kind::tiled,
+                                            at::backward_kind::authors, at::backward_kind::authors_promote};
 const at::delta_order delta_orders[] = {at::delta_order::fa2_lanes, at::delta_order::sequential};
 const at::block_order block_orders[] = {at::block_order::ascending, at::block_order::descending};
 
