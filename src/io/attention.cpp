@@ -1,6 +1,7 @@
 // bf16emu io: the attention layer's I/O ring. See attention.hpp.
 #include "io/attention.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iterator>
@@ -407,6 +408,13 @@ memory_need attention_memory_need(std::uint64_t batch, std::uint64_t heads, std:
     // the reference backward (the exact baseline runs it too) keeps P and dS, n x n each
     if (opt.with_reference || opt.bwd.kind == at::backward_kind::reference)
       need.add({workers, n, n, 2 * f64}, "backward P and dS (n x n)");
+    // the authors' backward: a tile's P and dS (binary64 and FP32), K and V transposed, FP32 copies
+    if (at::is_authors(opt.bwd.kind)) {
+      const std::uint64_t br = std::min<std::uint64_t>(n, std::uint64_t(std::max(1, opt.cfg.pol.block_m)));
+      const std::uint64_t bc = std::min<std::uint64_t>(n, std::uint64_t(std::max(1, opt.cfg.pol.block_n)));
+      need.add({workers, br, bc, 2 * (f64 + 4)}, "authors' backward tile P and dS");
+      need.add({workers, n, d, 2 * f64 + 5 * 4}, "authors' backward copies");
+    }
   }
   return need;
 }

@@ -46,6 +46,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 #include "bf16emu/attention/backward.hpp"
@@ -91,30 +92,59 @@ backward_result backward_authors_head(const forward_config &cfg, const head_view
   auto ew = [&](double x32, bool is32) { return is32 ? x32 : o.to16(x32, B); };
   auto acc16 = [&](double &a, double chunk) { a = o.to16(o.add(a, chunk, B), B); }; // add_ on BF16
 
-  std::vector<double> P, dS, chunk;
+  // out[x] = sum_t a[t*sa] b[t*sb + x] for x < m: FP32 FMA chains from +0, t increasing. On the
+  // host path (no ledger, the host rounds like the core) hw_f32::fma_cols on FP32 copies of the
+  // operands, the same bits; else f32_ops::fma. ones: file a[t] == 1 as P-bar = 1 events.
+  const bool fast = o.fast_chains(B);
+  std::vector<float> cf;
+  auto chain = [&](const auto *a, long sa, const auto *b, long sb, long len, long m, double *out, bool ones) {
+    if constexpr (std::is_same_v<std::decay_t<decltype(*a)>, float>) {
+      cf.assign(m, 0.0f);
+      hw_f32::fma_cols(a, sa, b, sb, len, m, cf.data());
+      std::copy(cf.begin(), cf.end(), out);
+    } else {
+      for (long x = 0; x < m; ++x) {
+        double s = 0;
+        for (long t = 0; t < len; ++t)
+          s = o.fma(a[t * sa], b[t * sb + x], s, B, ones && a[t * sa] == 1.0);
+        out[x] = s;
+      }
+    }
+  };
+  // K and V transposed (d x n), and FP32 copies of everything for the host path
+  std::vector<double> kT, vT;
+  pack_cols(k.data(), d, 1, n, d, kT), pack_cols(v.data(), d, 1, n, d, vT);
+  std::vector<float> qf, kf, dof, kTf, vTf, Pf, dSf;
+  if (fast) {
+    qf.assign(q.begin(), q.end()), kf.assign(k.begin(), k.end()), dof.assign(dout.begin(), dout.end());
+    kTf.assign(kT.begin(), kT.end()), vTf.assign(vT.begin(), vT.end());
+  }
+
+  std::vector<double> P, dS, srow, dprow, chunk(d);
   std::vector<long> live; // per tile row: the number of keys it sees (a prefix of the tile)
   for (long i0 = 0; i0 < n; i0 += ts.br) {
     const long rows = std::min(n, i0 + ts.br) - i0;
     for (long j0 = 0; j0 < n; j0 += ts.bc) {
       const long w = std::min(n, j0 + ts.bc) - j0;
       P.assign(rows * w, 0.0), dS.assign(rows * w, 0.0), live.assign(rows, 0);
+      srow.resize(w), dprow.resize(w);
       // 159-174 for the tile's live entries
       for (long rr = 0; rr < rows; ++rr) {
         const long row = i0 + rr, m = cfg.causal ? std::clamp(row - j0 + 1, 0L, w) : w;
         live[rr] = m;
+        if (fast) {
+          chain(&qf[row * d], 1, &kTf[j0], n, d, m, srow.data(), false);
+          chain(&dof[row * d], 1, &vTf[j0], n, d, m, dprow.data(), false);
+        } else {
+          chain(&q[row * d], 1, &kT[j0], n, d, m, srow.data(), false);
+          chain(&dout[row * d], 1, &vT[j0], n, d, m, dprow.data(), false);
+        }
         const double L = fwd.lse[row];
         for (long jj = 0; jj < m; ++jj) {
-          const long key = j0 + jj;
-          double s = 0, dp = 0;
-          for (long t = 0; t < d; ++t)
-            s = o.fma(q[row * d + t], k[key * d + t], s, B);
-          for (long t = 0; t < d; ++t)
-            dp = o.fma(dout[row * d + t], v[key * d + t], dp, B);
-          s = o.to16(o.mul(o.to16(s, B), scale, B), B); // 159: BF16 einsum, * scale
-          dp = o.to16(dp, B);                           // 171: BF16 einsum
-          const double x = ew(o.sub(s, L, B), p32);     // 165: S - lse
-          const double ex = std::exp(x);
-          const double y32 = rn_f32(o, ex, B);
+          const double s = o.to16(o.mul(o.to16(srow[jj], B), scale, B), B); // 159: BF16 einsum, * scale
+          const double dp = o.to16(dprow[jj], B);                           // 171: BF16 einsum
+          const double x = ew(o.sub(s, L, B), p32);                         // 165: S - lse
+          const double y32 = rn_f32(o, std::exp(x), B);
           const double p = p32 ? y32 : o.to16(y32, B, y32 == 1.0); // 165: exp
           const double a = ew(o.mul(p, scale, B), p32);            // 174: P * scale
           const double b = ew(o.sub(dp, r.delta[row], B), ac);     // 174: dP - D
@@ -122,32 +152,32 @@ backward_result backward_authors_head(const forward_config &cfg, const head_view
           dS[rr * w + jj] = opnd(ew(o.mul(a, b, B), p32)); // 174: (P*scale)*(dP-D)
         }
       }
+      if (fast) Pf.assign(P.begin(), P.end()), dSf.assign(dS.begin(), dS.end());
       // 176, 179: dQ_i += einsum(dS, K_j), contracted over the row's live keys
-      chunk.assign(d, 0.0);
       for (long rr = 0; rr < rows; ++rr) {
-        std::fill(chunk.begin(), chunk.end(), 0.0);
-        for (long jj = 0; jj < live[rr]; ++jj)
-          for (long c = 0; c < d; ++c)
-            chunk[c] = o.fma(dS[rr * w + jj], k[(j0 + jj) * d + c], chunk[c], B);
+        if (fast)
+          chain(&dSf[rr * w], 1, &kf[j0 * d], d, live[rr], d, chunk.data(), false);
+        else
+          chain(&dS[rr * w], 1, &k[j0 * d], d, live[rr], d, chunk.data(), false);
         for (long c = 0; c < d; ++c)
           acc16(r.dq[(i0 + rr) * d + c], mm_out(chunk[c], p32));
       }
       // 177, 170, 180-181: dK_j += einsum(dS, Q_i), dV_j += einsum(P, dO_i), contracted over the
-      // tile's rows in increasing order (a key's live rows are a suffix of the tile)
-      std::vector<double> ck(d), cv(d);
+      // tile's rows in increasing order: a key's live rows are a suffix [r0, rows) of the tile
       for (long jj = 0; jj < w; ++jj) {
-        std::fill(ck.begin(), ck.end(), 0.0), std::fill(cv.begin(), cv.end(), 0.0);
-        for (long rr = 0; rr < rows; ++rr) {
-          if (jj >= live[rr]) continue;
-          const double g = dS[rr * w + jj], p = P[rr * w + jj];
-          for (long c = 0; c < d; ++c) {
-            ck[c] = o.fma(g, q[(i0 + rr) * d + c], ck[c], B);
-            cv[c] = o.fma(p, dout[(i0 + rr) * d + c], cv[c], B, p == 1.0);
-          }
-        }
-        for (long c = 0; c < d; ++c) {
-          acc16(r.dk[(j0 + jj) * d + c], mm_out(ck[c], p32));
-          acc16(r.dv[(j0 + jj) * d + c], mm_out(cv[c], p32));
+        long r0 = 0;
+        while (r0 < rows && live[r0] <= jj)
+          ++r0;
+        const long len = rows - r0, e0 = std::min(r0, rows - 1) * w + jj,
+                   b0 = (i0 + std::min(r0, rows - 1)) * d;
+        for (const bool is_k : {true, false}) {
+          if (fast)
+            chain(is_k ? &dSf[e0] : &Pf[e0], w, is_k ? &qf[b0] : &dof[b0], d, len, d, chunk.data(), false);
+          else
+            chain(is_k ? &dS[e0] : &P[e0], w, is_k ? &q[b0] : &dout[b0], d, len, d, chunk.data(), !is_k);
+          double *acc = is_k ? &r.dk[(j0 + jj) * d] : &r.dv[(j0 + jj) * d];
+          for (long c = 0; c < d; ++c)
+            acc16(acc[c], mm_out(chunk[c], p32));
         }
       }
     }
