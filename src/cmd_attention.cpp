@@ -148,17 +148,19 @@ void run(const attention_cli &o) {
   opt.cfg.var = io::parse_variant(o.variant);
   opt.cfg.causal = o.causal;
   opt.bwd = make_backward(o, opt.cfg.pol);
+  if (const char *e = at::backward_policy_error(opt.bwd.kind, opt.cfg.pol))
+    throw bad_input(std::string("--bwd: ") + e);
   if (opt.bwd.kind == at::backward_kind::tiled && at::has_site_override(opt.cfg.pol))
     throw bad_input("--site-precision is not modelled by --bwd tiled (use the reference backward)");
   if (opt.bwd.kind == at::backward_kind::tiled && opt.cfg.pol.kind == at::policy_kind::paper &&
       opt.cfg.pol.paper_arith == at::paper_dtypes::autocast)
     throw bad_input("--policy paper:autocast is not modelled by --bwd tiled (use the reference backward)");
-  opt.backward = o.backward || opt.bwd.kind == at::backward_kind::tiled;
+  opt.backward = o.backward || opt.bwd.kind != at::backward_kind::reference;
   if (!opt.backward)
     for (const auto &[path, name] :
          {std::pair{&o.out_dq, "--out-dq"}, {&o.out_dk, "--out-dk"}, {&o.out_dv, "--out-dv"}})
       if (!path->empty())
-        throw bad_input(std::string(name) + " needs a backward (--backward or --bwd tiled)");
+        throw bad_input(std::string(name) + " needs a backward (--backward, or --bwd other than reference)");
   opt.with_ledger = !o.no_ledger;
   opt.threads = o.threads;
   if (opt.cfg.pol.kind == at::policy_kind::fa2 && opt.cfg.var != at::variant::standard &&
@@ -272,9 +274,13 @@ void register_attention(CLI::App &app) {
   s->add_option("--v", o->v_file, "V as .npy");
   s->add_option("--do", o->do_file, "dO as .npy (for --backward)");
   s->add_flag("--backward", o->backward, "also run the backward (delta, dQ, dK, dV)");
-  s->add_option("--bwd", o->bwd,
-                "backward: reference (default; all keys of a row at once) or tiled (FlashAttention-2's "
-                "Algorithm 2 with the CUDA kernel's rounding points; implies --backward)");
+  s->add_option(
+      "--bwd", o->bwd,
+      "backward: reference (default; all keys of a row at once), tiled (FlashAttention-2's "
+      "Algorithm 2 with the CUDA kernel's rounding points), authors (the paper authors' "
+      "attention.py backward, paper policies; under paper:autocast run under autocast as "
+      "torch.compile traced it, an inference: docs/attention.md) or authors:promote (the same "
+      "without autocast, the mixed FP32 x BF16 einsums in FP32); all but reference imply --backward)");
   add_count(s, "--bwd-block-m", o->bwd_block_m, "tiled backward: Br query rows per block (default 128)", 1)
       ->each([o](const std::string &) { o->bwd_block_given = true; });
   add_count(s, "--bwd-block-n", o->bwd_block_n, "tiled backward: Bc keys per block (default 128)", 1)

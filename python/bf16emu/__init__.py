@@ -1198,8 +1198,11 @@ def _softmax_scale(scale) -> float:
 
 def attention_backward(q, k, v, do, *, backward: str = "reference", **kwargs):
     """Forward and backward (dq, dk, dv, delta, and their errors against the exact policy's
-    reference backward) under the policy; backward='reference' or 'tiled' (the FlashAttention-2
-    tiled backward). Same arguments and dict as attention(), plus these keys.
+    reference backward) under the policy; backward='reference', 'tiled' (the FlashAttention-2
+    tiled backward), or under the paper policies 'authors' (the paper authors' attention.py
+    backward; under paper:autocast run under autocast, an inference: docs/attention.md) or
+    'authors:promote' (its eager reading, the mixed FP32 x BF16 einsums in FP32). Same arguments
+    and dict as attention(), plus these keys.
 
     >>> q = np.random.default_rng(0).standard_normal((1, 1, 8, 4))
     >>> r = bf16emu.attention_backward(q, q, q, np.ones_like(q), policy="fa2:sm90", backward="tiled")

@@ -121,7 +121,10 @@ def attention(q, k, v, *, policy: str, variant: str = "fa2", beta: float = 2.0, 
     backward='tiled' (FlashAttention-2's Algorithm 2, the CLI's --bwd tiled) or 'reference'.
     The tiled backward does not model paper:autocast or site overrides: they need 'reference'
     (ValueError for 'tiled'); None (the default) takes 'tiled' where it is modelled, else
-    'reference'. sites: the CLI's --site-precision overrides, e.g. {"row_sum": "fp32"}.
+    'reference'. Under the paper policies, 'authors' is the paper authors' own attention.py
+    backward (under paper:autocast run under autocast, as torch.compile traced it: an inference,
+    docs/attention.md) and 'authors:promote' its eager reading (the mixed einsums in FP32).
+    sites: the CLI's --site-precision overrides, e.g. {"row_sum": "fp32"}.
     ledger=True returns (o, ledger): the forward's ledger dict, which gets a 'backward' entry (the
     backward call's ledger) once the gradient has been computed; ledger='forward' returns the
     forward's only (the backward then runs without one, about twice as fast).

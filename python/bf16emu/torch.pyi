@@ -6,7 +6,7 @@ from torch import Tensor
 
 def attention(q: Tensor, k: Tensor, v: Tensor, *, policy: str, variant: str = ..., beta: float = ...,
               causal: bool = ..., scale: Optional[float] = ..., sites: Union[None, str, Dict[str, str]] = ...,
-              backward: Optional[Literal["tiled", "reference"]] = ...,
+              backward: Optional[Literal["tiled", "reference", "authors", "authors:promote"]] = ...,
               ledger: Union[bool, Literal["forward"]] = ..., block_m: int = ..., block_n: int = ...,
               threads: int = ...) -> Union[Tensor, Tuple[Tensor, dict]]: ...
 def matmul(a: Tensor, b: Tensor, *, arch: str = ..., kind: Optional[str] = ..., format: str = ...,

@@ -143,6 +143,8 @@ pybind11::dict run(const pybind11::array_t<double> &q, const pybind11::array_t<d
   if (!backward.empty()) {
     opt.backward = true;
     opt.bwd.kind = named("backward", [&](const char *o) { return io::parse_backward_kind(backward, o); });
+    if (const char *e = at::backward_policy_error(opt.bwd.kind, opt.cfg.pol))
+      throw pybind11::value_error(std::string("argument 'backward': ") + e);
     // as the CLI: the tiled backward models neither overrides nor the authors' autocast dtypes
     if (opt.bwd.kind == at::backward_kind::tiled && at::has_site_override(opt.cfg.pol))
       throw pybind11::value_error("argument 'backward': 'tiled' does not model site overrides (argument "

@@ -1,6 +1,7 @@
 // bf16emu io: the attention layer's I/O ring. See attention.hpp.
 #include "io/attention.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iterator>
@@ -38,7 +39,8 @@ const choice<at::normalize_mode> normalize_modes[] = {
     {"divide", "divide", at::normalize_mode::divide}};
 // The enums whose names the numerics headers define (to_string there): the table lists the values.
 const at::variant variants[] = {at::variant::standard, at::variant::fa2, at::variant::stabilized};
-const at::backward_kind backward_kinds[] = {at::backward_kind::reference, at::backward_kind::tiled};
+const at::backward_kind backward_kinds[] = {at::backward_kind::reference, at::backward_kind::tiled,
+                                            at::backward_kind::authors, at::backward_kind::authors_promote};
 const at::delta_order delta_orders[] = {at::delta_order::fa2_lanes, at::delta_order::sequential};
 const at::block_order block_orders[] = {at::block_order::ascending, at::block_order::descending};
 
@@ -406,6 +408,13 @@ memory_need attention_memory_need(std::uint64_t batch, std::uint64_t heads, std:
     // the reference backward (the exact baseline runs it too) keeps P and dS, n x n each
     if (opt.with_reference || opt.bwd.kind == at::backward_kind::reference)
       need.add({workers, n, n, 2 * f64}, "backward P and dS (n x n)");
+    // the authors' backward: a tile's P and dS (binary64 and FP32), K and V transposed, FP32 copies
+    if (at::is_authors(opt.bwd.kind)) {
+      const std::uint64_t br = std::min<std::uint64_t>(n, std::uint64_t(std::max(1, opt.cfg.pol.block_m)));
+      const std::uint64_t bc = std::min<std::uint64_t>(n, std::uint64_t(std::max(1, opt.cfg.pol.block_n)));
+      need.add({workers, br, bc, 2 * (f64 + 4)}, "authors' backward tile P and dS");
+      need.add({workers, n, d, 2 * f64 + 5 * 4}, "authors' backward copies");
+    }
   }
   return need;
 }

@@ -36,9 +36,10 @@ bool parse_on_off(std::string_view s, const char *option);                      
 at::normalize_mode parse_normalize(std::string_view s,
                                    const char *option = "--normalize");          // reciprocal divide
 at::variant parse_variant(std::string_view s, const char *option = "--variant"); // standard fa2 stabilized
-at::backward_kind parse_backward_kind(std::string_view s, const char *option = "--bwd"); // reference tiled
-at::delta_order parse_delta_order(std::string_view s, const char *option = "--delta");   // fa2 sequential
-at::block_order parse_block_order(std::string_view s, const char *option); // ascending descending
+// reference tiled authors authors:promote
+at::backward_kind parse_backward_kind(std::string_view s, const char *option = "--bwd");
+at::delta_order parse_delta_order(std::string_view s, const char *option = "--delta"); // fa2 sequential
+at::block_order parse_block_order(std::string_view s, const char *option);             // ascending descending
 
 // The per-site precision override: a comma-separated list of SITE=PREC, SITE one of the
 // ledger's site names (attention::to_string(site)), PREC fp32, exact or policy, e.g.

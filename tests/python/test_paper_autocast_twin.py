@@ -13,6 +13,11 @@
    distance in BF16 ulps, printed; over 96 independent heads the signed bias of O has the same
    sign and a z over heads within tolerance of the CLI's.
 
+4. The authors' backward (attention.py lines 120-183): the twin's `backward` (both readings
+   of the FP32-P x BF16-dO einsum: under autocast, and promoted) against `--bwd authors` and
+   `--bwd authors:promote`: every element of dQ, dK, dV equal, bit for bit, on five shapes with
+   several query and key tiles, causal and not.
+
 Run with `pytest -s` to see the counts. BF16EMU_TWIN_LONG=1 (the `long` CTest entry) adds a
 bigger version of 2 and 3. Run directly (python3 this_file.py), it exits 77 (CTest SKIP) when
 torch, NumPy, pytest or the CLI is missing.
@@ -440,3 +445,82 @@ def test_native_twin_agreement_and_bias_over_96_heads(tmp_path, n, causal, stabl
     assert np.sign(z_nat) == np.sign(z_cli) and np.sign(zs_nat) == np.sign(zs_cli)
     for a, b in ((z_nat, z_cli), (zs_nat, zs_cli)):
         assert abs(a - b) <= max(2.0, 0.3 * abs(b))
+
+
+# ---------------------------------------------------------------------------------------------
+# 4. The authors' backward (attention.py lines 120-183): sequential twin == CLI --bwd authors
+
+# n, d, tile, causal, stabilized forward, heads. Small tiles give several query and key tiles
+# at small n (the model takes the forward's --block-m/--block-n); the last case is the authors'
+# own 512 tiles, where rows 0..511 visit a fully masked second key tile.
+BWD_CASES = [(96, 32, 32, True, False, 2), (80, 16, 32, False, False, 2), (64, 64, 16, True, True, 1),
+             (100, 24, 48, False, True, 2), (600, 64, 512, True, False, 1)]
+
+
+def run_cli_backward(tmp_path, q, k, v, do, causal, stable, tile, kind):
+    files = {}
+    for name, a in (("q", q), ("k", k), ("v", v), ("do", do)):
+        files[name] = tmp_path / f"{name}.npy"
+        np.save(files[name], a)
+    outs = {name: tmp_path / f"{name}_out.npy" for name in ("o", "lse", "dq", "dk", "dv")}
+    cmd = [CLI, "attention", "--policy", "paper:autocast", "--bwd", kind, "--block-m", str(tile), "--block-n",
+           str(tile), "--variant", "stabilized" if stable else "fa2", "--threads", "2", "--no-ledger"]
+    cmd += [x for name in ("q", "k", "v", "do") for x in (f"--{name}", str(files[name]))]
+    cmd += [x for name in outs for x in (f"--out-{name}", str(outs[name]))]
+    if causal:
+        cmd.append("--causal")
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    assert res.returncode == 0, f"{' '.join(cmd)}\n{res.stderr}"
+    return {name: np.load(path) for name, path in outs.items()}
+
+
+def twin_backward(q, k, v, do, causal, stable, tile, autocast):
+    o, l, m = twin.forward(torch_bf16(q), torch_bf16(k), torch_bf16(v), causal=causal, stable=stable, tile=tile)
+    lse = twin.lse(l, m)
+    dq, dk, dv, delta = twin.backward(torch_bf16(q), torch_bf16(k), torch_bf16(v), o, lse, torch_bf16(do),
+                                      causal=causal, autocast=autocast, tile=tile)
+    return o, lse, dq, dk, dv, delta
+
+
+@needs_cli
+@pytest.mark.parametrize("kind", ["authors", "authors:promote"])
+@pytest.mark.parametrize("n,d,tile,causal,stable,heads", BWD_CASES)
+def test_authors_backward_matches_cli_bit_for_bit(tmp_path, n, d, tile, causal, stable, heads, kind):
+    """dQ, dK, dV of `--bwd authors` (the backward under autocast) and `--bwd authors:promote`
+    (eager, the mixed einsums in FP32) equal the twin's bit for bit, on the sink inputs (a key
+    repeated 8 times, half the rows pointing at it: tied maxima). O and L are checked first."""
+    q, k, v, do = sink_inputs(11 + n, heads, n, d)
+    cli = run_cli_backward(tmp_path, q, k, v, do, causal, stable, tile, kind)
+    o, lse, dq, dk, dv, _ = twin_backward(q, k, v, do, causal, stable, tile, autocast=kind == "authors")
+    assert (cli["o"] == o.float().numpy()).all() and (cli["lse"] == lse.numpy()).all()
+    counts = []
+    for name, t in (("dq", dq), ("dk", dk), ("dv", dv)):
+        got = cli[name]
+        assert (bf16_bits_to_f32(f32_to_bf16_bits(got)) == got).all(), f"CLI's {name} is not BF16-valued"
+        bad = np.flatnonzero(f32_to_bf16_bits(got).ravel() != torch_bits(t).ravel())
+        assert bad.size == 0, (f"{name}: {bad.size} of {got.size} elements differ; first at flat index {bad[0]}: "
+                               f"CLI {got.ravel()[bad[0]]}, twin {t.float().numpy().ravel()[bad[0]]}")
+        counts.append(got.size)
+    tiles = -(-n // tile)
+    print(f"\nauthors backward ({kind}) n={n} d={d} tile={tile} ({tiles} x {tiles} tiles) causal={causal} "
+          f"stable={stable} heads={heads}: dQ, dK, dV {sum(counts)} elements, 0 mismatches")
+
+
+def test_authors_backward_readings_differ_and_track_exact():
+    """The two readings are different arithmetic (else the bitwise test could not tell them
+    apart), and both stay near the binary64 gradients of the same BF16 inputs: relative
+    Frobenius error of each of dQ, dK, dV below 5 %."""
+    n, d, tile = 96, 32, 32
+    q, k, v, do = sink_inputs(5, 2, n, d)
+    a = twin_backward(q, k, v, do, True, False, tile, autocast=True)
+    b = twin_backward(q, k, v, do, True, False, tile, autocast=False)
+    qt, kt, vt = (torch.from_numpy(x).to(torch.float64).requires_grad_() for x in (q, k, v))
+    twin.reference(qt, kt, vt, True).backward(torch.from_numpy(do).to(torch.float64))
+    differ = 0
+    for ga, gb, ex in zip(a[2:5], b[2:5], (qt.grad, kt.grad, vt.grad)):
+        differ += int((torch_bits(ga) != torch_bits(gb)).sum())
+        for g in (ga, gb):
+            rel = float(torch.linalg.norm(g.to(torch.float64) - ex) / torch.linalg.norm(ex))
+            assert rel < 0.05, rel
+    print(f"\nthe two readings differ in {differ} of {3 * q.size} gradient elements")
+    assert differ > 0

@@ -183,3 +183,95 @@ def reference(q, k, v, causal=True):
         n = q.shape[-2]
         s = s.masked_fill(torch.ones(n, n, dtype=torch.bool).triu(1), float("-inf"))
     return torch.matmul(torch.softmax(s, dim=-1), v64)
+
+
+# ---------------------------------------------------------------------------------------------
+# The authors' backward (attention.py, FlashAttentionFunction.backward, lines 120-183)
+#
+# Under paper:autocast the forward ran under autocast, so its lse is FP32 (log on autocast's
+# FP32 list) and P = exp(BF16 S - FP32 lse) is FP32. Eager PyTorch runs the backward outside
+# autocast (train.py calls backward() after the autocast block), where einsum(P, dO) mixes FP32
+# and BF16 and raises; the code cannot run as written. Two readings (docs/attention.md, "The
+# authors' backward"):
+#   autocast=True   the backward under autocast(bfloat16), as torch.compile (compile=True in
+#                   train.py) traced it in the authors' torch 2.6: every einsum casts its
+#                   operands to BF16 and returns BF16; exp and sum return FP32; other ops follow
+#                   type promotion.
+#   autocast=False  eager semantics, with the mixed einsums promoted: the BF16 operand widened,
+#                   an FP32 FMA chain, an FP32 result.
+
+
+def _rn32_of_exact_sum(acc, prod):
+    """RN_f32(acc + prod) for FP32 acc and a product held exactly in binary64: the binary64 sum
+    made round-to-odd (its exact error by TwoSum; an even result with a nonzero error moves to
+    its odd neighbour on the error's side), then one rounding to FP32, which is then correct
+    (53 >= 24 + 2 bits). This is one FP32 fused multiply-add."""
+    a = acc.to(torch.float64)
+    s = a + prod
+    bb = s - a
+    err = (a - (s - bb)) + (prod - bb)
+    even = (s.view(torch.int64) & 1) == 0
+    toward = torch.where(err > 0, torch.full_like(s, math.inf), torch.full_like(s, -math.inf))
+    s = torch.where((err != 0) & even, torch.nextafter(s, toward), s)
+    return s.to(F32)
+
+
+def matmul_fma_sequential(a, b):
+    """a @ b for FP32 (or BF16) operands as an FP32 FMA chain in increasing t from +0, result
+    FP32 (no rounding to BF16). A product of an FP32 and a BF16 number is exact in binary64."""
+    a64, b64 = a.to(torch.float64), b.to(torch.float64)
+    acc = torch.zeros((*a.shape[:-1], b.shape[-1]), dtype=F32)
+    for t in range(a.shape[-1]):
+        acc = _rn32_of_exact_sum(acc, a64[..., :, t:t + 1] * b64[..., t:t + 1, :])
+    return acc
+
+
+def backward(q, k, v, o, lse_, do, causal=True, autocast=True, tile=TILE):
+    """The authors' tiled backward of paper:autocast, "sequential" mode. q, k, v, o, do BF16 of
+    shape (..., n, d); lse_ FP32 of shape (..., n) (lse() above). Returns (dQ, dK, dV, D): the
+    gradients in their BF16 buffers, D = rowsum(dO * O) (FP32 under autocast, else BF16)."""
+    n, d = q.shape[-2], q.shape[-1]
+    scale = _f32_scalar(d ** -0.5)
+    lse_c = lse_.to(F32).unsqueeze(-1)
+    dq, dk, dv = torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v)  # BF16 buffers
+    ninf = torch.tensor(float("-inf"), dtype=BF16)
+    # the promoted einsum (FP32 result) or autocast's (BF16 operands, BF16 result)
+    mixed = (lambda a, b: matmul_sequential(_bf16(a), b)) if autocast else matmul_fma_sequential
+    d_rows = None
+    for r0 in range(0, n, tile):
+        qc, oc, doc, lc = (x[..., r0:r0 + tile, :] for x in (q, o, do, lse_c))
+        rows = qc.shape[-2]
+        for c0 in range(0, n, tile):  # every key tile, forward order
+            kc, vc = k[..., c0:c0 + tile, :], v[..., c0:c0 + tile, :]
+            cols = kc.shape[-2]
+            # 159: S = einsum(q, k) * scale: a BF16 einsum, then a BF16 * scalar op
+            s = _bf16(matmul_sequential(qc, kc.transpose(-1, -2)).to(F32) * scale)
+            # 161-163: the causal fill is -inf in the backward (the forward's is -max(bf16))
+            if causal and r0 < c0 + tile - 1:
+                gi = torch.arange(r0, r0 + rows).unsqueeze(-1)
+                gj = torch.arange(c0, c0 + cols).unsqueeze(0)
+                s = s.masked_fill(gj > gi, ninf)
+            # 165: BF16 S minus FP32 lse promotes to FP32; exp of FP32 is FP32
+            p = exp_sequential(s.to(F32) - lc)
+            # 170: dV chunk, contracted over the tile's query rows
+            dv_chunk = mixed(p.transpose(-1, -2), doc)
+            # 171: dP, a BF16 einsum
+            dp = matmul_sequential(doc, vc.transpose(-1, -2))
+            # 173: D = (dO * O).sum(-1): the product a BF16 op; sum FP32 under autocast, else the
+            # sum of a BF16 tensor (FP32 accumulation, stored BF16)
+            prod = _bf16(doc.to(F32) * oc.to(F32)).to(F32)
+            D = rowsum_sequential(prod) if autocast else _bf16(rowsum_sequential(prod)).to(F32)
+            # 174: dS = P * scale * (dP - D): P * scale FP32; dP - D FP32 (FP32 D) or a BF16 op
+            diff = dp.to(F32) - D
+            if not autocast:
+                diff = _bf16(diff).to(F32)
+            ds = (p * scale) * diff
+            # 176-181: the chunks, added in place into the BF16 buffers (FP32 sum, stored BF16)
+            dq_chunk = mixed(ds, kc)
+            dk_chunk = mixed(ds.transpose(-1, -2), qc)
+            dq[..., r0:r0 + rows, :] = _bf16(dq[..., r0:r0 + rows, :].to(F32) + dq_chunk.to(F32))
+            dk[..., c0:c0 + cols, :] = _bf16(dk[..., c0:c0 + cols, :].to(F32) + dk_chunk.to(F32))
+            dv[..., c0:c0 + cols, :] = _bf16(dv[..., c0:c0 + cols, :].to(F32) + dv_chunk.to(F32))
+        d_rows = D if d_rows is None else torch.cat([d_rows, D], dim=-2)
+    d_out = d_rows[..., 0] if autocast else _bf16(d_rows[..., 0])
+    return dq, dk, dv, d_out

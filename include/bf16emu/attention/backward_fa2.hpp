@@ -54,13 +54,17 @@
 #include <vector>
 
 #include "bf16emu/attention/backward.hpp"
+#include "bf16emu/attention/backward_authors.hpp"
 #include "bf16emu/attention/forward.hpp"
 
 namespace bf16emu::attention {
 
 enum class backward_kind : std::uint8_t {
-  reference, // backward_head: every key of a row at once (the simple reference)
-  tiled,     // backward_fa2_head: FlashAttention-2's tiles and rounding points
+  reference,       // backward_head: every key of a row at once (the simple reference)
+  tiled,           // backward_fa2_head: FlashAttention-2's tiles and rounding points
+  authors,         // backward_authors_head: the paper authors' attention.py backward (paper policies);
+                   // under paper:autocast run under autocast, as torch.compile traced it (an inference)
+  authors_promote, // the same under eager semantics (no autocast), the mixed einsums in FP32
 };
 enum class block_order : std::uint8_t { ascending, descending };
 
@@ -76,7 +80,26 @@ struct backward_config {
   block_order dq_order = block_order::ascending; // order of the dQ_i += dQ_ij additions over j
 };
 
-inline const char *to_string(backward_kind k) { return k == backward_kind::tiled ? "tiled" : "reference"; }
+inline const char *to_string(backward_kind k) {
+  switch (k) {
+  case backward_kind::tiled: return "tiled";
+  case backward_kind::authors: return "authors";
+  case backward_kind::authors_promote: return "authors:promote";
+  default: return "reference";
+  }
+}
+inline bool is_authors(backward_kind k) {
+  return k == backward_kind::authors || k == backward_kind::authors_promote;
+}
+
+// The rule between a backward and the policy: nullptr when `k` may run under `p`, else the
+// rule (the front ends prefix their own name of the option). The one check, for every front end.
+inline const char *backward_policy_error(backward_kind k, const kernel_policy &p) {
+  if (is_authors(k) && p.kind != policy_kind::paper)
+    return "'authors' and 'authors:promote' model the paper authors' attention.py backward and need policy "
+           "paper:autocast or paper:bf16 (alias paper)";
+  return nullptr;
+}
 inline const char *to_string(delta_order o) { return o == delta_order::fa2_lanes ? "fa2" : "sequential"; }
 inline const char *to_string(block_order o) {
   return o == block_order::descending ? "descending" : "ascending";
@@ -546,8 +569,10 @@ void bwd_q_item(const forward_config &cfg, const backward_config &bc, const bwd_
 template <class Obs>
 backward_result backward_any(const forward_config &cfg, const backward_config &bc, const head_view &h,
                              const double *dout, const forward_result &fwd, Obs &obs) {
-  return bc.kind == backward_kind::tiled ? backward_fa2_head(cfg, bc, h, dout, fwd, obs)
-                                         : backward_head(cfg, h, dout, fwd, obs);
+  if (bc.kind == backward_kind::tiled) return backward_fa2_head(cfg, bc, h, dout, fwd, obs);
+  if (is_authors(bc.kind))
+    return backward_authors_head(cfg, h, dout, fwd, obs, bc.kind == backward_kind::authors_promote);
+  return backward_head(cfg, h, dout, fwd, obs);
 }
 
 } // namespace bf16emu::attention
