@@ -38,6 +38,7 @@
 #include "bf16emu/attention/scenario.hpp"
 #include "bf16emu/core.hpp"
 #include "host_model.hpp"
+#include "io/arch_name.hpp"
 #include "io/files.hpp"
 #include "io/names.hpp"
 #include "io/npy.hpp"
@@ -669,7 +670,7 @@ int main(int argc, char **argv) {
   if (o.kv.count("--arch")) {
     const std::string name = o.get("--arch");
     tc::arch a{};
-    if (!tc::parse_arch(name, a)) usage_error("unknown --arch '" + io::shorten(name) + "'");
+    if (!io::parse_arch_name(name, a)) usage_error("unknown --arch '" + io::shorten(name) + "'");
     given_arch = a;
   }
   device_info dev;

@@ -10,6 +10,7 @@
 #include <bf16emu/tc/gemm_family.hpp>
 
 #include "command.hpp"
+#include "io/arch_name.hpp"
 #include "io/error.hpp"
 #include "io/files.hpp"
 #include "io/json.hpp"
@@ -108,7 +109,7 @@ void run_typed(const explain_cli &o, const npy::array &an, const npy::array &bn,
   fo.c_at_end = !o.no_c_at_end;
   if (!o.arch.empty()) {
     fo.arch_only = true;
-    if (!tc::parse_arch(o.arch, fo.arch)) throw bad_input("unknown --arch '" + shorten(o.arch) + "'");
+    if (!io::parse_arch_name(o.arch, fo.arch)) throw bad_input("unknown --arch '" + shorten(o.arch) + "'");
   }
   const std::vector<tc::gemm_member> family = tc::enumerate_family(in, fd, K, cn != nullptr, fo);
   if (family.empty())

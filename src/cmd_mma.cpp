@@ -14,6 +14,7 @@
 #include <bf16emu/tc.hpp>
 
 #include "command.hpp"
+#include "io/arch_name.hpp"
 #include "io/cpu.hpp"
 #include "io/error.hpp"
 #include "io/files.hpp"
@@ -404,7 +405,7 @@ io::ptx_mma apply_ptx(mma_cli &o) {
   if (o.arch.empty())
     throw bad_input("mma --ptx needs --arch: a PTX string names no GPU generation (" + arch_names(", ") +
                     ")");
-  if (!tc::parse_arch(o.arch, arch))
+  if (!io::parse_arch_name(o.arch, arch))
     throw bad_input("--ptx takes an NVIDIA --arch (" + arch_names(", ") + "), not '" + io::shorten(o.arch) +
                     "'");
   return io::rethrow_as<bad_input>([&] {
@@ -494,7 +495,7 @@ void run(const mma_cli &given) {
     });
     return;
   }
-  if (tc::arch nv{}; !o.zero_exp.empty() && !tc::parse_arch(o.arch, nv))
+  if (tc::arch nv{}; !o.zero_exp.empty() && !io::parse_arch_name(o.arch, nv))
     throw bad_input("--zero-exp applies to the NVIDIA presets, not to --arch " + io::shorten(o.arch));
   if (const cpu::model_info *m = cpu::find_model(o.arch.c_str())) {
     if (o.packed) throw bad_input(std::string("--packed: --arch ") + m->name + " takes bf16, not e2m1 (fp4)");
@@ -515,7 +516,7 @@ void run(const mma_cli &given) {
   }
   if (o.a_format.empty()) throw bad_input("mma needs --a-format");
   tc::arch arch{};
-  if (!tc::parse_arch(o.arch, arch))
+  if (!io::parse_arch_name(o.arch, arch))
     throw bad_input("unknown --arch '" + io::shorten(o.arch) + "' (" + arch_names(", ") + "; AMD " +
                     amd_arch_names() + "; CPU models: see --list-arch)");
   const format_id in = io::rethrow_as<bad_input>([&] { return io::parse_format(o.a_format); });
@@ -525,7 +526,7 @@ void run(const mma_cli &given) {
   const format_id c =
       o.c_format.empty() ? out : io::rethrow_as<bad_input>([&] { return io::parse_format(o.c_format); });
   tc::instr_kind kind = tc::default_kind(arch);
-  if (!o.instr.empty() && !tc::parse_instr(o.instr, kind))
+  if (!o.instr.empty() && !io::parse_instr_name(o.instr, kind))
     throw bad_input("unknown --instr '" + io::shorten(o.instr) + "' (mma, wgmma, tcgen05)");
   const tc::preset *P = io::same_shape(tc::find_preset(arch, kind, in, b, c, out, int(o.shape_k)), ptx);
   if (!P)

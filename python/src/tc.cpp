@@ -9,6 +9,7 @@
 #include <bf16emu/tc.hpp>
 #include <bf16emu/tc/gemm_family.hpp>
 
+#include "io/arch_name.hpp"
 #include "io/mma_amd.hpp"
 #include "io/mma_scaled.hpp"
 #include "io/names.hpp"
@@ -28,12 +29,12 @@ tc::zero_exp zero_rule(const std::string &name) {
 
 const tc::preset &lookup(const std::string &arch, const std::string &kind, format_id in, format_id out) {
   tc::arch a{};
-  if (!tc::parse_arch(arch, a))
+  if (!io::parse_arch_name(arch, a))
     throw pybind11::value_error("argument 'arch': unknown architecture '" + arch.substr(0, 80) +
                                 "' (sm70, sm75, sm80, sm86, sm89, sm90, sm100 or volta, turing, ampere, ada, "
                                 "hopper, blackwell)");
   tc::instr_kind k = tc::default_kind(a);
-  if (!kind.empty() && !tc::parse_instr(kind, k))
+  if (!kind.empty() && !io::parse_instr_name(kind, k))
     throw pybind11::value_error("argument 'kind': unknown instruction family '" + kind.substr(0, 80) +
                                 "' (mma, wgmma, tcgen05)");
   const tc::preset *p = tc::find_preset(a, k, in, out);
@@ -251,7 +252,7 @@ pybind11::dict explain_gemm_bits(const pybind11::array &a, const pybind11::array
   const std::string arch = opts["arch"].cast<std::string>();
   if (!arch.empty()) {
     o.arch_only = true;
-    if (!tc::parse_arch(arch, o.arch))
+    if (!io::parse_arch_name(arch, o.arch))
       throw pybind11::value_error("argument 'arch': unknown architecture '" + arch.substr(0, 80) + "'");
   }
   const long sample = opts["sample"].cast<long>();

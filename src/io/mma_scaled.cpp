@@ -8,6 +8,7 @@
 
 #include <bf16emu/tc.hpp>
 
+#include "io/arch_name.hpp"
 #include "io/error.hpp"
 #include "io/files.hpp"
 #include "io/json.hpp"
@@ -97,9 +98,9 @@ const tc::scaled_preset &resolve_scaled(const scaled_mma_options &o, const mma_c
   if (c.arch.empty()) throw input_error("mma needs --arch (or --list-arch)");
   if (c.a_format.empty()) throw input_error("mma needs --a-format");
   tc::arch arch{};
-  if (!tc::parse_arch(c.arch, arch)) throw input_error("unknown --arch '" + shorten(c.arch) + "'");
+  if (!parse_arch_name(c.arch, arch)) throw input_error("unknown --arch '" + shorten(c.arch) + "'");
   tc::instr_kind instr = tc::default_kind(arch);
-  if (!c.instr.empty() && !tc::parse_instr(c.instr, instr))
+  if (!c.instr.empty() && !parse_instr_name(c.instr, instr))
     throw input_error("unknown --instr '" + shorten(c.instr) + "' (mma, wgmma, tcgen05)");
   fa = parse_format(c.a_format);
   fb = o.b_format.empty() ? fa : parse_format(o.b_format);

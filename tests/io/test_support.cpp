@@ -6,6 +6,7 @@
 
 #include <sstream>
 
+#include "io/arch_name.hpp"
 #include "io/arith_report.hpp"
 #include "io/attention.hpp"
 #include "io/decimal.hpp"
@@ -177,6 +178,20 @@ TEST(Names, OneSpellingRule) {
   EXPECT_EQ(parse_tininess(" Before"), tininess::before_rounding);
   EXPECT_EQ(parse_nan_policy("CUDA "), nan_policy::cuda);
   EXPECT_THROW(parse_format("b f16"), input_error);
+}
+
+TEST(Names, ArchAndInstrFollowTheRule) {
+  tc::arch a = tc::arch::sm70;
+  EXPECT_TRUE(parse_arch_name(" SM90 ", a));
+  EXPECT_EQ(a, tc::arch::sm90);
+  EXPECT_TRUE(parse_arch_name("Ampere", a));
+  EXPECT_EQ(a, tc::arch::sm80);
+  EXPECT_FALSE(parse_arch_name("sm 90", a));
+  EXPECT_EQ(a, tc::arch::sm80); // unchanged on failure
+  tc::instr_kind k = tc::instr_kind::mma;
+  EXPECT_TRUE(parse_instr_name("WGMMA", k));
+  EXPECT_EQ(k, tc::instr_kind::wgmma);
+  EXPECT_FALSE(parse_instr_name("wg mma", k));
 }
 
 TEST(Names, AttentionChoicesFollowTheRule) {
