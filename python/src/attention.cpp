@@ -4,11 +4,14 @@
 // (attention::parse_policy), as the CLI does.
 #include <cmath>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include <bf16emu/attention/run.hpp>
 
 #include "io/attention.hpp"
+#include "io/attention_fields.hpp"
 #include "io/error.hpp"
 #include "io/memory.hpp"
 #include "io/names.hpp"
@@ -20,64 +23,43 @@ namespace {
 
 namespace at = attention;
 
-pybind11::dict counts_dict(const at::sign_counts &c) {
-  pybind11::dict d;
-  d["count"] = c.count;
-  d["positive"] = c.pos;
-  d["negative"] = c.neg;
-  d["zero"] = c.zero;
-  d["ties"] = c.ties;
-  d["away_from_zero"] = c.away;
-  d["toward_zero"] = c.toward;
-  d["sum"] = c.sum.value();
-  d["mean"] = c.mean();
-  d["sum_abs"] = c.sum_abs.value();
-  d["sum_rel"] = c.sum_rel.value();
-  return d;
-}
+// The Python side of the one field list (io/attention_fields.hpp): nested dicts, the JSON
+// ledger's keys and values (ulp_hist keeps int keys).
+class dict_fields final : public io::field_visitor {
+public:
+  explicit dict_fields(pybind11::dict root) { stack_.push_back(std::move(root)); }
+  void begin(std::string_view name) override {
+    pybind11::dict d;
+    put(name, d);
+    stack_.push_back(std::move(d));
+  }
+  void end() override { stack_.pop_back(); }
+  void u64(std::string_view name, std::uint64_t v) override { put(name, pybind11::int_(v)); }
+  void i64(std::string_view name, std::int64_t v) override { put(name, pybind11::int_(v)); }
+  void real(std::string_view name, double v) override { put(name, pybind11::float_(v)); }
+  void text(std::string_view name, std::string_view v) override {
+    put(name, pybind11::str(v.data(), v.size()));
+  }
+  void entry(int key, std::uint64_t v) override { stack_.back()[pybind11::int_(key)] = pybind11::int_(v); }
+
+private:
+  void put(std::string_view name, pybind11::object v) {
+    stack_.back()[pybind11::str(name.data(), name.size())] = v;
+  }
+  std::vector<pybind11::dict> stack_;
+};
 
 pybind11::dict summary_dict(const at::error_summary &e) {
   pybind11::dict d;
-  d["n"] = e.n;
-  d["nonfinite"] = e.nonfinite;
-  d["first_nonfinite"] = e.first_nonfinite;
-  d["mean_signed"] = e.mean_signed;
-  d["stderr_signed"] = e.stderr_signed;
-  d["z"] = e.z();
-  d["stderr_rows"] = e.stderr_rows;
-  d["z_rows"] = e.z_rows();
-  d["stderr_heads"] = e.stderr_heads;
-  d["z_heads"] = e.z_heads();
-  d["mean_abs"] = e.mean_abs;
-  d["max_abs"] = e.max_abs;
-  d["rel_fro"] = e.rel_fro;
-  d["positive"] = e.positive;
-  d["negative"] = e.negative;
-  d["zero"] = e.zero;
-  pybind11::dict h;
-  for (const auto &[k, v] : e.ulp_hist)
-    h[pybind11::int_(k)] = v;
-  d["ulp_hist"] = h;
+  dict_fields f(d);
+  io::visit_summary(f, e);
   return d;
 }
 
 pybind11::dict ledger_dict(const at::ledger &led) {
-  pybind11::dict sites;
-  for (int i = 0; i < at::site_count; ++i) {
-    const at::site_stats &st = led.sites[i];
-    if (st.all.count == 0) continue;
-    pybind11::dict s = counts_dict(st.all);
-    s["p_equals_one"] = counts_dict(st.p_one);
-    sites[to_string(at::site(i))] = s;
-  }
-  pybind11::dict p;
-  p["entries"] = led.p_entries;
-  p["ones"] = led.p_one_entries;
-  p["row_blocks_with_one"] = led.rows_with_p_one;
-  p["row_blocks_tied"] = led.rows_tied;
   pybind11::dict d;
-  d["sites"] = sites;
-  d["p_equals_one"] = p;
+  dict_fields f(d);
+  io::visit_ledger(f, led);
   return d;
 }
 

@@ -7,6 +7,7 @@
 #include <iterator>
 #include <sstream>
 
+#include "io/attention_fields.hpp"
 #include "io/error.hpp"
 #include "io/files.hpp"
 #include "io/json.hpp"
@@ -71,29 +72,27 @@ template <class E, std::size_t N> const char *name_of(const choice<E> (&table)[N
 // ---------------------------------------------------------------------------
 // JSON
 
-// Opens an object with the counts of c; the caller adds to it and closes it.
-void begin_counts(json_writer &w, const at::sign_counts &c) {
-  w.begin_object();
-  w.kv("count", c.count).kv("positive", c.pos).kv("negative", c.neg).kv("zero", c.zero).kv("ties", c.ties);
-  w.kv("away_from_zero", c.away).kv("toward_zero", c.toward).kv("sum", c.sum.value()).kv("mean", c.mean());
-  w.kv("sum_abs", c.sum_abs.value()).kv("sum_rel", c.sum_rel.value());
-}
+// The JSON side of the one field list (io/attention_fields.hpp).
+class json_fields final : public field_visitor {
+public:
+  explicit json_fields(json_writer &w) : w_(w) {}
+  void begin(std::string_view name) override { w_.key(name).begin_object(); }
+  void end() override { w_.end_object(); }
+  void u64(std::string_view name, std::uint64_t v) override { w_.kv(name, v); }
+  void i64(std::string_view name, std::int64_t v) override { w_.kv(name, v); }
+  void real(std::string_view name, double v) override { w_.kv(name, v); }
+  void text(std::string_view name, std::string_view v) override { w_.kv(name, v); }
+  void entry(int key, std::uint64_t v) override { w_.kv(std::to_string(key), v); }
+
+private:
+  json_writer &w_;
+};
 
 void summary(json_writer &w, const at::error_summary &e) {
   w.begin_object();
-  w.kv("n", e.n).kv("nonfinite", e.nonfinite).kv("first_nonfinite", std::int64_t(e.first_nonfinite));
-  // z and z_rows test "is the mean error of this input nonzero" (the text output's "z (one
-  // input)"); z_heads is over independent heads, the statistic of a bias ("z (heads)").
-  w.kv("mean_signed", e.mean_signed).kv("stderr_signed", e.stderr_signed).kv("z", e.z());
-  w.kv("z_scope", "one input");
-  w.kv("stderr_rows", e.stderr_rows).kv("z_rows", e.z_rows()).kv("z_rows_scope", "one input");
-  w.kv("stderr_heads", e.stderr_heads).kv("z_heads", e.z_heads()).kv("z_heads_scope", "heads");
-  w.kv("mean_abs", e.mean_abs).kv("max_abs", e.max_abs).kv("rel_fro", e.rel_fro);
-  w.kv("positive", e.positive).kv("negative", e.negative).kv("zero", e.zero);
-  w.key("ulp_hist").begin_object();
-  for (const auto &[k, v] : e.ulp_hist)
-    w.kv(std::to_string(k), v);
-  w.end_object().end_object();
+  json_fields f(w);
+  visit_summary(f, e);
+  w.end_object();
 }
 
 // A NaN or Inf output where the exact result is finite is reported, never averaged in.
@@ -216,26 +215,8 @@ std::string attention_json(const at::run_report &r, const attention_origin *orig
   w.kv("seconds", r.seconds);
   if (r.opt.with_reference) summary(w.key("output_error"), r.o_err);
   if (r.opt.with_ledger) {
-    w.key("sites").begin_object();
-    for (int i = 0; i < at::site_count; ++i) {
-      const at::site_stats &st = r.led.sites[i];
-      if (st.all.count == 0) continue;
-      begin_counts(w.key(at::to_string(at::site(i))), st.all);
-      begin_counts(w.key("p_equals_one"), st.p_one);
-      w.end_object().end_object();
-    }
-    w.end_object();
-    w.key("p_equals_one").begin_object();
-    w.kv("entries", r.led.p_entries).kv("ones", r.led.p_one_entries);
-    w.kv("row_blocks_with_one", r.led.rows_with_p_one).kv("row_blocks_tied", r.led.rows_tied);
-    w.key("sites").begin_object();
-    for (int i = 0; i < at::site_count; ++i) {
-      const at::site_stats &st = r.led.sites[i];
-      if (st.p_one.count == 0) continue;
-      begin_counts(w.key(at::to_string(at::site(i))), st.p_one);
-      w.end_object();
-    }
-    w.end_object().end_object();
+    json_fields f(w);
+    visit_ledger(f, r.led);
   }
   if (r.opt.backward) {
     const at::backward_config &b = r.opt.bwd;

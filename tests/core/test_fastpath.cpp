@@ -6,7 +6,7 @@
 // estimate was tried and measured no faster); this tier checks it all the same, so that a
 // later div fast path has its oracle. Each result is checked against an independent reference:
 //   * div:  the quotient from a 128-bit integer division, rounded by fast_oracle::round_sig;
-//   * sqrt: the old bit-by-bit integer root (kept below as the reference), rounded the same way;
+//   * sqrt: a 128-bit integer Newton root, proved by squaring, rounded the same way;
 //   * special operands (NaN, Inf, zero): hand-written IEEE rules (sqrt) or the exact oracle (div).
 // Every case runs in all 7 rounding modes, both tininess settings alternating, random
 // stochastic bits, and 1 in 64 also through the tracer path.
@@ -73,65 +73,73 @@ fast_oracle::res finish(const prepared &p, int mode, bool tiny_before, std::uint
   return fast_oracle::round_sig(p.sign, p.sig, p.p, p.E, kFp32, mode, tiny_before, random);
 }
 
-// ---- sqrt reference: the old bit-by-bit root ------------------------------------------------
+// ---- sqrt reference: an integer Newton root in 128 bits ----------------------------------------
+// Written from docs/semantics.md, not from core/arith.hpp (which forms its root from the
+// binary64 root and a fix-up): for x = sig * 2^e2, N = sig * 2^k with k making e2 - k even and
+// N 116 or 117 bits long, so sqrt(x) = sqrt(N) * 2^((e2 - k) / 2) with R = floor(sqrt(N)) of
+// 58 or 59 bits, at least 34 below the last bit of a 24-bit result. R comes from Newton's
+// iteration on integers and is then proved: R^2 <= N < (R + 1)^2, or the case fails.
+__extension__ typedef unsigned __int128 u128; // GCC and clang, host only
+
+int bit_length(u128 n) {
+  const std::uint64_t hi = std::uint64_t(n >> 64), lo = std::uint64_t(n);
+  return hi != 0 ? 128 - __builtin_clzll(hi) : (lo != 0 ? 64 - __builtin_clzll(lo) : 0);
+}
+
+// floor(sqrt(n)) for n > 0: start at a power of two >= sqrt(n); y = (x + n / x) / 2 decreases
+// strictly until x = floor(sqrt(n)).
+u128 newton_isqrt(u128 n) {
+  u128 x = u128{1} << ((bit_length(n) + 1) / 2);
+  for (;;) {
+    const u128 y = (x + n / x) / 2;
+    if (y >= x) return x;
+    x = y;
+  }
+}
+
+// floor(sqrt(m * 2^52)) and the remainder (m < 2^62), as core/arith.hpp's sqrt_root defines them.
 struct root_rem {
   std::uint64_t root, rem;
 };
-// floor(sqrt(m * 2^52)) and the remainder, digit by digit (m < 2^62).
-root_rem bitwise_root57(std::uint64_t m) {
-  std::uint64_t root = 0, rem = m;
-  std::uint64_t bit = std::uint64_t{1} << 62;
-  while (bit > m)
-    bit >>= 2;
-  while (bit != 0) {
-    if (rem >= root + bit) {
-      rem -= root + bit;
-      root = (root >> 1) + bit;
-    } else {
-      root >>= 1;
-    }
-    bit >>= 2;
-  }
-  for (int i = 0; i < 26; ++i) {
-    const std::uint64_t rem4 = rem << 2, trial = (root << 2) | 1;
-    const bool take = rem4 >= trial;
-    rem = take ? rem4 - trial : rem4;
-    root = (root << 1) | std::uint64_t(take);
-  }
-  return {root, rem};
+root_rem reference_root57(std::uint64_t m) {
+  const u128 n = u128{m} << 52;
+  const u128 r = newton_isqrt(n);
+  return {std::uint64_t(r), std::uint64_t(n - r * r)};
 }
 
-prepared sqrt_prepare(std::uint32_t x) {
+prepared sqrt_prepare(std::uint32_t x, bool &root_ok) {
   prepared p;
-  if (is_nan32(x)) {
+  root_ok = true;
+  if (is_nan32(x)) { // a NaN operand: quieted; invalid when it was signaling
     p.fixed = true;
     p.fixed_res = {x | 0x400000u, std::uint8_t((x & 0x400000u) ? 0 : fast_oracle::F_INVALID)};
-  } else if (is_zero32(x)) {
+  } else if (is_zero32(x)) { // sqrt(+-0) = +-0
     p.fixed = true;
     p.fixed_res = {x, 0};
-  } else if (x >> 31) {
+  } else if (x >> 31) { // sqrt(x < 0): invalid, default NaN
     p.fixed = true;
     p.fixed_res = {0x7FC00000u, fast_oracle::F_INVALID};
-  } else if (is_inf32(x)) {
+  } else if (is_inf32(x)) { // sqrt(+Inf) = +Inf, exact
     p.fixed = true;
     p.fixed_res = {x, 0};
   } else {
     std::uint64_t sig;
     int e2;
     decode(x, sig, e2);
-    int s = 60 - msb64(sig); // leading bit to 60 or 61, exponent even
-    if ((e2 - s) & 1) ++s;
-    const root_rem r = bitwise_root57(sig << s);
-    // sqrt(x) = (root + frac) * 2^((e2 - s) / 2 - 26), root in [2^56, 2^57).
-    p.sig = (r.root << 3) | std::uint64_t(r.rem != 0);
-    p.p = 59;
-    p.E = (e2 - s) / 2 - 26 + 56;
+    int k = 116 - (msb64(sig) + 1);
+    if ((e2 - k) & 1) ++k;
+    const u128 n = u128{sig} << k;
+    const u128 r = newton_isqrt(n);
+    root_ok = r * r <= n && (r + 1) * (r + 1) > n;
+    // sqrt(x) = (r + f) * 2^h, h = (e2 - k) / 2, f in [0, 1): one more bit, f > 0 as a sticky bit.
+    p.sig = (std::uint64_t(r) << 1) | std::uint64_t(r * r != n);
+    p.p = msb64(p.sig);
+    p.E = p.p + (e2 - k) / 2 - 1; // value = sig * 2^(h - 1) = sig * 2^(E - p)
   }
   return p;
 }
 
 // ---- div reference: 128-bit integer quotient --------------------------------------------------
-__extension__ typedef unsigned __int128 u128; // GCC and clang, host only
 prepared div_prepare(std::uint32_t a, std::uint32_t b, const env &e) {
   prepared p;
   if (is_nan32(a) || is_nan32(b) || is_inf32(a) || is_inf32(b) || is_zero32(a) || is_zero32(b)) {
@@ -274,7 +282,9 @@ void report(tally &t, const char *op, std::uint64_t expected) {
 
 // One sqrt operand in all 7 modes against the reference.
 void check_sqrt(tally &t, std::uint64_t i, std::uint32_t a) {
-  const prepared p = sqrt_prepare(a);
+  bool root_ok = true;
+  const prepared p = sqrt_prepare(a, root_ok);
+  if (!root_ok) t.fail("sqrt a=" + hex(a) + ": the reference root is not floor(sqrt(N))");
   const f32 x = f32::from_bits(a);
   compare_modes(
       t, i, p,
@@ -330,14 +340,14 @@ TEST(FastPath, SqrtAllFp32) {
 
 // The changed part of sqrt is the exact root, which depends only on the normalised radicand m:
 // every fp32 input (normal or subnormal) reaches one of the 2^23 significands times two exponent
-// parities. All of them: the new root and remainder equal the bit-by-bit reference's.
+// parities. All of them: the new root and remainder equal the Newton reference's.
 TEST(FastPath, SqrtRootEveryFp32Radicand) {
   const std::uint64_t n = std::uint64_t{1} << 24;
   tally t;
   run_blocks(n, [&](std::uint64_t i) {
     const std::uint64_t m = ((i >> 1) | 0x800000u) << (37 + (i & 1)); // leading bit 60 or 61
     const bf16emu::detail::isqrt_result got = bf16emu::detail::sqrt_root(m);
-    const root_rem want = bitwise_root57(m);
+    const root_rem want = reference_root57(m);
     ++t.cases;
     if (got.root != want.root || got.rem != want.rem)
       t.fail("m=" + hex(m) + ": root " + hex(got.root) + " rem " + hex(got.rem) + ", reference " +
@@ -357,7 +367,7 @@ TEST(FastPath, RootConstantEvaluationMatchesRunTime) {
   constexpr auto c2 = bf16emu::detail::sqrt_root(kM2);
   volatile std::uint64_t m2 = kM2;
   const auto r2 = bf16emu::detail::sqrt_root(m2);
-  const root_rem ref = bitwise_root57(kM2);
+  const root_rem ref = reference_root57(kM2);
   EXPECT_EQ(c2.root, ref.root);
   EXPECT_EQ(c2.rem, ref.rem);
   EXPECT_EQ(r2.root, ref.root);

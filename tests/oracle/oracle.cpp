@@ -26,30 +26,33 @@ std::string name(format f) {
   return "E" + std::to_string(f.exp_bits) + "M" + std::to_string(f.frac_bits) + (f.fn ? "fn" : "");
 }
 
+// The names are spelled as docs/semantics.md spells them: the "mode" column of the Rounding
+// table and the "decision" column of the Trace table (core/env.hpp's to_string has its own
+// spelling; tests/core/test_names.cpp checks both against that page and against each other).
 const char *name(rounding m) {
   switch (m) {
-  case rounding::nearest_even: return "nearest_even";
-  case rounding::nearest_away: return "nearest_away";
-  case rounding::toward_zero: return "toward_zero";
-  case rounding::upward: return "upward";
-  case rounding::downward: return "downward";
-  case rounding::to_odd: return "to_odd";
-  case rounding::stochastic: return "stochastic";
+  case rounding::nearest_even: return "nearest_even"; // k+1 if f > 1/2, or f = 1/2 and k odd
+  case rounding::nearest_away: return "nearest_away"; // k+1 if f >= 1/2
+  case rounding::toward_zero: return "toward_zero";   // k
+  case rounding::upward: return "upward";             // k+1 if f > 0 and x > 0
+  case rounding::downward: return "downward";         // k+1 if f > 0 and x < 0
+  case rounding::to_odd: return "to_odd";             // k with its last bit set
+  case rounding::stochastic: return "stochastic";     // k+1 if floor(f * 2^32) + r >= 2^32
   }
   return "?";
 }
 
 const char *name(decision d) {
   switch (d) {
-  case decision::none: return "none";
-  case decision::exact: return "exact";
-  case decision::down: return "down";
-  case decision::up: return "up";
-  case decision::tie_down: return "tie_down";
-  case decision::tie_up: return "tie_up";
-  case decision::overflow_inf: return "overflow_inf";
-  case decision::overflow_max: return "overflow_max";
-  case decision::flush_zero: return "flush_zero";
+  case decision::none: return "none";                 // no finite rounding (oracle only)
+  case decision::flush_zero: return "flush_zero";     // tiny, flushed by flush_outputs
+  case decision::overflow_inf: return "overflow_inf"; // overflow to +-Inf
+  case decision::overflow_max: return "overflow_max"; // overflow to +-max finite
+  case decision::exact: return "exact";               // f = 0
+  case decision::tie_down: return "tie_down";         // f = 1/2 in a nearest mode, result k
+  case decision::tie_up: return "tie_up";             // f = 1/2 in a nearest mode, result k+1
+  case decision::down: return "down";                 // other f > 0, result k
+  case decision::up: return "up";                     // other f > 0, result k+1
   }
   return "?";
 }

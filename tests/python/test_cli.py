@@ -123,3 +123,42 @@ def test_attention_matches_cli(tmp_path):
         assert r["ledger"]["sites"][site]["ties"] == counts["ties"], site
     assert r["output_error"]["n"] == d["output_error"]["n"]
     assert r["output_error"]["max_abs"] == d["output_error"]["max_abs"]
+
+
+def _as_json(x):
+    """A Python result as its JSON ledger spells it: str keys (ulp_hist's are ints), null for NaN/Inf."""
+    if isinstance(x, dict):
+        return {str(k): _as_json(v) for k, v in x.items()}
+    if isinstance(x, float) and not np.isfinite(x):
+        return None
+    return x
+
+
+@pytest.mark.parametrize("backward", ["", "reference", "tiled"])
+def test_attention_ledger_same_fields_as_cli(tmp_path, backward):
+    """The ledger and the error summaries come from one field list (src/io/attention_fields.cpp):
+    the CLI's --json and bf16emu.attention(..., ledger=True) carry the same keys and values."""
+    rng = np.random.default_rng(11)
+    shape = (1, 2, 48, 16)
+    tensors, args = {}, []
+    for name in ("q", "k", "v", "do"):
+        if name == "do" and not backward:
+            break
+        tensors[name] = bf16emu.convert(rng.standard_normal(shape).astype(np.float32), to="bf16")
+        np.save(tmp_path / f"{name}.npy", tensors[name])
+        args += [f"--{name}", str(tmp_path / f"{name}.npy")]
+    common = dict(policy="fa2:sm80", variant="fa2", format="bf16", ledger=True, reference=True)
+    if backward:
+        r = bf16emu.attention_backward(tensors["q"], tensors["k"], tensors["v"], tensors["do"], backward=backward,
+                                       **common)
+        args += ["--backward", "--bwd", backward]
+    else:
+        r = bf16emu.attention(tensors["q"], tensors["k"], tensors["v"], **common)
+    d = cli_json("attention", "--policy", "fa2:sm80", "--variant", "fa2", *args)
+    assert set(r["ledger"]) == {"sites", "p_equals_one"}
+    summaries = ["output_error"] + (["delta_error", "grad_error"] if backward else [])
+    for key in ["sites", "p_equals_one"]:
+        assert _as_json(r["ledger"][key]) == d[key], key
+    for key in summaries:
+        assert _as_json(r[key]) == d[key], key
+    assert r["ledger"]["sites"] and "z_rows_scope" in r["output_error"]  # not vacuous
