@@ -122,12 +122,14 @@ class _ToBF16(torch.autograd.Function):
         return g
 
 
-def torch_attention(q, k, v, scale):
-    n = q.shape[-2]
-    s = torch.matmul(q, k.transpose(-2, -1)) * scale
-    s = s.masked_fill(torch.ones(n, n, dtype=torch.bool).triu(1), float("-inf"))
-    return torch.matmul(torch.softmax(s, dim=-1), v)
+def causal(s):
+    """Scores (..., n, n) with the entries above the diagonal (later keys) set to −inf."""
+    n = s.shape[-1]
+    return s.masked_fill(torch.ones(n, n, dtype=torch.bool).triu(1), float("-inf"))
 
+
+def torch_attention(q, k, v, scale):
+    return torch.matmul(torch.softmax(causal(torch.matmul(q, k.transpose(-2, -1)) * scale), dim=-1), v)
 
 class Layer(torch.nn.Module):
     def __init__(self, d_model: int, heads: int, seq: int, plant: float, value_pos: bool):
@@ -204,45 +206,45 @@ def bf16(t):
     return t.to(torch.bfloat16).to(t.dtype)
 
 
-def regime(q, k, v, scale):
-    """The trigger's regime in one layer, from the scores as paper:autocast forms them (BF16
-    QKᵀ, then BF16 times the FP32 scale; binary64 is exact for the BF16 products' FP32 sums up
-    to rounding, a regime statistic, not a bit-exact claim): per row, m, k = the count of
-    entries equal to m, l = Σ exp(S − m) (binary64), r = l − k. Returns per-row k, l, r (B, H, n)
-    and the visible-entry mask."""
-    n = q.shape[-2]
-    s = bf16(bf16(torch.matmul(q.double(), k.double().transpose(-2, -1))) * scale)
-    mask = torch.ones(n, n, dtype=torch.bool).tril()
-    s = s.masked_fill(~mask, float("-inf"))
+def bf16_scores(q, k, scale):
+    """The causal scores as paper:autocast forms them: BF16 QKᵀ, then BF16 times the FP32 scale
+    (binary64 stands in for the FP32 sums of the BF16 products, exact up to their rounding: a
+    regime statistic and the sites' predicted patterns, not a bit-exact claim)."""
+    return causal(bf16(bf16(torch.matmul(q.double(), k.double().transpose(-2, -1))) * scale))
+
+
+def regime(s):
+    """The trigger's regime from bf16_scores: per row, m, k = the count of entries equal to m,
+    l = Σ exp(S − m) (binary64), r = l − k. Returns per-row k, l, r (B, H, n)."""
     m = s.amax(dim=-1, keepdim=True)
     kk = (s == m).sum(dim=-1).double()
     l = torch.exp(s - m).sum(dim=-1)
     return kk, l, l - kk
 
 
+def sign_share(v):
+    """Per (head, column) of v (B, H, n, d): the share of entries with the column's majority sign."""
+    pos = (v > 0).double().mean(dim=(0, 2))
+    return torch.maximum(pos, 1 - pos)
+
+
 def reference(q, k, v, scale):
     """binary64 attention on the given (BF16-valued) q, k, v: O and P."""
-    n = q.shape[-2]
-    s = torch.matmul(q.double(), k.double().transpose(-2, -1)) * scale
-    s = s.masked_fill(torch.ones(n, n, dtype=torch.bool).triu(1), float("-inf"))
-    p = torch.softmax(s, dim=-1)
+    p = torch.softmax(causal(torch.matmul(q.double(), k.double().transpose(-2, -1)) * scale), dim=-1)
     return torch.matmul(p, v.double()), p
 
 
-def site_predictors(q, k, v, scale, o_ref):
-    """The error each site alone would give (binary64 stand-ins of paper:autocast's one tile):
-    l site: O_ref · (l / RN16(l) − 1), the BF16-stored row sum; P̄V site: (RN16(P̄V) − P̄V) / l,
-    P̄V's BF16 result (P̄ itself rounded to BF16 first, as the einsum's operand)."""
-    n = q.shape[-2]
-    s = bf16(bf16(torch.matmul(q.double(), k.double().transpose(-2, -1))) * scale)
-    s = s.masked_fill(torch.ones(n, n, dtype=torch.bool).triu(1), float("-inf"))
+def site_predictors(s, v, o_ref):
+    """The error each site alone would give (binary64 stand-ins of paper:autocast's one tile),
+    from bf16_scores: l site: O_ref · (l / RN16(l) − 1), the BF16-stored row sum; P̄V site:
+    (RN16(P̄V) − P̄V) / l, P̄V's BF16 result (P̄ itself rounded to BF16 first, as the einsum's
+    operand)."""
     pbar = torch.exp(s - s.amax(dim=-1, keepdim=True))
     l = pbar.sum(dim=-1, keepdim=True)
     u = o_ref * (l / bf16(l) - 1.0)
     pv = torch.matmul(bf16(pbar), v.double())
     w = (bf16(pv) - pv) / l
     return u, w
-
 
 class Accumulator:
     """The running sum of a per-step matrix G_t: logs ‖G_t‖, ⟨G_t, ΣG_{<t}⟩ (so that ‖ΣG‖ can be
@@ -292,7 +294,8 @@ def measure(layer, d_model, heads):
     out["O_err_mean_planted"] = o_err[..., planted].mean().item()
     out["O_away"] = ((o_err * torch.sign(o_ref)).mean() / o_err.abs().mean()).item() if o_err.abs().sum() > 0 else None
     # the regime
-    kk, l, r = regime(qd, kd, vd, scale)
+    scores = bf16_scores(qd, kd, scale)
+    kk, l, r = regime(scores)
     tied = kk >= 2
     out["rows"] = int(kk.numel())
     out["rows_tied"] = int(tied.sum())
@@ -302,12 +305,11 @@ def measure(layer, d_model, heads):
     out["r_below_01_tied"] = (rt < 0.1).double().mean().item() if rt.numel() else None
     out["k_mean_tied"] = kk[tied].mean().item() if rt.numel() else None
     # V's sign shares: per (head, column), the share of entries with the majority sign
-    pos = (vd > 0).double().mean(dim=(0, 2))  # (H, d)
-    share = torch.maximum(pos, 1 - pos)
+    share = sign_share(vd)  # (H, d)
     out["v_sign_share_planted"] = share[:, planted].mean().item()
     out["v_sign_share_other"] = share[:, dh // 2:].mean().item()
     # the two sites' signatures: fit O_err ≈ a·u + b·w over every element, tied rows and the rest
-    u, w = site_predictors(qd, kd, vd, scale, o_ref)
+    u, w = site_predictors(scores, vd, o_ref)
     for tag, sel in (("tied", tied), ("untied", ~tied)):
         sel = sel.unsqueeze(-1).expand_as(o_err)
         e, uu, ww = o_err[sel], u[sel], w[sel]
@@ -355,15 +357,13 @@ def gate(args, state):
             x, _ = batch(step, args.seed, args.batch, args.seq)
             model(x)
             _, q, k, v, _, scale = model.layers[0].seen
-            kk, _, r = regime(q, k, v, scale)
+            kk, _, r = regime(bf16_scores(q, k, scale))
             t = kk >= 2
             rs.append(r[t])
             ks.append(kk[t])
             tied += int(t.sum())
             rows += kk.numel()
-            dh = args.d_model // args.heads
-            pos = (v > 0).double().mean(dim=(0, 2))
-            shares.append(torch.maximum(pos, 1 - pos)[:, : dh // 2].mean().item())
+            shares.append(sign_share(v)[:, : args.d_model // args.heads // 2].mean().item())
     r = torch.cat(rs)
     return {"rows": rows, "rows_tied": tied, "tied_share": tied / rows,
             "r_median": r.median().item() if r.numel() else None,

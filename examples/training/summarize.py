@@ -110,7 +110,7 @@ def series(rows, key):
     return [r[key] for r in rows]
 
 
-def fit_series(rows, tag, batch_pooled=True):
+def fit_series(rows, tag):
     """Per-batch least-squares fit of O_err ≈ a·u + b·w (u: the l site's predicted error, w: the
     P̄V site's) pooled over the batch's steps; returns the per-batch (a, b) and the pooled fit
     with the share of ‖O_err‖² each explains."""
