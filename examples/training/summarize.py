@@ -316,7 +316,23 @@ def check(doc, out):
             print(f"summarize --check: {doc} has a block '{name}' that summarize.py does not make")
             bad += 1
     print(f"summarize --check: {len(out) - bad if bad <= len(out) else 0} of {len(out)} blocks match {doc}")
-    return 1 if bad else 0
+    # The prose of the results (from "## The gate" to the next section after "## Answers") quotes
+    # figures from the blocks: every decimal figure in it must occur, sign included, in what the
+    # data give, as a whole number token (a sign may be left off, and an exponent of e+00), so
+    # that a figure left behind by a rerun is caught too.
+    start, end = text.find("## The gate"), text.find("\n## ", text.find("## Answers") + 1)
+    prose = re.sub(r"<!-- summarize:\w+ -->\n.*?\n<!-- /summarize -->", "", text[start:end], flags=re.S)
+    number = r"(?<![\d.])[+\-−]?\d+\.\d+(?:e[+\-−]\d+)?(?![\d.])"
+    made = set()
+    for token in re.findall(number, "\n".join(out.values())):
+        made.update({token, token.removesuffix("e+00"), token.lstrip("+-"), token.removesuffix("e+00").lstrip("+-")})
+    figures = re.findall(number, prose)
+    missing = [f for f in figures if f.replace("−", "-") not in made]
+    for f in missing:
+        print(f"summarize --check: the figure {f} in {doc}'s results is not in what the data give")
+    print(f"summarize --check: {len(figures) - len(missing)} of {len(figures)} figures in the results' prose "
+          f"are in the data's blocks")
+    return 1 if bad or missing or start < 0 else 0
 
 
 def plot(d, sets):
