@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Optional, Tuple, Union
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from . import Comparison
+    from ._compare import Comparison
 
 Path = Union[str, "os.PathLike[str]"]
 
@@ -84,9 +84,9 @@ def _save(fig: Figure, path: Optional[Path]) -> Figure:
 def _signed_ulps(c):
     """(signed ulp distance actual - expected as float64 with NaN where exactly one side is NaN,
     shape c.shape). Both NaN: 0 (as compare counts them)."""
-    from . import _ordered
-    oa, na = _ordered(c._a.reshape(-1), c.format)
-    oe, ne = _ordered(c._e.reshape(-1), c.format)
+    from ._compare import ordered
+    oa, na = ordered(c._a.reshape(-1), c.format)
+    oe, ne = ordered(c._e.reshape(-1), c.format)
     d = np.where(na | ne, 0, oa - oe).astype(np.float64)
     d[na != ne] = np.nan
     return d.reshape(c.shape)
@@ -106,7 +106,7 @@ def comparison(c: Comparison, path: Optional[Path] = None, *, shape: Optional[Tu
     >>> [int(b.get_height()) for b in fig.axes[0].patches]   # buckets 0 and +1
     [1, 1]
     """
-    from . import Comparison
+    from ._compare import Comparison
     if not isinstance(c, Comparison):
         raise TypeError(f"argument 'c' must be the Comparison of bf16emu.compare(), got {type(c).__name__}")
     if c.count == 0:
@@ -312,7 +312,7 @@ def format(fmt: str, path: Optional[Path] = None, *, title: Optional[str] = None
     ...        for x in c.get_offsets()[:, 0])
     [0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0]
     """
-    from . import finfo
+    from ._finfo import finfo
     f = finfo(fmt)
     _check_path(path)
     _require()

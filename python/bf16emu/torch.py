@@ -21,6 +21,8 @@ import numpy as np
 import torch
 
 import bf16emu as _bf
+from bf16emu._args import _format_name, _name
+from bf16emu._attention import _site_spec
 
 __all__ = ["attention", "linear", "matmul", "emulate", "Emulated", "scaled_dot_product_attention"]
 
@@ -42,7 +44,7 @@ def _check_tensor(x, arg: str, ndim=None):
 
 def _check_name(val, arg: str) -> str:
     """A name as the CLI reads it (bf16emu's one spelling rule: spaces dropped, lower case)."""
-    return _bf._name(val, arg)
+    return _name(val, arg)
 
 
 def _check_count(val, arg: str):
@@ -103,7 +105,7 @@ def _checked(opts, backward):
         if backward is None:
             r = _bf.attention(tiny, tiny, tiny, ledger=False, reference=False, threads=1,
                               **{k: v for k, v in opts.items() if k != "threads"})
-            resolved = "reference" if r["policy"] == "paper:autocast" or _bf._site_spec(opts["sites"]) else "tiled"
+            resolved = "reference" if r["policy"] == "paper:autocast" or _site_spec(opts["sites"]) else "tiled"
         _bf.attention_backward(tiny, tiny, tiny, tiny, backward=resolved, ledger=False, reference=False, **opts)
         _CHECKED[key] = resolved
     return _CHECKED[key]
@@ -172,13 +174,13 @@ class _Preset:
         if kind is not None:
             kind = _check_name(kind, "kind")
         _check_count(threads, "threads")
-        user_format, format = format, _bf._format_name(format, "format")
+        user_format, format = format, _format_name(format, "format")
         if format not in ("bf16", "fp16", "e4m3", "e5m2"):
             raise ValueError(f"argument 'format': '{user_format[:80]}' is not a tensor-core input format here "
                              f"(bf16, fp16, e4m3, e5m2)")
         if output is not None:
             user_output = output
-            output = _bf._format_name(output, "output") if isinstance(output, str) else output
+            output = _format_name(output, "output") if isinstance(output, str) else output
             if output not in ("bf16", "fp16"):
                 raise ValueError(f"argument 'output' must be None, 'bf16' or 'fp16', got {user_output!r:.80}")
         if rounding in ("stochastic", "sr") and seed is None:
