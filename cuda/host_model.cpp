@@ -13,6 +13,7 @@
 #include "bf16emu/parallel.hpp"
 #include "bf16emu/tc.hpp"
 #include "io/names.hpp"
+#include "io/preset_lookup.hpp"
 
 namespace bf16emu::gpu {
 namespace {
@@ -66,24 +67,17 @@ std::optional<tc::arch> arch_of(int cc_major, int cc_minor) {
   return std::nullopt;
 }
 
-const tc::preset *model_preset(tc::arch arch, bool wgmma, format_id in, format_id out, std::string &why) {
-  const tc::preset *p = tc::find_preset(arch, wgmma ? tc::instr_kind::wgmma : tc::instr_kind::mma, in, out);
-  if (!p)
-    why = std::string("the model has no preset for arch ") + tc::to_string(arch) + ", " +
-          (wgmma ? "wgmma" : "mma") + ", " + io::name(in) + " -> " + io::name(out);
-  return p;
-}
-
 const tc::preset *model_preset(tc::arch arch, tc::instr_kind kind, format_id in, format_id b, format_id c,
                                format_id out, int k, std::string &why) {
   const tc::preset *p = tc::find_preset(arch, kind, in, b, c, out, k);
   if (!p)
-    why = std::string("the model has no preset for arch ") + tc::to_string(arch) + ", " +
-          tc::to_string(kind) + ", " + io::name(in) +
-          (b != in ? std::string(" x ") + io::name(b) : std::string()) +
-          (c != out ? std::string(", C ") + io::name(c) : std::string()) + " -> " + io::name(out) +
-          (k ? ", k " + std::to_string(k) : std::string());
+    why = "the model has " +
+          io::no_preset_message({arch, kind, in, b, c, out, c != out, k}, io::front_end::cli);
   return p;
+}
+
+const tc::preset *model_preset(tc::arch arch, bool wgmma, format_id in, format_id out, std::string &why) {
+  return model_preset(arch, wgmma ? tc::instr_kind::wgmma : tc::instr_kind::mma, in, in, out, out, 0, why);
 }
 
 namespace {

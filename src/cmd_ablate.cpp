@@ -15,6 +15,7 @@
 #include "command.hpp"
 #include "io/ablate.hpp"
 #include "io/attention.hpp"
+#include "io/attention_request.hpp"
 #include "io/error.hpp"
 #include "io/files.hpp"
 #include "io/json.hpp"
@@ -31,7 +32,7 @@ namespace at = bf16emu::attention;
 
 struct ablate_cli {
   long n = 256, d = 64, heads = 96;
-  int block_m = 0, block_n = 0; // 0: the policy's default
+  long block_m = 0, block_n = 0; // 0: the policy's default
   std::uint64_t seed = 1, max_memory = 0;
   std::string scenario = "sink", policy = "paper:bf16", variant = "fa2", to = "fp32", sites, pairs, plot;
   double beta = 2.0, tie_tol = 1e-3;
@@ -60,15 +61,10 @@ progress_fn progress_printer() {
 void run(const ablate_cli &o) {
   io::rethrow_as<bad_input>([&] {
     io::ablation_request rq;
-    rq.base.pol = io::parse_policy_name(o.policy, "--policy", true);
-    rq.base.var = io::parse_variant(o.variant);
-    rq.base.causal = o.causal;
-    rq.base.pol.beta = o.beta, rq.base.pol.tie_tol = o.tie_tol;
-    if (o.block_m) rq.base.pol.block_m = o.block_m;
-    if (o.block_n) rq.base.pol.block_n = o.block_n;
-    if (rq.base.pol.kind == at::policy_kind::fa2 && rq.base.pol.block_n % 16)
-      throw bad_input("--block-n must be a multiple of 16 under fa2 policies (tensor-core k chunks)");
-    if (const char *e = at::stabilized_params_error(rq.base.pol)) throw bad_input(e);
+    io::attention_request fwd; // the forward's names and rules, as `bf16emu attention` reads them
+    fwd.policy = o.policy, fwd.variant = o.variant, fwd.causal = o.causal;
+    fwd.beta = o.beta, fwd.tie_tol = o.tie_tol, fwd.block_m = o.block_m, fwd.block_n = o.block_n;
+    rq.base = io::make_attention_options(fwd, io::front_end::cli).cfg;
     std::optional<io::plot_paths> plot;
     if (!o.plot.empty()) plot = io::plot_paths_for(o.plot, "--plot");
     rq.to = io::parse_promotion(o.to);

@@ -14,6 +14,7 @@
 #include "bf16emu/attention.hpp"
 #include "command.hpp"
 #include "io/attention.hpp"
+#include "io/attention_request.hpp"
 #include "io/error.hpp"
 #include "io/files.hpp"
 #include "io/json.hpp"
@@ -34,54 +35,35 @@ struct attention_cli {
   bool causal = false, backward = false, json = false, no_ledger = false;
   std::string variant = "fa2", policy = "fa2:sm80", scenario = "sink";
   double beta = 2.0, tie_tol = 1e-3;
-  int block_m = 0, block_n = 0; // 0: the policy's default
-  unsigned threads = 0;         // 0: all cores
+  long block_m = 0, block_n = 0; // 0: the policy's default
+  unsigned threads = 0;          // 0: all cores
   std::uint64_t seed = 1, max_memory = 0;
   std::string kv_order, exp, row_sum, fma, normalize, site_precision;
   std::string bwd = "reference", delta, dq_order, bwd_q_order;
-  int bwd_block_m = at::backward_config{}.block_m, bwd_block_n = at::backward_config{}.block_n;
-  bool bwd_block_given = false;
+  long bwd_block_m = 0, bwd_block_n = 0; // 0: the tiled backward's default
   std::string ledger_file, trace_element, plot_file;
   std::string q_file, k_file, v_file, do_file;
   std::string out_o, out_lse, out_dq, out_dk, out_dv, trace_csv;
   at::sink_params sink;
 };
 
-at::kernel_policy make_policy(const attention_cli &o) {
-  at::kernel_policy p = io::parse_policy_name(o.policy, "--policy", true);
-  if (o.block_m) p.block_m = o.block_m;
-  if (o.block_n) p.block_n = o.block_n;
-  if (!o.kv_order.empty()) p.kv = io::parse_kv_order(o.kv_order);
-  if (!o.exp.empty()) p.exp = io::parse_exp_impl(o.exp);
-  if (!o.row_sum.empty()) p.sum_order = io::parse_row_sum(o.row_sum);
-  if (!o.fma.empty()) p.fma_contract = io::parse_on_off(o.fma, "--fma");
-  if (!o.normalize.empty()) p.normalize = io::parse_normalize(o.normalize);
-  io::parse_site_precision(o.site_precision, p);
-  p.beta = o.beta;
-  p.tie_tol = o.tie_tol;
-  if (const char *e = at::stabilized_params_error(p)) throw bad_input(e);
-  return p;
-}
-
-// The backward: --bwd reference (default) or tiled, with the tiled path's block sizes and orders.
-at::backward_config make_backward(const attention_cli &o, const at::kernel_policy &p) {
-  at::backward_config b;
-  b.kind = io::parse_backward_kind(o.bwd);
-  const bool tiled = b.kind == at::backward_kind::tiled;
-  if (!tiled && (o.bwd_block_given || !o.delta.empty() || !o.dq_order.empty() || !o.bwd_q_order.empty()))
-    throw bad_input("--bwd-block-m, --bwd-block-n, --delta, --dq-order and --bwd-q-order need --bwd tiled");
-  for (const auto &[name, v] :
-       {std::pair{"--bwd-block-m", o.bwd_block_m}, std::pair{"--bwd-block-n", o.bwd_block_n}}) {
-    if (p.kind == at::policy_kind::fa2 && v % 16)
-      throw bad_input(std::string(name) +
-                      " must be a multiple of 16 under fa2 policies (tensor-core k chunks; got " +
-                      std::to_string(v) + ")");
-  }
-  b.block_m = o.bwd_block_m, b.block_n = o.bwd_block_n;
-  if (!o.delta.empty()) b.delta = io::parse_delta_order(o.delta);
-  if (!o.dq_order.empty()) b.dq_order = io::parse_block_order(o.dq_order, "--dq-order");
-  if (!o.bwd_q_order.empty()) b.q_order = io::parse_block_order(o.bwd_q_order, "--bwd-q-order");
-  return b;
+// The command line's request: every name and every rule between options in src/io (the one
+// request every front end builds).
+at::run_options make_options(const attention_cli &o) {
+  io::attention_request rq;
+  rq.policy = o.policy, rq.variant = o.variant;
+  rq.beta = o.beta, rq.tie_tol = o.tie_tol;
+  rq.block_m = o.block_m, rq.block_n = o.block_n;
+  rq.kv_order = o.kv_order, rq.exp = o.exp, rq.row_sum = o.row_sum, rq.fma = o.fma,
+  rq.normalize = o.normalize;
+  rq.sites = o.site_precision;
+  rq.causal = o.causal;
+  rq.backward = o.backward, rq.bwd = o.bwd;
+  rq.bwd_block_m = o.bwd_block_m, rq.bwd_block_n = o.bwd_block_n;
+  rq.delta = o.delta, rq.dq_order = o.dq_order, rq.bwd_q_order = o.bwd_q_order;
+  rq.ledger = !o.no_ledger;
+  rq.threads = o.threads;
+  return io::make_attention_options(rq, io::front_end::cli);
 }
 
 // Q, K, V (and dO) from .npy files, checked against one another.
@@ -143,29 +125,12 @@ progress_fn progress_printer() {
 }
 
 void run(const attention_cli &o) {
-  at::run_options opt;
-  opt.cfg.pol = make_policy(o);
-  opt.cfg.var = io::parse_variant(o.variant);
-  opt.cfg.causal = o.causal;
-  opt.bwd = make_backward(o, opt.cfg.pol);
-  if (const char *e = at::backward_policy_error(opt.bwd.kind, opt.cfg.pol))
-    throw bad_input(std::string("--bwd: ") + e);
-  if (opt.bwd.kind == at::backward_kind::tiled && at::has_site_override(opt.cfg.pol))
-    throw bad_input("--site-precision is not modelled by --bwd tiled (use the reference backward)");
-  if (opt.bwd.kind == at::backward_kind::tiled && opt.cfg.pol.kind == at::policy_kind::paper &&
-      opt.cfg.pol.paper_arith == at::paper_dtypes::autocast)
-    throw bad_input("--policy paper:autocast is not modelled by --bwd tiled (use the reference backward)");
-  opt.backward = o.backward || opt.bwd.kind != at::backward_kind::reference;
+  at::run_options opt = make_options(o);
   if (!opt.backward)
     for (const auto &[path, name] :
          {std::pair{&o.out_dq, "--out-dq"}, {&o.out_dk, "--out-dk"}, {&o.out_dv, "--out-dv"}})
       if (!path->empty())
         throw bad_input(std::string(name) + " needs a backward (--backward, or --bwd other than reference)");
-  opt.with_ledger = !o.no_ledger;
-  opt.threads = o.threads;
-  if (opt.cfg.pol.kind == at::policy_kind::fa2 && opt.cfg.var != at::variant::standard &&
-      opt.cfg.pol.block_n % 16)
-    throw bad_input("--block-n must be a multiple of 16 under fa2 policies (tensor-core k chunks)");
   if (!o.plot_file.empty() && o.trace_element.empty()) throw bad_input("--plot needs --trace-element T,i");
   // Every output path is checked now, before the run: none names an input or another output.
   const std::vector<std::pair<std::string, const char *>> inputs{
@@ -281,10 +246,8 @@ void register_attention(CLI::App &app) {
       "attention.py backward, paper policies; under paper:autocast run under autocast as "
       "torch.compile traced it, an inference: docs/attention.md) or authors:promote (the same "
       "without autocast, the mixed FP32 x BF16 einsums in FP32); all but reference imply --backward)");
-  add_count(s, "--bwd-block-m", o->bwd_block_m, "tiled backward: Br query rows per block (default 128)", 1)
-      ->each([o](const std::string &) { o->bwd_block_given = true; });
-  add_count(s, "--bwd-block-n", o->bwd_block_n, "tiled backward: Bc keys per block (default 128)", 1)
-      ->each([o](const std::string &) { o->bwd_block_given = true; });
+  add_count(s, "--bwd-block-m", o->bwd_block_m, "tiled backward: Br query rows per block (default 128)", 1);
+  add_count(s, "--bwd-block-n", o->bwd_block_n, "tiled backward: Bc keys per block (default 128)", 1);
   s->add_option("--delta", o->delta,
                 "tiled backward: delta order, fa2 (default: per-thread sums, 8- or 4-lane butterfly) or "
                 "sequential");

@@ -24,6 +24,7 @@
 #include "io/names.hpp"
 #include "io/number.hpp"
 #include "io/packed.hpp"
+#include "io/preset_lookup.hpp"
 #include "io/ptx.hpp"
 #include "io/tc_trace.hpp"
 #include "io/tokens.hpp"
@@ -44,17 +45,6 @@ struct mma_cli {
 
 using io::hexfloat;
 std::string hex_of(format_id f, std::uint64_t bits) { return io::mma_hex(f, bits); }
-
-// "sm70 sm75 ... sm120" + sep + "volta turing ... rtx-blackwell": the names --arch takes.
-std::string arch_names(const char *sep) {
-  std::string canonical, generations;
-  for (const tc::arch a : tc::all_archs) {
-    canonical += std::string(canonical.empty() ? "" : " ") + tc::to_string(a);
-    if (const char *g = tc::generation_name(a))
-      generations += std::string(generations.empty() ? "" : " ") + g;
-  }
-  return canonical + sep + generations;
-}
 
 // "cdna1|cdna2|cdna3 (mi100 mi200 mi300, gfx908 gfx90a gfx942)": the AMD names --arch takes.
 std::string amd_arch_names() {
@@ -86,14 +76,6 @@ const char *rounding_name(const tc::preset &p) {
   if (p.accum == tc::accum_kind::two_block_add)
     return p.block.rounding == tc::out_round::truncate ? "truncate+add" : "nearest_even+add";
   return p.accum == tc::accum_kind::fma_chain ? "fma_chain" : rounding_name(p.block.rounding);
-}
-
-// "e4m3" or, when B differs, "e4m3xe5m2"; "fp32" or, when C differs, "fp32<fp16" (C's format).
-std::string in_column(const tc::preset &p) {
-  return std::string(io::name(p.in)) + (p.b != p.in ? std::string("x") + io::name(p.b) : "");
-}
-std::string out_column(const tc::preset &p) {
-  return std::string(io::name(p.out)) + (p.c != p.out ? std::string("<") + io::name(p.c) : "");
 }
 
 // The members of one preset's JSON object (--list-arch --json, the --ptx mapping).
@@ -129,8 +111,8 @@ void list_presets(bool json) {
     char ez[16];
     std::snprintf(ez, sizeof ez, p.e_zero_matters ? "%d" : "(%d)", p.block.e_zero);
     std::printf("%-6s %-8s %-5s %-5s %3d %3d %3d %7s %4d %-13s %s\n", tc::to_string(p.arch),
-                tc::to_string(p.kind), in_column(p).c_str(), out_column(p).c_str(), p.k, p.block.L, p.block.F,
-                ez, p.block.out_frac, rounding_name(p), p.gpu);
+                tc::to_string(p.kind), io::in_column(p).c_str(), io::out_column(p).c_str(), p.k, p.block.L,
+                p.block.F, ez, p.block.out_frac, rounding_name(p), p.gpu);
     std::printf("%51s %s\n%51s %s\n", "", p.ptx, "", p.source);
   }
   std::printf(
@@ -313,88 +295,9 @@ void run_cpu_lines(const mma_cli &o, const cpu::model_info &m, std::istream &is)
   std::fflush(stdout);
 }
 
-// A combination asked for: arch, instruction, formats (c_given: --c-format given), --shape-k.
-struct request {
-  tc::arch arch;
-  tc::instr_kind instr;
-  format_id a, b, c, out;
-  bool c_given;
-  int shape_k;
-};
-
-// The options that work where `r` has no preset: the presets (plain and --kind) of the same arch
-// whose A and B formats are r's, each written as the options that differ from r ("--instr mma
-// --out fp16", "--kind f8f6f4"); where the arch has none, the archs with exactly r's instruction
-// and formats ("--arch sm89").
-std::vector<std::string> working_options(const request &r) {
-  std::vector<std::string> opts;
-  auto add = [&](const std::string &o) {
-    if (!o.empty() && std::find(opts.begin(), opts.end(), o.substr(1)) == opts.end())
-      opts.push_back(o.substr(1));
-  };
-  for (const tc::preset &p : tc::presets) {
-    if (p.arch != r.arch || p.in != r.a || p.b != r.b) continue;
-    std::string o;
-    if (p.kind != r.instr) o += std::string(" --instr ") + tc::to_string(p.kind);
-    if (p.out != r.out) o += std::string(" --out ") + io::name(p.out);
-    if (p.c != (r.c_given ? r.c : p.out)) o += std::string(" --c-format ") + io::name(p.c);
-    const bool first = tc::find_preset(p.arch, p.kind, p.in, p.b, p.c, p.out) == &p;
-    if (r.shape_k != 0 ? p.k != r.shape_k : !first) o += " --shape-k " + std::to_string(p.k);
-    add(o);
-  }
-  for (const tc::scaled_preset &P : tc::scaled_presets) {
-    if (P.arch != r.arch || !tc::takes_formats(P, r.a, r.b)) continue;
-    std::string o = std::string(" --kind ") + P.kind;
-    if (P.instr != r.instr) o += std::string(" --instr ") + tc::to_string(P.instr);
-    if (P.out != r.out) o += std::string(" --out ") + io::name(P.out);
-    const tc::scale_kind by_default = std::string(P.kind) == "f8f6f4"     ? tc::scale_kind::none
-                                      : std::string(P.kind) == "mxf4nvf4" ? tc::scale_kind::ue4m3
-                                                                          : tc::scale_kind::ue8m0;
-    if (P.params.scale != by_default) o += std::string(" --scale-format ") + tc::to_string(P.params.scale);
-    if (P.params.scale != tc::scale_kind::none) o += " (scale factors on each line)";
-    add(o);
-  }
-  if (opts.empty())
-    for (const tc::preset &p : tc::presets)
-      if (p.kind == r.instr && p.in == r.a && p.b == r.b && p.out == r.out && p.c == r.c)
-        add(std::string(" --arch ") + tc::to_string(p.arch));
-  auto changes = [](const std::string &o) { // how many options: "--" starts each
-    int n = 0;
-    for (auto at = o.find("--"); at != std::string::npos; at = o.find("--", at + 2))
-      ++n;
-    return n;
-  };
-  std::stable_sort(opts.begin(), opts.end(),
-                   [&](const std::string &x, const std::string &y) { return changes(x) < changes(y); });
-  return opts;
-}
-
-// The bad-input message for a combination without a preset: what works instead, then the arch's
-// presets.
-std::string no_preset_message(const request &r) {
-  std::string have;
-  for (const tc::preset &p : tc::presets)
-    if (p.arch == r.arch) {
-      have += std::string(" ") + tc::to_string(p.kind) + ":" + in_column(p) + "->" + out_column(p);
-      if (tc::find_preset(p.arch, p.kind, p.in, p.b, p.c, p.out) != &p)
-        have += "(k" + std::to_string(p.k) + ")";
-    }
-  const std::string b_part = r.b != r.a ? std::string(" x ") + io::name(r.b) : "";
-  const std::string c_part = r.c != r.out ? std::string(" (C ") + io::name(r.c) + ")" : "";
-  const std::string k_part = r.shape_k > 0 ? " k" + std::to_string(r.shape_k) : "";
-  std::string hint;
-  for (const std::string &o : working_options(r))
-    hint += (hint.empty() ? "; these work instead: " : ", ") + o;
-  if (!hint.empty()) hint += " (docs/tensor-cores.md)";
-  return std::string("no preset for ") + tc::to_string(r.arch) + " " + tc::to_string(r.instr) + " " +
-         io::name(r.a) + b_part + " -> " + io::name(r.out) + c_part + k_part +
-         " (the sources leave it open or the GPU lacks it)" + hint + "; " + tc::to_string(r.arch) +
-         " has:" + have;
-}
-
 // One line naming a preset: "mma e4m3xe5m2 -> fp32 k32: mma.sync.aligned... (H100 / H200)".
 std::string preset_summary(const tc::preset &p) {
-  return std::string(tc::to_string(p.kind)) + " " + in_column(p) + " -> " + out_column(p) + " k" +
+  return std::string(tc::to_string(p.kind)) + " " + io::in_column(p) + " -> " + io::out_column(p) + " k" +
          std::to_string(p.k) + ": " + p.ptx + " (" + p.gpu + ")";
 }
 
@@ -403,11 +306,11 @@ std::string preset_summary(const tc::preset &p) {
 io::ptx_mma apply_ptx(mma_cli &o) {
   tc::arch arch{};
   if (o.arch.empty())
-    throw bad_input("mma --ptx needs --arch: a PTX string names no GPU generation (" + arch_names(", ") +
+    throw bad_input("mma --ptx needs --arch: a PTX string names no GPU generation (" + io::arch_names(", ") +
                     ")");
   if (!io::parse_arch_name(o.arch, arch))
-    throw bad_input("--ptx takes an NVIDIA --arch (" + arch_names(", ") + "), not '" + io::shorten(o.arch) +
-                    "'");
+    throw bad_input("--ptx takes an NVIDIA --arch (" + io::arch_names(", ") + "), not '" +
+                    io::shorten(o.arch) + "'");
   return io::rethrow_as<bad_input>([&] {
     io::ptx_mma p;
     try {
@@ -517,7 +420,7 @@ void run(const mma_cli &given) {
   if (o.a_format.empty()) throw bad_input("mma needs --a-format");
   tc::arch arch{};
   if (!io::parse_arch_name(o.arch, arch))
-    throw bad_input("unknown --arch '" + io::shorten(o.arch) + "' (" + arch_names(", ") + "; AMD " +
+    throw bad_input("unknown --arch '" + io::shorten(o.arch) + "' (" + io::arch_names(", ") + "; AMD " +
                     amd_arch_names() + "; CPU models: see --list-arch)");
   const format_id in = io::rethrow_as<bad_input>([&] { return io::parse_format(o.a_format); });
   const format_id out = io::rethrow_as<bad_input>([&] { return io::parse_format(o.out); });
@@ -530,7 +433,8 @@ void run(const mma_cli &given) {
     throw bad_input("unknown --instr '" + io::shorten(o.instr) + "' (mma, wgmma, tcgen05)");
   const tc::preset *P = io::same_shape(tc::find_preset(arch, kind, in, b, c, out, int(o.shape_k)), ptx);
   if (!P)
-    throw bad_input(no_preset_message({arch, kind, in, b, c, out, !o.c_format.empty(), int(o.shape_k)}));
+    throw bad_input(io::no_preset_message({arch, kind, in, b, c, out, !o.c_format.empty(), int(o.shape_k)},
+                                          io::front_end::cli));
   if (!o.ptx.empty())
     io::write_ptx_mapping(std::cout, o.json, o.ptx, tc::to_string(arch), preset_summary(*P),
                           [&](io::json_writer &w) { write_preset(w, *P); });
@@ -544,7 +448,7 @@ void register_mma(CLI::App &app) {
   CLI::App *sub =
       app.add_subcommand("mma", "NVIDIA tensor-core MMA model: D = A*B + C per output element, bit-exact");
   sub->add_option("--arch", o->arch,
-                  arch_names(" or ") + ", AMD " + amd_arch_names() +
+                  io::arch_names(" or ") + ", AMD " + amd_arch_names() +
                       ", or a CPU BF16 model (avx512bf16, amx-bf16, arm-bfdot, ...; --list-arch)");
   sub->add_option("--instr", o->instr, "mma (mma.sync, default), wgmma (sm90), tcgen05 (sm100, its default)");
   sub->add_option("--a-format", o->a_format,

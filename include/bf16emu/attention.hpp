@@ -9,6 +9,7 @@
 #include "bf16emu/attention/forward.hpp"
 #include "bf16emu/attention/ledger.hpp"
 #include "bf16emu/attention/policy.hpp"
+#include "bf16emu/attention/rules.hpp"
 #include "bf16emu/attention/run.hpp"
 #include "bf16emu/attention/scenario.hpp"
 #include "bf16emu/attention/tc_adapter.hpp"

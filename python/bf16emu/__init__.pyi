@@ -149,7 +149,8 @@ def mma(a: Array, b: Array, c: Optional[Array] = ..., *, arch: str = ..., kind: 
 def attention(q: Array, k: Array, v: Array, *, policy: str = ..., variant: str = ..., beta: float = ...,
               causal: bool = ..., ledger: bool = ..., reference: bool = ..., block_m: int = ..., block_n: int = ...,
               format: Optional[str] = ..., threads: int = ..., sites: Union[None, str, dict] = ...,
-              scale: Optional[float] = ...) -> dict: ...
+              scale: Optional[float] = ..., tie_tol: float = ..., bwd_block_m: Optional[int] = ...,
+              bwd_block_n: Optional[int] = ...) -> dict: ...
 def attention_backward(q: Array, k: Array, v: Array, do: Array, *, backward: str = ..., **kwargs: Any) -> dict: ...
 
 def quantize_mx(x: Array, elem: str = ..., *, block: int = ..., format: Optional[str] = ..., rounding: str = ...,

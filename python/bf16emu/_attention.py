@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import numbers
 
 import numpy as np
@@ -22,39 +21,68 @@ def _as_float64(x, arg: str, fmt):
 
 def attention(q, k, v, *, policy: str = "fa2:sm80", variant: str = "fa2", beta: float = 2.0, causal: bool = False,
               ledger: bool = True, reference: bool = True, block_m: int = 0, block_n: int = 0,
-              format: str | None = None, threads: int = 0, sites=None, scale=None, _do=None, _backward: str = ""):
+              format: str | None = None, threads: int = 0, sites=None, scale=None, tie_tol: float = 1e-3,
+              bwd_block_m: int | None = None, bwd_block_n: int | None = None, _do=None, _backward: str = ""):
     """Attention forward under a rounding policy (exact, fp32, paper, paper:autocast,
-    fa2:sm80/sm89/sm90/sm100, fa2_twin) and variant (standard, fa2, stabilized with beta). q, k,
-    v: (batch, heads, seq, dim), PyTorch's layout, any float dtype (values are taken exactly).
-    sites: the CLI's --site-precision overrides, as {"row_sum": "fp32"} or "row_sum=fp32,pv=exact";
-    scale: the softmax scale (None: 1/sqrt(dim) rounded to FP32). Returns a dict: 'o'
-    (batch, heads, seq, dim) and 'lse' (batch, heads, seq) as float64 arrays holding the
-    policy's output values, 'o_exact' and 'output_error' (with reference=True), 'ledger'
-    (sites -> error counts and sums; with ledger=True), and the policy settings.
+    fa2:sm80/sm89/sm90/sm100, fa2_twin) and variant (standard, fa2, stabilized with beta > 1 and
+    tie_tol). q, k, v: (batch, heads, seq, dim), PyTorch's layout, any float dtype (values are
+    taken exactly). sites: the CLI's --site-precision overrides, as {"row_sum": "fp32"} or
+    "row_sum=fp32,pv=exact"; scale: the softmax scale (None: 1/sqrt(dim) rounded to FP32);
+    block_m, block_n: the forward's Br, Bc (0: the policy's); bwd_block_m, bwd_block_n: the tiled
+    backward's (attention_backward). Every rule between arguments is the CLI's (src/io's one
+    request), in the same words. Returns a dict: 'o' (batch, heads, seq, dim) and 'lse' (batch,
+    heads, seq) as float64 arrays holding the policy's output values, 'o_exact' and
+    'output_error' (with reference=True), 'ledger' (sites -> error counts and sums; with
+    ledger=True), and the policy settings.
 
     >>> q = np.random.default_rng(0).standard_normal((1, 2, 16, 8))   # (batch, heads, seq, dim)
     >>> r = bf16emu.attention(q, q, q, policy="paper:autocast", causal=True)
     >>> r["o"].shape, r["lse"].shape, "ledger" in r
     ((1, 2, 16, 8), (1, 2, 16), True)
     """
-    for name, val in (("policy", policy), ("variant", variant)):
-        _name(val, name)  # spelling: the core's parsers apply the same rule
-    for name, val in (("causal", causal), ("ledger", ledger), ("reference", reference)):
-        _bool(val, name)
-    if not isinstance(beta, numbers.Real) or isinstance(beta, bool) or not math.isfinite(float(beta)):
-        raise ValueError(f"argument 'beta' must be a positive finite number, got {beta!r:.80}")
+    kw = request(policy=policy, variant=variant, beta=beta, causal=causal, ledger=ledger, reference=reference,
+                 block_m=block_m, block_n=block_n, threads=threads, sites=sites, scale=scale, tie_tol=tie_tol,
+                 bwd_block_m=bwd_block_m, bwd_block_n=bwd_block_n, backward=_backward)
     arrays = [_as_float64(x, n, format) for x, n in ((q, "q"), (k, "k"), (v, "v"))]
     for x, n in zip(arrays, "qkv"):
         if x.ndim != 4:
             raise ValueError(f"argument '{n}' must be 4-d (batch, heads, seq, dim), got shape {tuple(x.shape)}")
     dout = _as_float64(_do, "do", format) if _backward else None
-    for name, val in (("block_m", block_m), ("block_n", block_n)):
-        if isinstance(val, bool) or not isinstance(val, numbers.Integral) or val < 0 or val > 1 << 20:
-            raise ValueError(f"argument '{name}' must be an integer in 0..2^20, got {val!r:.80}")
-    _threads(threads)
-    return _core.attention(arrays[0], arrays[1], arrays[2], dout, policy, variant, float(beta), bool(causal),
-                           int(block_m), int(block_n), bool(ledger), bool(reference), _backward, int(threads),
-                           _site_spec(sites), _softmax_scale(scale))
+    return _core.attention(arrays[0], arrays[1], arrays[2], dout, kw)
+
+
+def request(**kwargs) -> dict:
+    """The keyword arguments of attention() as the core's one request takes them: Python types
+    checked here (TypeError), names and every rule between arguments in the core (src/io's
+    make_attention_options, the CLI's), so no front end is laxer than another. None leaves an
+    argument out (the core's default)."""
+    kw = {}
+    for name, val in kwargs.items():
+        if val is None:
+            continue
+        if name in ("policy", "variant"):
+            val = _name(val, name)  # the one spelling rule
+        elif name == "backward":
+            if not isinstance(val, str):
+                raise TypeError(f"argument 'backward' must be a name (str), got {type(val).__name__}")
+        elif name in ("causal", "ledger", "reference"):
+            val = _bool(val, name)
+        elif name in ("beta", "tie_tol"):
+            if not isinstance(val, numbers.Real) or isinstance(val, (bool, np.bool_)):
+                raise TypeError(f"argument '{name}' must be a number, got {type(val).__name__}")
+            val = float(val)
+        elif name in ("block_m", "block_n", "bwd_block_m", "bwd_block_n"):
+            if isinstance(val, (bool, np.bool_)) or not isinstance(val, numbers.Integral):
+                raise TypeError(f"argument '{name}' must be an integer, got {type(val).__name__}")
+            val = max(min(int(val), 1 << 62), -(1 << 62))  # the core's range error names it
+        elif name == "threads":
+            val = _threads(val)
+        elif name == "sites":
+            val = _site_spec(val)
+        elif name == "scale":
+            val = _softmax_scale(val)
+        kw[name] = val
+    return kw
 
 
 def _site_spec(sites) -> str:
@@ -76,10 +104,10 @@ def _site_spec(sites) -> str:
 
 
 def _softmax_scale(scale) -> float:
-    if scale is None:
-        return 0.0
-    if isinstance(scale, bool) or not isinstance(scale, numbers.Real) or not (0 < float(scale) < math.inf):
-        raise ValueError(f"argument 'scale' must be a positive finite number or None, got {scale!r:.80}")
+    if isinstance(scale, bool) or not isinstance(scale, numbers.Real):
+        raise TypeError(f"argument 'scale' must be a number or None, got {type(scale).__name__}")
+    if float(scale) == 0:  # 0 is the core's "1/sqrt(dim)": refused as the value it is
+        raise ValueError("argument 'scale' must be a positive finite number (0 or none: 1/sqrt(dim))")
     return float(scale)
 
 

@@ -22,7 +22,8 @@ import torch
 
 import bf16emu as _bf
 from bf16emu._args import _format_name, _name
-from bf16emu._attention import _site_spec
+from bf16emu import _core
+from bf16emu._attention import request as _request
 
 __all__ = ["attention", "linear", "matmul", "emulate", "Emulated", "scaled_dot_product_attention"]
 
@@ -65,7 +66,9 @@ class _AttentionFn(torch.autograd.Function):
     def forward(ctx, q, k, v, opts, backward, led, led_backward):
         group = q.shape[1] // k.shape[1]
         kx, vx = (t.repeat_interleave(group, dim=1) if group > 1 else t for t in (k, v))
-        r = _bf.attention(q.detach(), kx.detach(), vx.detach(), ledger=led is not None, reference=False, **opts)
+        forward_opts = {key: val for key, val in opts.items() if not key.startswith("bwd_")}
+        r = _bf.attention(q.detach(), kx.detach(), vx.detach(), ledger=led is not None, reference=False,
+                          **forward_opts)
         if led is not None:
             led.update(r["ledger"])
         ctx.save_for_backward(q, k, v)
@@ -90,30 +93,9 @@ class _AttentionFn(torch.autograd.Function):
         return dq.to(q.dtype), dk.to(k.dtype), dv.to(v.dtype), None, None, None, None
 
 
-_CHECKED = {}  # (options, backward) -> the backward they resolve to
-
-
-def _checked(opts, backward):
-    """Checks every name (policy, variant, sites, scale, beta, backward) in the core on empty
-    calls, so that a bad one fails before the work and not in the middle of loss.backward(); the
-    backward None resolves to 'tiled' where the core models it, else 'reference'. Remembered
-    per set of options."""
-    key = (repr(sorted(opts.items())), backward)
-    if key not in _CHECKED:
-        tiny = torch.zeros(1, 1, 1, 1, dtype=torch.float32)
-        resolved = backward
-        if backward is None:
-            r = _bf.attention(tiny, tiny, tiny, ledger=False, reference=False, threads=1,
-                              **{k: v for k, v in opts.items() if k != "threads"})
-            resolved = "reference" if r["policy"] == "paper:autocast" or _site_spec(opts["sites"]) else "tiled"
-        _bf.attention_backward(tiny, tiny, tiny, tiny, backward=resolved, ledger=False, reference=False, **opts)
-        _CHECKED[key] = resolved
-    return _CHECKED[key]
-
-
 def attention(q, k, v, *, policy: str, variant: str = "fa2", beta: float = 2.0, causal: bool = False, scale=None,
               sites=None, backward=None, ledger: bool = False, block_m: int = 0, block_n: int = 0,
-              threads: int = 0):
+              threads: int = 0, tie_tol: float = 1e-3, bwd_block_m=None, bwd_block_n=None):
     """softmax(q kᵀ · scale) v under a bf16emu rounding policy, as an autograd Function.
 
     q (batch, heads, seq, dim); k, v (batch, kv_heads, seq, dim) with kv_heads dividing heads
@@ -126,7 +108,9 @@ def attention(q, k, v, *, policy: str, variant: str = "fa2", beta: float = 2.0, 
     'reference'. Under the paper policies, 'authors' is the paper authors' own attention.py
     backward (under paper:autocast run under autocast, as torch.compile traced it: an inference,
     docs/attention.md) and 'authors:promote' its eager reading (the mixed einsums in FP32).
-    sites: the CLI's --site-precision overrides, e.g. {"row_sum": "fp32"}.
+    sites: the CLI's --site-precision overrides, e.g. {"row_sum": "fp32"}; tie_tol the
+    stabilized variant's tie tolerance; bwd_block_m, bwd_block_n the tiled backward's blocks.
+    Every rule between arguments is the CLI's (one request, src/io), checked at this call.
     ledger=True returns (o, ledger): the forward's ledger dict, which gets a 'backward' entry (the
     backward call's ledger) once the gradient has been computed; ledger='forward' returns the
     forward's only (the backward then runs without one, about twice as fast).
@@ -146,17 +130,14 @@ def attention(q, k, v, *, policy: str, variant: str = "fa2", beta: float = 2.0, 
                          f"(batch, seq and dim must agree)")
     if k.shape[1] < 1 or h % k.shape[1]:
         raise ValueError(f"argument 'k': {k.shape[1]} heads do not divide the {h} heads of argument 'q'")
-    for name, val in (("policy", policy), ("variant", variant)):
-        _check_name(val, name)
-    if backward is not None:  # the kinds are the core's (src/io), checked by _checked below
-        backward = _check_name(backward, "backward")
     if not isinstance(ledger, bool) and ledger != "forward":
         raise TypeError(f"argument 'ledger' must be a bool or 'forward', got {ledger!r:.80}")
-    for name, val in (("block_m", block_m), ("block_n", block_n), ("threads", threads)):
-        _check_count(val, name)
-    opts = dict(policy=policy, variant=variant, beta=beta, causal=causal, scale=scale, sites=sites,
-                block_m=block_m, block_n=block_n, threads=threads)
-    backward = _checked(opts, backward)
+    opts = _request(policy=policy, variant=variant, beta=beta, causal=causal, scale=scale, sites=sites,
+                    block_m=block_m, block_n=block_n, threads=threads, tie_tol=tie_tol, bwd_block_m=bwd_block_m,
+                    bwd_block_n=bwd_block_n)
+    # Every rule of bf16emu.attention (the CLI's, src/io) before any work, so that a bad argument
+    # fails here and not inside loss.backward(); None takes 'tiled' where it is modelled.
+    backward = _core.attention_check({**opts, **_request(backward=backward)})
     led = {} if ledger else None
     o = _AttentionFn.apply(q, k, v, opts, backward, led, ledger is True)
     return (o, led) if ledger else o

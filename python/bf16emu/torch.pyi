@@ -8,7 +8,8 @@ def attention(q: Tensor, k: Tensor, v: Tensor, *, policy: str, variant: str = ..
               causal: bool = ..., scale: Optional[float] = ..., sites: Union[None, str, Dict[str, str]] = ...,
               backward: Optional[Literal["tiled", "reference", "authors", "authors:promote"]] = ...,
               ledger: Union[bool, Literal["forward"]] = ..., block_m: int = ..., block_n: int = ...,
-              threads: int = ...) -> Union[Tensor, Tuple[Tensor, dict]]: ...
+              threads: int = ..., tie_tol: float = ..., bwd_block_m: Optional[int] = ...,
+              bwd_block_n: Optional[int] = ...) -> Union[Tensor, Tuple[Tensor, dict]]: ...
 def matmul(a: Tensor, b: Tensor, *, arch: str = ..., kind: Optional[str] = ..., format: str = ...,
            rounding: str = ..., seed: Optional[int] = ..., output: Optional[str] = ...,
            threads: int = ...) -> Tensor: ...

@@ -1,7 +1,6 @@
 // bf16emu Python module: attention forward/backward through attention::run_attention
 // (run_options in, run_report out), with O, LSE, the gradients, the error summaries and the
-// ledger as NumPy arrays and plain dicts. The policy is parsed at the string level
-// (attention::parse_policy), as the CLI does.
+// ledger as NumPy arrays and plain dicts. The options are the CLI's request (io/attention_request.hpp).
 #include <cmath>
 #include <string>
 #include <string_view>
@@ -12,6 +11,7 @@
 
 #include "io/attention.hpp"
 #include "io/attention_fields.hpp"
+#include "io/attention_request.hpp"
 #include "io/error.hpp"
 #include "io/memory.hpp"
 #include "io/names.hpp"
@@ -78,64 +78,80 @@ std::vector<double> values(const pybind11::array_t<double> &a, const char *name)
   return x;
 }
 
+// The request from the Python layer's keyword arguments (bf16emu._attention: types checked
+// there), as the CLI fills it from its options; every rule is io::make_attention_options'.
+io::attention_request request(const pybind11::dict &kw) {
+  io::attention_request rq;
+  for (const auto &[key, val] : kw) {
+    const auto k = key.cast<std::string>();
+    try {
+      if (k == "policy")
+        rq.policy = val.cast<std::string>();
+      else if (k == "variant")
+        rq.variant = val.cast<std::string>();
+      else if (k == "beta")
+        rq.beta = val.cast<double>();
+      else if (k == "tie_tol")
+        rq.tie_tol = val.cast<double>();
+      else if (k == "block_m")
+        rq.block_m = val.cast<long>();
+      else if (k == "block_n")
+        rq.block_n = val.cast<long>();
+      else if (k == "sites")
+        rq.sites = val.cast<std::string>();
+      else if (k == "scale")
+        rq.scale = val.cast<double>();
+      else if (k == "causal")
+        rq.causal = val.cast<bool>();
+      else if (k == "backward")
+        rq.bwd = val.cast<std::string>(), rq.backward = !rq.bwd.empty();
+      else if (k == "bwd_block_m")
+        rq.bwd_block_m = val.cast<long>();
+      else if (k == "bwd_block_n")
+        rq.bwd_block_n = val.cast<long>();
+      else if (k == "ledger")
+        rq.ledger = val.cast<bool>();
+      else if (k == "reference")
+        rq.reference = val.cast<bool>();
+      else if (k == "threads")
+        rq.threads = val.cast<unsigned>();
+      else
+        throw pybind11::value_error("unknown attention argument '" + k + "'");
+    } catch (const pybind11::cast_error &) {
+      throw pybind11::value_error("argument '" + k + "' is out of range or of the wrong type");
+    }
+  }
+  if (rq.bwd.empty()) rq.bwd = "reference";
+  return rq;
+}
+
+template <class Fn> auto in_python_words(Fn &&fn) {
+  try {
+    return fn();
+  } catch (const io::input_error &e) {
+    throw pybind11::value_error(e.what());
+  }
+}
+
+// The backward bf16emu.torch takes for these arguments when none is named ("tiled" where
+// modelled, else "reference"), after every rule: a bad argument fails here, before the work.
+std::string check(const pybind11::dict &kw) {
+  const io::attention_request rq = request(kw);
+  return in_python_words([&] {
+    if (kw.contains("backward")) {
+      (void)io::make_attention_options(rq, io::front_end::python);
+      return rq.bwd;
+    }
+    return io::modelled_backward(rq, io::front_end::python);
+  });
+}
+
 pybind11::dict run(const pybind11::array_t<double> &q, const pybind11::array_t<double> &k,
                    const pybind11::array_t<double> &v, const pybind11::object &dout,
-                   const std::string &policy, const std::string &variant, double beta, bool causal,
-                   int block_m, int block_n, bool ledger, bool reference, const std::string &backward,
-                   unsigned threads, const std::string &sites, double scale) {
-  at::run_options opt;
-  // Names through the CLI's parsers (src/io: the one table of policies, variants and backward
-  // kinds, and the one spelling rule), their errors naming the Python argument.
-  const auto named = [](const char *arg, auto parse) {
-    try {
-      return parse((std::string("argument '") + arg + "'").c_str());
-    } catch (const io::input_error &e) {
-      throw pybind11::value_error(e.what());
-    }
-  };
-  opt.cfg.pol = named("policy", [&](const char *o) { return io::parse_policy_name(policy, o, true); });
-  opt.cfg.var = named("variant", [&](const char *o) { return io::parse_variant(variant, o); });
-  opt.cfg.pol.beta = beta;
-  // The CLI's rule for beta, one function beside the numerics; its message names
-  // the CLI's option, here the argument.
-  if (const char *e = at::stabilized_params_error(opt.cfg.pol)) {
-    const std::string msg = e;
-    throw pybind11::value_error(msg.rfind("--beta", 0) == 0 ? "argument 'beta'" + msg.substr(6) : msg);
-  }
-  opt.cfg.causal = causal;
-  // sites: the CLI's --site-precision spec ("row_sum=fp32,pv=exact"), parsed by the same parser
-  try {
-    io::parse_site_precision(sites, opt.cfg.pol);
-  } catch (const io::input_error &e) {
-    throw pybind11::value_error(std::string("argument 'sites': ") + e.what());
-  }
-  if (!(std::isfinite(scale) && scale >= 0))
-    throw pybind11::value_error("argument 'scale' must be a positive finite number (0: 1/sqrt(dim))");
-  opt.cfg.pol.softmax_scale = scale;
-  if (block_m < 0 || block_n < 0)
-    throw pybind11::value_error("arguments 'block_m', 'block_n' must be positive");
-  if (block_m) opt.cfg.pol.block_m = block_m;
-  if (block_n) opt.cfg.pol.block_n = block_n;
-  if (opt.cfg.pol.kind == at::policy_kind::fa2 && opt.cfg.var != at::variant::standard &&
-      opt.cfg.pol.block_n % 16)
-    throw pybind11::value_error("argument 'block_n' must be a multiple of 16 under fa2 policies");
-  opt.with_ledger = ledger;
-  opt.with_reference = reference;
-  opt.threads = int(threads);
-  if (!backward.empty()) {
-    opt.backward = true;
-    opt.bwd.kind = named("backward", [&](const char *o) { return io::parse_backward_kind(backward, o); });
-    if (const char *e = at::backward_policy_error(opt.bwd.kind, opt.cfg.pol))
-      throw pybind11::value_error(std::string("argument 'backward': ") + e);
-    // as the CLI: the tiled backward models neither overrides nor the authors' autocast dtypes
-    if (opt.bwd.kind == at::backward_kind::tiled && at::has_site_override(opt.cfg.pol))
-      throw pybind11::value_error("argument 'backward': 'tiled' does not model site overrides (argument "
-                                  "'sites'); use 'reference'");
-    if (opt.bwd.kind == at::backward_kind::tiled && opt.cfg.pol.kind == at::policy_kind::paper &&
-        opt.cfg.pol.paper_arith == at::paper_dtypes::autocast)
-      throw pybind11::value_error("argument 'backward': 'tiled' does not model policy paper:autocast; use "
-                                  "'reference'");
-  }
+                   const pybind11::dict &kw) {
+  at::run_options opt =
+      in_python_words([&] { return io::make_attention_options(request(kw), io::front_end::python); });
+  const bool causal = opt.cfg.causal, reference = opt.with_reference, ledger = opt.with_ledger;
   if (q.ndim() != 4) throw pybind11::value_error("argument 'q' must be 4-d (batch, heads, seq, dim)");
   for (const auto *x : {&k, &v})
     if (x->ndim() != 4 || !std::equal(q.shape(), q.shape() + 4, x->shape()))
@@ -211,6 +227,7 @@ pybind11::dict run(const pybind11::array_t<double> &q, const pybind11::array_t<d
 
 void bind_attention(pybind11::module_ &m) {
   m.def("attention", &run, "Attention forward (and backward) under a policy; returns a dict");
+  m.def("attention_check", &check, "Checks attention arguments; returns the backward they take");
 }
 
 } // namespace bf16emu::py

@@ -13,6 +13,7 @@
 #include "io/mma_amd.hpp"
 #include "io/mma_scaled.hpp"
 #include "io/names.hpp"
+#include "io/preset_lookup.hpp"
 #include "module.hpp"
 
 namespace bf16emu::py {
@@ -30,18 +31,14 @@ tc::zero_exp zero_rule(const std::string &name) {
 const tc::preset &lookup(const std::string &arch, const std::string &kind, format_id in, format_id out) {
   tc::arch a{};
   if (!io::parse_arch_name(arch, a))
-    throw pybind11::value_error("argument 'arch': unknown architecture '" + arch.substr(0, 80) +
-                                "' (sm70, sm75, sm80, sm86, sm89, sm90, sm100 or volta, turing, ampere, ada, "
-                                "hopper, blackwell)");
+    throw pybind11::value_error("argument 'arch': unknown architecture '" + arch.substr(0, 80) + "' (" +
+                                io::arch_names(" or ") + ")");
   tc::instr_kind k = tc::default_kind(a);
   if (!kind.empty() && !io::parse_instr_name(kind, k))
     throw pybind11::value_error("argument 'kind': unknown instruction family '" + kind.substr(0, 80) +
                                 "' (mma, wgmma, tcgen05)");
   const tc::preset *p = tc::find_preset(a, k, in, out);
-  if (!p)
-    throw pybind11::value_error(std::string("no tensor-core preset for ") + tc::to_string(a) + " " +
-                                tc::to_string(k) + " " + io::name(in) + " x " + io::name(out) +
-                                " (see docs/tensor-cores.md for the measured combinations)");
+  if (!p) throw pybind11::value_error(io::no_preset_message({a, k, in, in, out, out}, io::front_end::python));
   return *p;
 }
 

@@ -141,7 +141,8 @@ at::kernel_policy parse_policy_name(std::string_view token, const char *option, 
   return p;
 }
 
-void parse_site_precision(std::string_view spec, at::kernel_policy &p) {
+void parse_site_precision(std::string_view spec, at::kernel_policy &p, const char *option) {
+  const std::string opt(option);
   const at::site_prec precs[] = {at::site_prec::fp32, at::site_prec::exact, at::site_prec::policy};
   bool given[at::site_count] = {};
   at::kernel_policy r = p;
@@ -152,7 +153,7 @@ void parse_site_precision(std::string_view spec, at::kernel_policy &p) {
     const std::string t(tok);
     const std::size_t eq = tok.find('=');
     if (eq == std::string_view::npos)
-      throw input_error("--site-precision: bad token '" + shorten(t) + "' (expected SITE=fp32|exact|policy)");
+      throw input_error(opt + ": bad token '" + shorten(t) + "' (expected SITE=fp32|exact|policy)");
     const std::string_view name = tok.substr(0, eq);
     int found = -1;
     std::string sites;
@@ -160,17 +161,15 @@ void parse_site_precision(std::string_view spec, at::kernel_policy &p) {
       if (name == at::to_string(at::site(i))) found = i;
       sites += std::string(i ? ", " : "") + at::to_string(at::site(i));
     }
-    if (found < 0)
-      throw input_error("--site-precision: unknown site in '" + shorten(t) + "' (sites: " + sites + ")");
-    if (given[found]) throw input_error("--site-precision: site given twice in '" + shorten(t) + "'");
+    if (found < 0) throw input_error(opt + ": unknown site in '" + shorten(t) + "' (sites: " + sites + ")");
+    if (given[found]) throw input_error(opt + ": site given twice in '" + shorten(t) + "'");
     given[found] = true;
     const std::string_view prec = tok.substr(eq + 1);
     bool ok = false;
     for (const at::site_prec sp : precs)
       if (prec == at::to_string(sp)) r.site_precision[found] = sp, ok = true;
     if (!ok)
-      throw input_error("--site-precision: unknown precision in '" + shorten(t) +
-                        "' (accepted: fp32, exact, policy)");
+      throw input_error(opt + ": unknown precision in '" + shorten(t) + "' (accepted: fp32, exact, policy)");
   }
   p = r;
 }

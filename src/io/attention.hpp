@@ -45,7 +45,8 @@ at::block_order parse_block_order(std::string_view s, const char *option);      
 // ledger's site names (attention::to_string(site)), PREC fp32, exact or policy, e.g.
 // "row_sum=fp32,pv=exact"; sets p.site_precision. "" sets nothing. A bad token, an unknown site
 // or precision, or a site given twice throws io::input_error naming the token.
-void parse_site_precision(std::string_view spec, at::kernel_policy &p);
+void parse_site_precision(std::string_view spec, at::kernel_policy &p,
+                          const char *option = "--site-precision");
 // The canonical spec of p's override (sites in ledger order, `policy` sites left out); "" when
 // no site is overridden.
 std::string site_precision_text(const at::kernel_policy &p);

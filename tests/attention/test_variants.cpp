@@ -220,26 +220,26 @@ TEST(Variants, RunIsIndependentOfThreadCount) {
 // Algorithm 1 requires beta > 1 (beta = 1 is the unstabilized kernel) and a finite tie
 // tolerance >= 0; the library check names the option and the rule, and passes valid values.
 TEST(Variants, StabilizedParamsAreChecked) {
-  at::kernel_policy p;
+  at::forward_config c;
   for (double b : {1.0, 0.999, 0.0, -2.0, std::nan(""), std::numeric_limits<double>::infinity(),
                    -std::numeric_limits<double>::infinity()}) {
-    p.beta = b;
-    const char *e = at::stabilized_params_error(p);
-    ASSERT_NE(e, nullptr) << b;
-    EXPECT_NE(std::string(e).find("--beta"), std::string::npos) << e;
-    EXPECT_NE(std::string(e).find("> 1"), std::string::npos) << e;
+    c.pol.beta = b;
+    const auto e = at::forward_config_error(c);
+    ASSERT_TRUE(e) << b;
+    EXPECT_EQ(e->arg, at::option::beta) << b;
+    EXPECT_NE(e->reason.find("> 1"), std::string::npos) << e->reason;
   }
   for (double b : {std::nextafter(1.0, 2.0), 2.0, 7.0}) {
-    p.beta = b;
-    EXPECT_EQ(at::stabilized_params_error(p), nullptr) << b;
+    c.pol.beta = b;
+    EXPECT_FALSE(at::forward_config_error(c)) << b;
   }
-  p.beta = 2;
+  c.pol.beta = 2;
   for (double t : {-1e-3, std::nan(""), std::numeric_limits<double>::infinity()}) {
-    p.tie_tol = t;
-    const char *e = at::stabilized_params_error(p);
-    ASSERT_NE(e, nullptr) << t;
-    EXPECT_NE(std::string(e).find("--tie-tol"), std::string::npos) << e;
+    c.pol.tie_tol = t;
+    const auto e = at::forward_config_error(c);
+    ASSERT_TRUE(e) << t;
+    EXPECT_EQ(e->arg, at::option::tie_tol) << t;
   }
-  p.tie_tol = 0;
-  EXPECT_EQ(at::stabilized_params_error(p), nullptr);
+  c.pol.tie_tol = 0;
+  EXPECT_FALSE(at::forward_config_error(c));
 }

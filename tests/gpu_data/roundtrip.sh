@@ -121,7 +121,7 @@ expect_fail 'flip.vec: line 1: GPU'
 good="arch=sm90 instr=mma in=e4m3 out=fp32 k=64 b=e5m2"
 for c in "$good kind=nonsense|nonsense" "$good bogus=1|bogus=1" "${good/b=e5m2/b=e9m9}|b='e9m9'" \
   "$good shape_k=4|no probe kernel for mma e4m3 x e5m2 -> fp32 k4" \
-  "${good/sm90 instr=mma/sm80 instr=wgmma}|no preset for arch sm80, wgmma" "${good/k=64/k=zero}|k=" \
+  "${good/sm90 instr=mma/sm80 instr=wgmma}|no preset for sm80 wgmma e4m3 x e5m2 -> fp32" "${good/k=64/k=zero}|k=" \
   "${good/ in=e4m3/}|without in="; do
   h=${c%%|*} want=${c#*|}
   awk -v h="#! $h" '/^#!/ { $0 = h } { print }' "$src.vec" >"$bad/header.vec"

@@ -420,7 +420,7 @@ def test_beta_is_refused_for_the_cli_reason(beta, variant):
     with pytest.raises(ValueError, match=r"argument 'beta' must be a finite number > 1") as e:
         bf16emu.attention(q, q, q, variant=variant, beta=beta)
     cli = os.environ.get("BF16EMU_CLI", "")
-    if cli and os.path.exists(cli):  # the same rule, the same words (at::stabilized_params_error)
+    if cli and os.path.exists(cli):  # the same rule, the same words (attention::forward_config_error)
         r = subprocess.run([cli, "attention", "--n", "4", "--d", "4", "--variant", variant, "--beta", str(beta)],
                            capture_output=True, text=True)
         assert r.returncode == 2

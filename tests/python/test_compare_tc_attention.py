@@ -88,7 +88,7 @@ def test_gemm_torch_and_bad_input():
     assert D.dtype == torch.float32 and torch.equal(D, torch.full((4, 3), 32.0))
     with pytest.raises(ValueError, match="argument 'arch'"):
         bf16emu.gemm(A, B, arch="sm42")
-    with pytest.raises(ValueError, match="no tensor-core preset"):
+    with pytest.raises(ValueError, match="no preset for sm70 wgmma fp16 -> fp32"):
         bf16emu.gemm(A, B, arch="sm70", c_format="fp32", kind="wgmma")
     with pytest.raises(ValueError, match="argument 'b'"):
         bf16emu.gemm(A, torch.ones(31, 3, dtype=torch.float16), arch="sm90")

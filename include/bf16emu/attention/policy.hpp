@@ -125,18 +125,6 @@ inline kernel_policy fa2_twin() {
   return p;
 }
 
-// The parameters of the stabilized max that Algorithm 1 allows: beta finite and > 1 (beta = 1
-// gives m = r_m, exactly the unstabilized kernel; the paper requires beta > 1) and tie_tol
-// finite and >= 0. Returns nullptr when p satisfies them, else the broken rule (naming the CLI
-// option). The one check: the CLI calls it for every run.
-inline const char *stabilized_params_error(const kernel_policy &p) {
-  if (!(p.beta > 1) || !std::isfinite(p.beta))
-    return "--beta must be a finite number > 1 (Algorithm 1 of the paper requires beta > 1; beta = 1 is "
-           "the unstabilized kernel)";
-  if (!(p.tie_tol >= 0) || !std::isfinite(p.tie_tol)) return "--tie-tol must be a finite number >= 0";
-  return nullptr;
-}
-
 inline const char *to_string(policy_kind k) {
   switch (k) {
   case policy_kind::exact: return "exact";
