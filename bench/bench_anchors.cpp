@@ -224,7 +224,7 @@ void *cpfloat_options() {
 }
 #endif
 
-// Bulk fp32 -> bf16 nearest even: bf16emu's Highway kernels, the header-only convert_n and
+// Bulk fp32 -> bf16 nearest even: bf16emu's Highway kernels, the header-only convert_loop and
 // CPFloat (which stores the rounded value as a float), checked against each other.
 [[maybe_unused]] void check_bulk(const std::vector<std::uint32_t> &in_bits, const std::string &row) {
   const std::size_t n = in_bits.size();
@@ -233,7 +233,7 @@ void *cpfloat_options() {
     in[i] = f32::from_bits(in_bits[i]);
   const env e{};
   std::vector<bf16> core(n);
-  convert_n(in.data(), core.data(), n, e);
+  convert_loop(in.data(), core.data(), n, e);
 #ifdef BF16EMU_ANCHOR_BULK
   {
     std::vector<bf16> hwy(n);
@@ -343,7 +343,7 @@ bulk_input make_bulk(set s, std::size_t n) {
 
 void pass_core_convert_n(const bulk_input &b) {
   const env e{};
-  benchmark::DoNotOptimize(convert_n(b.in.data(), b.out.data(), b.in.size(), e));
+  benchmark::DoNotOptimize(convert_loop(b.in.data(), b.out.data(), b.in.size(), e));
   benchmark::ClobberMemory();
 }
 

@@ -244,7 +244,7 @@ void BM_bf16_add_bulk(benchmark::State &state) {
 }
 BENCHMARK(BM_bf16_add_bulk);
 
-// add_n (core/bulk.hpp) on the same operands as BM_bf16_add_bulk, in every mode.
+// add_loop (core/bulk.hpp) on the same operands as BM_bf16_add_bulk, in every mode.
 void BM_bf16_add_n(benchmark::State &state) {
   const auto a32 = random_f32(kN, 3), b32 = random_f32(kN, 4);
   std::vector<bf16> a(kN), b(kN), out(kN);
@@ -256,7 +256,7 @@ void BM_bf16_add_n(benchmark::State &state) {
   e.mode = static_cast<round_mode>(state.range(0));
   e.random = 0x9E3779B9u;
   for (auto _ : state) {
-    const std::uint8_t flags = add_n(a.data(), b.data(), out.data(), kN, e);
+    const std::uint8_t flags = add_loop(a.data(), b.data(), out.data(), kN, e);
     benchmark::DoNotOptimize(flags);
     benchmark::DoNotOptimize(out.data());
     benchmark::ClobberMemory();
@@ -304,7 +304,7 @@ void BM_f32_to_bf16_convert_n(benchmark::State &state) {
   env e;
   e.mode = static_cast<round_mode>(state.range(0));
   for (auto _ : state) {
-    const std::uint8_t flags = convert_n(in.data(), out.data(), kN, e);
+    const std::uint8_t flags = convert_loop(in.data(), out.data(), kN, e);
     benchmark::DoNotOptimize(flags);
     benchmark::DoNotOptimize(out.data());
     benchmark::ClobberMemory();

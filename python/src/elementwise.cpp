@@ -215,7 +215,7 @@ pybind11::tuple convert_array(const pybind11::array &x, const std::string &from,
         // on the bulk loop's 8-bit stores.
         if constexpr (detail::same_range_narrowing<Out, In> && Out::width >= 16)
           if (ce.e.mode != round_mode::stochastic && !each)
-            return convert_n<Out, In>(a + b, o + b, e - b, ce.e);
+            return convert_loop<Out, In>(a + b, o + b, e - b, ce.e);
         return scalar_loop<Out>(o, each, b, e, ce,
                                 [&](std::size_t i, const env &en) { return convert<Out>(a[i], en); });
       });
@@ -270,8 +270,8 @@ pybind11::tuple arith_array(const std::string &opname, const std::vector<pybind1
             return f;
         }
         if constexpr (detail::bulk_add_format<F>) {
-          if (op == op_kind::add && !scalar) return add_n<F>(a + lo, b + lo, o + lo, hi - lo, ce.e);
-          if (op == op_kind::sub && !scalar) return sub_n<F>(a + lo, b + lo, o + lo, hi - lo, ce.e);
+          if (op == op_kind::add && !scalar) return add_loop<F>(a + lo, b + lo, o + lo, hi - lo, ce.e);
+          if (op == op_kind::sub && !scalar) return sub_loop<F>(a + lo, b + lo, o + lo, hi - lo, ce.e);
         }
         return scalar_loop<F>(o, each, lo, hi, ce, [&](std::size_t i, const env &en) -> result<F> {
           switch (op) {

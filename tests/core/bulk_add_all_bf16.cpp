@@ -1,4 +1,4 @@
-// Long tier: bulk add_n on all 2^32 bfloat16 pairs in each of the 7 rounding modes against
+// Long tier: bulk add_loop on all 2^32 bfloat16 pairs in each of the 7 rounding modes against
 // element-wise scalar add (itself checked exhaustively against the independent oracle by
 // core_exhaustive). Row a holds the 65536 pairs (a, b); each row gets its own random word for
 // stochastic rounding and one of four environments (IEEE; flush both + tininess before
@@ -56,7 +56,7 @@ void check_rows(std::uint32_t first, std::uint32_t step) {
     std::uint64_t bad = 0;
     for (int m = 0; m < round_mode_count; ++m) {
       const env e = row_env(row, m);
-      const std::uint8_t flags = add_n(a.data(), b.data(), out.data(), 65536, e);
+      const std::uint8_t flags = add_loop(a.data(), b.data(), out.data(), 65536, e);
       std::uint8_t want = 0;
       for (std::uint32_t j = 0; j < 65536; ++j) {
         const result<bfloat16> r = add(a[j], b[j], e);
@@ -66,7 +66,7 @@ void check_rows(std::uint32_t first, std::uint32_t step) {
           if (g_mismatch.load() + bad < 40) {
             std::lock_guard<std::mutex> lk(g_print);
             std::fprintf(stderr,
-                         "MISMATCH add_n %s a=0x%04x b=0x%04x random=0x%08x: bulk 0x%04x scalar 0x%04x\n",
+                         "MISMATCH add_loop %s a=0x%04x b=0x%04x random=0x%08x: bulk 0x%04x scalar 0x%04x\n",
                          to_string(e.mode), unsigned(row), unsigned(j), e.random, unsigned(out[j].bits),
                          unsigned(r.value.bits));
           }
@@ -75,7 +75,7 @@ void check_rows(std::uint32_t first, std::uint32_t step) {
       if (flags != want) {
         ++bad;
         std::lock_guard<std::mutex> lk(g_print);
-        std::fprintf(stderr, "MISMATCH add_n flags %s row a=0x%04x: bulk %u scalar %u\n", to_string(e.mode),
+        std::fprintf(stderr, "MISMATCH add_loop flags %s row a=0x%04x: bulk %u scalar %u\n", to_string(e.mode),
                      unsigned(row), unsigned(flags), unsigned(want));
       }
     }
@@ -99,7 +99,7 @@ int main(int argc, char **argv) {
   if (threads == 0) threads = 1;
   if (stride == 0) stride = 1;
   const std::uint64_t rows = (65536 + stride - 1) / stride, total = rows * 65536ull * round_mode_count;
-  std::fprintf(stderr, "add_n vs add, bf16, %llu rows x 65536 x 7 modes = %llu cases, %u threads\n",
+  std::fprintf(stderr, "add_loop vs add, bf16, %llu rows x 65536 x 7 modes = %llu cases, %u threads\n",
                static_cast<unsigned long long>(rows), static_cast<unsigned long long>(total), threads);
   coretest::progress_thread progress([&](double t) {
     const double done = double(g_done.load());
@@ -114,7 +114,7 @@ int main(int argc, char **argv) {
   for (auto &t : pool)
     t.join();
   progress.stop();
-  std::printf("bulk add_n bf16: %llu cases, %llu mismatches, %.0f s wall\n",
+  std::printf("bulk add_loop bf16: %llu cases, %llu mismatches, %.0f s wall\n",
               static_cast<unsigned long long>(g_done.load()),
               static_cast<unsigned long long>(g_mismatch.load()), progress.elapsed());
   return g_mismatch.load() == 0 && g_done.load() == total ? 0 : 1;

@@ -1,5 +1,5 @@
-// Bulk paths (core/bulk.hpp) against the scalar routines they stand for: add_n / sub_n must
-// equal element-wise add / sub, and convert_n element-wise convert, bit for bit in every value
+// Bulk paths (core/bulk.hpp) against the scalar routines they stand for: add_loop / sub_loop must
+// equal element-wise add / sub, and convert_loop element-wise convert, bit for bit in every value
 // and in the OR of the flags, for every rounding mode and many environments (tininess, NaN
 // policies, subnormal policies, saturation, stochastic random words including 0 and all ones).
 // Inputs mix random bit patterns with edge classes: zeros, subnormals, min normal, max finite,
@@ -102,10 +102,10 @@ template <class F> void check_add(std::uint64_t seed, int envs, long long &count
           if (r.coin()) std::swap(a[i], b[i]);
         }
         for (const bool is_sub : {false, true}) {
-          const std::uint8_t got_flags = is_sub ? sub_n(a.data(), b.data(), out.data(), n, e)
-                                                : add_n(a.data(), b.data(), out.data(), n, e);
+          const std::uint8_t got_flags = is_sub ? sub_loop(a.data(), b.data(), out.data(), n, e)
+                                                : add_loop(a.data(), b.data(), out.data(), n, e);
           expect_matches_scalar(
-              std::string(is_sub ? "sub_n<" : "add_n<") + format_name<F>() + ">", e, out, n, got_flags,
+              std::string(is_sub ? "sub_loop<" : "add_loop<") + format_name<F>() + ">", e, out, n, got_flags,
               [&](std::size_t i) { return is_sub ? sub(a[i], b[i], e) : add(a[i], b[i], e); },
               [&](std::size_t i) { return "a=" + hex(a[i].bits) + " b=" + hex(b[i].bits); });
           count += std::int64_t(n);
@@ -145,7 +145,7 @@ TEST(Bulk, AddSingleLanesBf16) {
       const env e = random_env(r, round_mode(m));
       const bf16 a = as<bfloat16>(pick<bfloat16>(r)), b = as<bfloat16>(partner<bfloat16>(r, a.bits));
       bf16 out{};
-      const std::uint8_t f = add_n(&a, &b, &out, 1, e);
+      const std::uint8_t f = add_loop(&a, &b, &out, 1, e);
       const result<bfloat16> w = add(a, b, e);
       ASSERT_EQ(out.bits, w.value.bits) << env_string(e) << " a=" << hex(a.bits) << " b=" << hex(b.bits);
       ASSERT_EQ(unsigned(f), unsigned(w.flags))
@@ -154,7 +154,7 @@ TEST(Bulk, AddSingleLanesBf16) {
   }
 }
 
-// fp32 inputs for convert_n: edge classes of binary32, plus encodings just around the
+// fp32 inputs for convert_loop: edge classes of binary32, plus encodings just around the
 // destination's rounding points (ties, half-ulp +- 1) and its overflow threshold.
 template <class Out> std::uint32_t pick_f32(rng &r) {
   constexpr int sh = binary32::frac_bits - Out::frac_bits;
@@ -185,9 +185,9 @@ template <class Out> void check_convert(std::uint64_t seed, int envs, long long 
         std::vector<fp<Out>> out(n + 1, fp<Out>::from_bits(0x5A));
         for (auto &x : in)
           x = f32::from_bits(pick_f32<Out>(r));
-        const std::uint8_t got_flags = convert_n(in.data(), out.data(), n, e);
+        const std::uint8_t got_flags = convert_loop(in.data(), out.data(), n, e);
         expect_matches_scalar(
-            std::string("convert_n<") + format_name<Out>() + ">", e, out, n, got_flags,
+            std::string("convert_loop<") + format_name<Out>() + ">", e, out, n, got_flags,
             [&](std::size_t i) { return convert<Out>(in[i], e); },
             [&](std::size_t i) { return "x=" + hex(in[i].bits); });
         count += std::int64_t(n);
@@ -201,9 +201,9 @@ template <class Out> void check_convert(std::uint64_t seed, int envs, long long 
 TEST(Bulk, EmptyNullPointers) {
   for (int m = 0; m < round_mode_count; ++m) {
     const env e = with_mode(round_mode(m));
-    EXPECT_EQ(add_n<bfloat16>(nullptr, nullptr, nullptr, 0, e), 0) << env_string(e);
-    EXPECT_EQ(sub_n<binary32>(nullptr, nullptr, nullptr, 0, e), 0) << env_string(e);
-    EXPECT_EQ(convert_n<bfloat16>(static_cast<const f32 *>(nullptr), nullptr, 0, e), 0) << env_string(e);
+    EXPECT_EQ(add_loop<bfloat16>(nullptr, nullptr, nullptr, 0, e), 0) << env_string(e);
+    EXPECT_EQ(sub_loop<binary32>(nullptr, nullptr, nullptr, 0, e), 0) << env_string(e);
+    EXPECT_EQ(convert_loop<bfloat16>(static_cast<const f32 *>(nullptr), nullptr, 0, e), 0) << env_string(e);
   }
 }
 
@@ -217,7 +217,7 @@ TEST(Bulk, ConvertFp32ToTf32) {
   check_convert<tensorfloat32>(8, 48, n);
 }
 
-// A strided sweep of all fp32 encodings (every 1021st) through convert_n in every mode, in
+// A strided sweep of all fp32 encodings (every 1021st) through convert_loop in every mode, in
 // blocks of 4096 with a per-block random word, against element-wise convert.
 TEST(Bulk, ConvertFp32SweepBf16) {
   constexpr std::uint64_t stride = 1021, block = 4096;
@@ -231,7 +231,7 @@ TEST(Bulk, ConvertFp32SweepBf16) {
       for (std::uint64_t x = start; x < (std::uint64_t{1} << 32) && n < block; x += stride)
         in[n++] = f32::from_bits(std::uint32_t(x));
       e.random = hash32(start ^ std::uint64_t(m) << 40);
-      const std::uint8_t f = convert_n(in.data(), out.data(), n, e);
+      const std::uint8_t f = convert_loop(in.data(), out.data(), n, e);
       std::uint8_t want = 0;
       for (std::size_t i = 0; i < n; ++i) {
         const result<bfloat16> w = convert<bfloat16>(in[i], e);
