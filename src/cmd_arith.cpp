@@ -18,7 +18,8 @@ namespace {
 
 struct arith_cli {
   std::vector<std::string> operands;
-  std::string format = "fp32", to, round = "nearest_even", tininess = "after", nan = "ieee", random = "0";
+  std::string format = "fp32", to, round = "nearest_even", tininess = "after", nan = "ieee", random = "0",
+              sr_bits;
   bool ftz = false, daz = false, saturate = false, trace = false, json = false;
 };
 
@@ -30,7 +31,15 @@ io::arith_request make_request(const arith_cli &o, op_kind op) {
     rq.to = io::parse_format(o.to);
   else if (op == op_kind::convert)
     throw io::input_error("convert needs --to FORMAT (the destination format)");
-  rq.e.mode = io::parse_mode(o.round);
+  const io::rounding rounding = io::parse_rounding(o.round);
+  rq.e.mode = rounding.mode;
+  rq.e.sr_bits = std::uint8_t(rounding.sr_bits);
+  if (!o.sr_bits.empty()) {
+    if (rq.e.mode != round_mode::stochastic_k)
+      throw io::input_error("--sr-bits applies to --round stochastic_k (sr_k) only, not to '" + o.round +
+                            "'");
+    rq.e.sr_bits = std::uint8_t(io::parse_sr_bits(o.sr_bits));
+  }
   rq.e.tiny = io::parse_tininess(o.tininess);
   rq.e.nan = io::parse_nan_policy(o.nan);
   rq.e.subnormal = subnormals((o.ftz ? unsigned(subnormals::flush_outputs) : 0u) |
@@ -81,7 +90,12 @@ void add_op(CLI::App &app, op_kind op, const char *name, const char *what, const
   sub->add_flag("--ftz", o->ftz, "flush tiny results to zero");
   sub->add_flag("--daz", o->daz, "read subnormal operands as zero");
   sub->add_flag("--saturate", o->saturate, "overflow gives the largest finite value");
-  sub->add_option("--random", o->random, "random bits for --round stochastic (32-bit, decimal or 0x hex)");
+  sub->add_option(
+      "--random", o->random,
+      "random bits for the stochastic modes (32-bit, decimal or 0x hex; stochastic_k reads the low "
+      "--sr-bits of them)");
+  sub->add_option("--sr-bits", o->sr_bits,
+                  "K, the random bits of --round stochastic_k (1..32, default 32; also --round sr_k:K)");
   sub->add_flag("--trace", o->trace,
                 "show guard/round/sticky, kept significand, decision and error of every rounding");
   sub->add_flag("--json", o->json, "machine-readable output");
@@ -99,6 +113,7 @@ void register_arith(CLI::App &app) {
   add_op(app, op_kind::div, "div", "a / b, rounded once",
          "bf16emu div 1 3 --format fp16 --round upward --trace");
   add_op(app, op_kind::sqrt, "sqrt", "square root, rounded once", "bf16emu sqrt 2 --format bf16 --trace");
+  // (k-bit stochastic rounding: bf16emu add 1 0x1p-9 --to bf16 --round sr_k --sr-bits 3 --random 5 --trace)
   add_op(app, op_kind::convert, "convert", "round a value of --format into --to",
          "bf16emu convert 0.1 --format fp64 --to bf16 --trace");
 }

@@ -147,7 +147,7 @@ std::uint8_t scalar_loop(fp<Out> *out, std::uint8_t *each, std::size_t b, std::s
                          Res &&res) {
   std::uint8_t f = 0;
   env en = ce.e;
-  const bool sr = en.mode == round_mode::stochastic;
+  const bool sr = is_stochastic(en.mode);
   for (std::size_t i = b; i < e; ++i) {
     if (sr) en.random = random_bits(ce.key, i);
     const result<Out> r = res(i, en);
@@ -206,7 +206,7 @@ pybind11::tuple convert_array(const pybind11::array &x, const std::string &from,
       const fp<In> *a = as_fp<In>(x);
       fp<Out> *o = as_fp<Out>(out);
       return run_chunks(n, ce, [&](std::size_t b, std::size_t e) -> std::uint8_t {
-        if (ce.e.mode != round_mode::stochastic && !each) {
+        if (!is_stochastic(ce.e.mode) && !each) {
           std::uint8_t f = 0;
           if (hwy_convert<Out, In>(a + b, o + b, e - b, ce.e, f)) return f;
         }
@@ -214,8 +214,7 @@ pybind11::tuple convert_array(const pybind11::array &x, const std::string &from,
         // exponent range). fp16 -> e5m2 stays scalar: GCC 12 reports a false -Wstringop-overflow
         // on the bulk loop's 8-bit stores.
         if constexpr (detail::same_range_narrowing<Out, In> && Out::width >= 16)
-          if (ce.e.mode != round_mode::stochastic && !each)
-            return convert_n<Out, In>(a + b, o + b, e - b, ce.e);
+          if (!is_stochastic(ce.e.mode) && !each) return convert_n<Out, In>(a + b, o + b, e - b, ce.e);
         return scalar_loop<Out>(o, each, b, e, ce,
                                 [&](std::size_t i, const env &en) { return convert<Out>(a[i], en); });
       });
@@ -263,7 +262,7 @@ pybind11::tuple arith_array(const std::string &opname, const std::vector<pybind1
       const fp<F> *c = n_ops > 2 ? as_fp<F>(ops[2]) : nullptr;
       fp<F> *o = as_fp<F>(out);
       return run_chunks(n, ce, [&](std::size_t lo, std::size_t hi) -> std::uint8_t {
-        const bool scalar = ce.e.mode == round_mode::stochastic || each != nullptr;
+        const bool scalar = is_stochastic(ce.e.mode) || each != nullptr;
         if (!scalar) {
           std::uint8_t f = 0;
           if (hwy_arith<F>(op, a + lo, b ? b + lo : nullptr, c ? c + lo : nullptr, o + lo, hi - lo, ce.e, f))
@@ -380,7 +379,7 @@ pybind11::dict trace_one(const std::string &opname, const std::vector<std::uint6
   rq.format = io::parse_format(format);
   if (!to.empty()) rq.to = io::parse_format(to);
   rq.e = ce.e;
-  if (rq.e.mode == round_mode::stochastic) rq.e.random = random_bits(ce.key, ce.index);
+  if (is_stochastic(rq.e.mode)) rq.e.random = random_bits(ce.key, ce.index);
   const std::uint64_t mask = io::describe(rq.format).width_mask;
   for (std::size_t k = 0; k < bits.size(); ++k) {
     if (bits[k] & ~mask)

@@ -35,8 +35,11 @@ auto parse_named(const pybind11::dict &opts, const char *key, const char *fallba
 
 call_env make_env(const pybind11::dict &opts) {
   call_env ce;
-  ce.e.mode =
-      parse_named(opts, "rounding", "nearest_even", [](const std::string &s) { return io::parse_mode(s); });
+  // "sr_k:3": k-bit stochastic rounding with 3 random bits (io::parse_rounding).
+  const io::rounding rounding = parse_named(opts, "rounding", "nearest_even",
+                                            [](const std::string &s) { return io::parse_rounding(s); });
+  ce.e.mode = rounding.mode;
+  ce.e.sr_bits = std::uint8_t(rounding.sr_bits);
   ce.e.tiny =
       parse_named(opts, "tininess", "after", [](const std::string &s) { return io::parse_tininess(s); });
   ce.e.nan = parse_named(opts, "nan", "ieee", [](const std::string &s) { return io::parse_nan_policy(s); });

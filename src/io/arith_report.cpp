@@ -216,13 +216,15 @@ void print_text(std::ostream &out, const arith_report &r, bool trace) {
   const auto &rq = r.request;
   out << "bf16emu " << to_string(rq.op) << ": operands in " << name(rq.format);
   if (rq.to) out << ", result rounded into " << name(*rq.to);
-  out << "; " << to_string(rq.e.mode) << ", tininess " << name(rq.e.tiny) << ", NaN " << name(rq.e.nan);
+  out << "; " << to_string(rq.e.mode);
+  if (rq.e.mode == round_mode::stochastic_k) out << " (k = " << int(rq.e.sr_bits) << " random bits)";
+  out << ", tininess " << name(rq.e.tiny) << ", NaN " << name(rq.e.nan);
   if (rq.e.subnormal != subnormals::ieee) {
     unsigned sub = unsigned(rq.e.subnormal);
     out << ((sub & 1) ? ", ftz" : "") << ((sub & 2) ? ", daz" : "");
   }
   if (rq.e.saturate) out << ", saturate";
-  if (rq.e.mode == round_mode::stochastic)
+  if (is_stochastic(rq.e.mode))
     out << ", random 0x" << std::hex << std::uppercase << rq.e.random << std::dec << std::nouppercase;
   out << "\n";
   static const char *labels[] = {"a", "b", "c"};
@@ -271,6 +273,7 @@ void print_json(json_writer &w, const arith_report &r, bool trace) {
   w.kv("mode", to_string(rq.e.mode)).kv("tininess", name(rq.e.tiny)).kv("nan", name(rq.e.nan));
   w.kv("ftz", (unsigned(rq.e.subnormal) & 1) != 0).kv("daz", (unsigned(rq.e.subnormal) & 2) != 0);
   w.kv("saturate", rq.e.saturate).kv("random", std::uint64_t(rq.e.random));
+  if (rq.e.mode == round_mode::stochastic_k) w.kv("sr_bits", int(rq.e.sr_bits));
   w.end_object();
   w.key("operands").begin_array();
   for (const auto &o : rq.operands) {

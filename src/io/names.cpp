@@ -61,6 +61,12 @@ const alias<round_mode> mode_aliases[] = {
     {"odd", round_mode::to_odd},
     {"stochastic", round_mode::stochastic},
     {"sr", round_mode::stochastic},
+    {"nearest_zero", round_mode::nearest_zero},
+    {"rnz", round_mode::nearest_zero},
+    {"stochastic_equal", round_mode::stochastic_equal},
+    {"sr_eq", round_mode::stochastic_equal},
+    {"stochastic_k", round_mode::stochastic_k},
+    {"sr_k", round_mode::stochastic_k},
 };
 
 template <class T, std::size_t N>
@@ -123,7 +129,8 @@ std::string format_names() {
 
 std::string mode_names() {
   return "nearest_even (rne), nearest_away (rna), toward_zero (rz), upward (ru), downward (rd), "
-         "to_odd (ro), stochastic (sr)";
+         "to_odd (ro), stochastic (sr), nearest_zero (rnz), stochastic_equal (sr_eq), stochastic_k (sr_k, "
+         "sr_k:K with K random bits, 1..32)";
 }
 
 format_id parse_format(std::string_view token) {
@@ -132,6 +139,34 @@ format_id parse_format(std::string_view token) {
 
 round_mode parse_mode(std::string_view token) {
   return lookup(mode_aliases, token, "rounding mode", mode_names());
+}
+
+int parse_sr_bits(std::string_view token) {
+  const std::string t = normalize_name(token);
+  int k = 0;
+  bool ok = !t.empty() && t.size() <= 2;
+  for (char c : t) {
+    ok = ok && c >= '0' && c <= '9';
+    if (ok) k = k * 10 + (c - '0');
+  }
+  if (!ok || k < 1 || k > max_sr_bits)
+    throw input_error("k-bit stochastic rounding: the number of random bits '" + shorten(std::string(token)) +
+                      "' is not an integer from 1 to " + std::to_string(max_sr_bits));
+  return k;
+}
+
+rounding parse_rounding(std::string_view token) {
+  const std::string t = normalize_name(token);
+  const std::size_t colon = t.find(':');
+  rounding r;
+  r.mode = parse_mode(std::string_view(t).substr(0, colon));
+  if (colon != std::string::npos) {
+    if (r.mode != round_mode::stochastic_k)
+      throw input_error("rounding mode '" + shorten(std::string(token)) +
+                        "': only stochastic_k (sr_k) takes a bit count after ':'");
+    r.sr_bits = parse_sr_bits(std::string_view(t).substr(colon + 1));
+  }
+  return r;
 }
 
 tininess parse_tininess(std::string_view token) {

@@ -5,8 +5,10 @@
 // bfloat16, half, binary16, float8_e4m3fn, fp8_e5m2, fp6_e2m3, fp6_e3m2, fp4, float4_e2m1fn, ...).
 // Case-insensitive. e2m3, e3m2 and e2m1 are the OCP MX element formats (docs/formats.md).
 // Modes:   nearest_even (rne), nearest_away (rna), toward_zero (rz), upward (ru),
-//          downward (rd), to_odd (ro), stochastic (sr); TestFloat's near_even, near_maxMag,
-//          minMag, max, min, odd are accepted too.
+//          downward (rd), to_odd (ro), stochastic (sr), nearest_zero (rnz: ties toward zero),
+//          stochastic_equal (sr_eq), stochastic_k (sr_k; sr_k:K gives the number K of random
+//          bits, 1..32, docs/rounding.md); TestFloat's near_even, near_maxMag, minMag, max, min,
+//          odd are accepted too.
 // Every parser throws io::input_error naming the token and the accepted names.
 #pragma once
 
@@ -37,6 +39,15 @@ std::string normalize_name(std::string_view name);
 
 format_id parse_format(std::string_view name);
 round_mode parse_mode(std::string_view name);
+// A rounding mode with its parameter: "sr_k:3" is stochastic_k with 3 random bits; a bare name
+// leaves sr_bits at its default (32). Only stochastic_k takes ":K".
+struct rounding {
+  round_mode mode = round_mode::nearest_even;
+  int sr_bits = 32;
+};
+rounding parse_rounding(std::string_view name);
+// K of k-bit stochastic rounding: an integer 1..32, else io::input_error naming it.
+int parse_sr_bits(std::string_view token);
 tininess parse_tininess(std::string_view name);     // before | after (before_rounding, after_rounding)
 nan_policy parse_nan_policy(std::string_view name); // ieee | cuda | pytorch
 

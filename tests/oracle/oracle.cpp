@@ -31,13 +31,16 @@ std::string name(format f) {
 // spelling; tests/core/test_names.cpp checks both against that page and against each other).
 const char *name(rounding m) {
   switch (m) {
-  case rounding::nearest_even: return "nearest_even"; // k+1 if f > 1/2, or f = 1/2 and k odd
-  case rounding::nearest_away: return "nearest_away"; // k+1 if f >= 1/2
-  case rounding::toward_zero: return "toward_zero";   // k
-  case rounding::upward: return "upward";             // k+1 if f > 0 and x > 0
-  case rounding::downward: return "downward";         // k+1 if f > 0 and x < 0
-  case rounding::to_odd: return "to_odd";             // k with its last bit set
-  case rounding::stochastic: return "stochastic";     // k+1 if floor(f * 2^32) + r >= 2^32
+  case rounding::nearest_even: return "nearest_even";         // k+1 if f > 1/2, or f = 1/2 and k odd
+  case rounding::nearest_away: return "nearest_away";         // k+1 if f >= 1/2
+  case rounding::toward_zero: return "toward_zero";           // k
+  case rounding::upward: return "upward";                     // k+1 if f > 0 and x > 0
+  case rounding::downward: return "downward";                 // k+1 if f > 0 and x < 0
+  case rounding::to_odd: return "to_odd";                     // k with its last bit set
+  case rounding::stochastic: return "stochastic";             // k+1 if floor(f * 2^32) + r >= 2^32
+  case rounding::nearest_zero: return "nearest_zero";         // k+1 if f > 1/2
+  case rounding::stochastic_equal: return "stochastic_equal"; // k+1 if f > 0 and r >= 2^31
+  case rounding::stochastic_k: return "stochastic_k";         // k+1 if floor(f * 2^K) + (r mod 2^K) >= 2^K
   }
   return "?";
 }
@@ -239,6 +242,8 @@ struct cut {
   bool round = false;    // second discarded bit
   bool sticky = false;   // OR of all further bits
   std::uint64_t f32 = 0; // floor(f * 2^32)
+  cpp_int rem = 0;       // the discarded bits of mag, as an integer
+  int s = 0;             // their number: f = (rem + t) / 2^s
 };
 
 cut cut_at(const exact &x, int q) {
@@ -257,11 +262,13 @@ cut cut_at(const exact &x, int q) {
   // floor(f * 2^32) with f = (rem + t) / 2^s; t < 1 does not change the floor when s >= 32,
   // and the callers guarantee s >= 34 whenever tail is set.
   c.f32 = static_cast<std::uint64_t>((rem << 32) >> s);
+  c.rem = rem;
+  c.s = s;
   return c;
 }
 
 // The mode table: does the magnitude become k+1?
-bool increments(rounding m, bool sign, const cut &c, std::uint32_t random) {
+bool increments(rounding m, bool sign, const cut &c, std::uint32_t random, int sr_bits) {
   const bool f_pos = c.guard || c.round || c.sticky;          // f > 0
   const bool f_half = c.guard && !c.round && !c.sticky;       // f = 1/2
   const bool f_above_half = c.guard && (c.round || c.sticky); // f > 1/2
@@ -274,6 +281,15 @@ bool increments(rounding m, bool sign, const cut &c, std::uint32_t random) {
   case rounding::downward: return f_pos && sign;
   case rounding::to_odd: return f_pos && !k_odd; // k with its last bit set
   case rounding::stochastic: return c.f32 + std::uint64_t{random} >= (std::uint64_t{1} << 32);
+  case rounding::nearest_zero: return f_above_half; // a tie stays at k
+  case rounding::stochastic_equal: return f_pos && random >= (std::uint32_t{1} << 31);
+  case rounding::stochastic_k: {
+    // floor(f * 2^k) + (random mod 2^k) >= 2^k; with no discarded bits f = 0.
+    const int k = sr_bits;
+    const cpp_int d = c.s > 0 ? cpp_int((c.rem << k) >> c.s) : cpp_int(0);
+    const cpp_int r = cpp_int(random) % pow2(k);
+    return d + r >= pow2(k);
+  }
   }
   return false;
 }
@@ -286,7 +302,7 @@ result round_pack(const exact &x, format out, const environment &env) {
   if (x.tail) assert(msb_of(x.mag) - M >= 34); // enough exact bits for every quantity below
   int q = std::max(E, emin) - M;
   const cut c = cut_at(x, q);
-  const bool up = increments(env.mode, x.sign, c, env.random);
+  const bool up = increments(env.mode, x.sign, c, env.random, env.sr_bits);
   cpp_int m = c.k + (up ? 1 : 0);
   const bool inexact = c.guard || c.round || c.sticky;
 
@@ -298,7 +314,7 @@ result round_pack(const exact &x, format out, const environment &env) {
     // Round with unbounded exponent range (quantum 2^(E-M)), same mode and random.
     const int q2 = E - M;
     const cut c2 = cut_at(x, q2);
-    const cpp_int m2 = c2.k + (increments(env.mode, x.sign, c2, env.random) ? 1 : 0);
+    const cpp_int m2 = c2.k + (increments(env.mode, x.sign, c2, env.random, env.sr_bits) ? 1 : 0);
     // m2 * 2^q2 < 2^emin ?
     tiny = emin - q2 >= 0 ? (m2 < pow2(emin - q2)) : false;
   }
@@ -333,7 +349,10 @@ result round_pack(const exact &x, format out, const environment &env) {
     switch (env.mode) {
     case rounding::nearest_even:
     case rounding::nearest_away:
-    case rounding::stochastic: to_inf = true; break;
+    case rounding::nearest_zero:
+    case rounding::stochastic:
+    case rounding::stochastic_equal:
+    case rounding::stochastic_k: to_inf = true; break;
     case rounding::toward_zero:
     case rounding::to_odd: to_inf = false; break;
     case rounding::upward: to_inf = !x.sign; break;
@@ -364,7 +383,8 @@ result round_pack(const exact &x, format out, const environment &env) {
   }
   r.bits = sign_bit(out, x.sign) | mag_bits;
 
-  const bool nearest = env.mode == rounding::nearest_even || env.mode == rounding::nearest_away;
+  const bool nearest = env.mode == rounding::nearest_even || env.mode == rounding::nearest_away ||
+                       env.mode == rounding::nearest_zero;
   const bool f_half = c.guard && !c.round && !c.sticky;
   if (!inexact)
     r.dec = decision::exact;

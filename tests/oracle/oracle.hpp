@@ -51,8 +51,19 @@ inline constexpr format e2m1{2, 1, false, true};
 std::string name(format f);
 
 // Rounding modes, in the order of docs/semantics.md.
-enum class rounding { nearest_even, nearest_away, toward_zero, upward, downward, to_odd, stochastic };
-inline constexpr int rounding_count = 7;
+enum class rounding {
+  nearest_even,
+  nearest_away,
+  toward_zero,
+  upward,
+  downward,
+  to_odd,
+  stochastic,
+  nearest_zero,
+  stochastic_equal,
+  stochastic_k
+};
+inline constexpr int rounding_count = 10;
 const char *name(rounding m);
 
 enum class tininess { after_rounding, before_rounding };
@@ -66,6 +77,7 @@ struct environment {
   bool inputs_as_zero = false; // subnormal operands read as signed zeros
   bool saturate = false;       // every overflow gives +-max finite
   std::uint32_t random = 0;    // stochastic rounding bits
+  int sr_bits = 32;            // K of stochastic_k (1..32): the low K bits of random are used
 };
 
 // Flag bits (same meaning as the contract's five IEEE flags).

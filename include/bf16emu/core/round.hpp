@@ -78,13 +78,19 @@ template <class U> BF16EMU_CXHD unsigned inexact_bit(const cut_bits<U> &c) noexc
   return unsigned(c.guard | c.round | c.sticky);
 }
 
+// k of stochastic_k, clamped to 1..32 (env::sr_bits).
+BF16EMU_CXHD unsigned sr_bits_of(unsigned k) noexcept { return k < 1 ? 1u : k > 32 ? 32u : k; }
+
 template <round_mode Mode, class U>
-BF16EMU_CXHD unsigned rounds_up(const cut_bits<U> &c, bool sign, std::uint32_t random) noexcept {
+BF16EMU_CXHD unsigned rounds_up(const cut_bits<U> &c, bool sign, std::uint32_t random,
+                                unsigned sr_bits = 32) noexcept {
   const unsigned lsb = unsigned(c.kept & 1u);
   if constexpr (Mode == round_mode::nearest_even)
     return unsigned(c.guard) & (unsigned(c.round | c.sticky) | lsb);
   else if constexpr (Mode == round_mode::nearest_away)
     return unsigned(c.guard);
+  else if constexpr (Mode == round_mode::nearest_zero)
+    return unsigned(c.guard) & unsigned(c.round | c.sticky);
   else if constexpr (Mode == round_mode::toward_zero)
     return 0u;
   else if constexpr (Mode == round_mode::upward)
@@ -93,16 +99,29 @@ BF16EMU_CXHD unsigned rounds_up(const cut_bits<U> &c, bool sign, std::uint32_t r
     return unsigned(sign);
   else if constexpr (Mode == round_mode::to_odd)
     return lsb ^ 1u; // setting the last bit of an even k
-  else
+  else if constexpr (Mode == round_mode::stochastic_equal)
+    return unsigned(random >> 31);
+  else if constexpr (Mode == round_mode::stochastic_k) {
+    // D = the top k discarded bits, R = the low k bits of random; up on the carry out of D + R.
+    const unsigned k = sr_bits_of(sr_bits);
+    const std::uint64_t d = std::uint64_t(c.frac32) >> (32 - k);
+    const std::uint64_t r = std::uint64_t(random) & ((std::uint64_t{1} << k) - 1);
+    return unsigned((d + r) >> k);
+  } else
     return unsigned(c.frac32 > ~random); // stochastic: frac32 + random carries out of 32 bits
 }
+
+// The modes that read cut_bits::frac32 (the 32 discarded bits), not only guard, round, sticky.
+template <round_mode Mode>
+inline constexpr bool reads_frac32 = Mode == round_mode::stochastic || Mode == round_mode::stochastic_k;
 
 // The decision recorded in the trace, from the cut and the two answers above (up already
 // masked by inexact).
 template <class U>
 BF16EMU_CXHD decision decision_of(const cut_bits<U> &c, bool inexact, bool up, round_mode mode) noexcept {
   const bool tie = c.guard && !c.round && !c.sticky;
-  const bool nearest = mode == round_mode::nearest_even || mode == round_mode::nearest_away;
+  const bool nearest = mode == round_mode::nearest_even || mode == round_mode::nearest_away ||
+                       mode == round_mode::nearest_zero;
   return !inexact           ? decision::exact
          : (tie && nearest) ? (up ? decision::tie_up : decision::tie_down)
                             : (up ? decision::up : decision::down);
@@ -117,13 +136,26 @@ BF16EMU_CXHD decided decide(const cut_bits<std::uint64_t> &c, bool sign, const e
   const bool inexact = inexact_bit(c) != 0;
   bool up = false;
   switch (e.mode) {
-  case round_mode::nearest_even: up = rounds_up<round_mode::nearest_even>(c, sign, e.random); break;
-  case round_mode::nearest_away: up = rounds_up<round_mode::nearest_away>(c, sign, e.random); break;
-  case round_mode::toward_zero: up = rounds_up<round_mode::toward_zero>(c, sign, e.random); break;
-  case round_mode::upward: up = rounds_up<round_mode::upward>(c, sign, e.random); break;
-  case round_mode::downward: up = rounds_up<round_mode::downward>(c, sign, e.random); break;
-  case round_mode::to_odd: up = rounds_up<round_mode::to_odd>(c, sign, e.random); break;
-  case round_mode::stochastic: up = rounds_up<round_mode::stochastic>(c, sign, e.random); break;
+  case round_mode::nearest_even:
+    up = rounds_up<round_mode::nearest_even>(c, sign, e.random, e.sr_bits);
+    break;
+  case round_mode::nearest_away:
+    up = rounds_up<round_mode::nearest_away>(c, sign, e.random, e.sr_bits);
+    break;
+  case round_mode::toward_zero: up = rounds_up<round_mode::toward_zero>(c, sign, e.random, e.sr_bits); break;
+  case round_mode::upward: up = rounds_up<round_mode::upward>(c, sign, e.random, e.sr_bits); break;
+  case round_mode::downward: up = rounds_up<round_mode::downward>(c, sign, e.random, e.sr_bits); break;
+  case round_mode::to_odd: up = rounds_up<round_mode::to_odd>(c, sign, e.random, e.sr_bits); break;
+  case round_mode::stochastic: up = rounds_up<round_mode::stochastic>(c, sign, e.random, e.sr_bits); break;
+  case round_mode::nearest_zero:
+    up = rounds_up<round_mode::nearest_zero>(c, sign, e.random, e.sr_bits);
+    break;
+  case round_mode::stochastic_equal:
+    up = rounds_up<round_mode::stochastic_equal>(c, sign, e.random, e.sr_bits);
+    break;
+  case round_mode::stochastic_k:
+    up = rounds_up<round_mode::stochastic_k>(c, sign, e.random, e.sr_bits);
+    break;
   }
   up &= inexact;
   return {c.kept + (up ? 1u : 0u), decision_of(c, inexact, up, e.mode)};
@@ -289,7 +321,7 @@ BF16EMU_CXHD bool round_normalized(bool sign, int lead, std::uint64_t sig, bool 
   if (lead < F::emin) return false; // tiny: the general routine decides tininess and flushing
   const cut_bits<std::uint64_t> c = cut(sig, 63 - M, sticky);
   const unsigned inexact = inexact_bit(c);
-  const unsigned up = rounds_up<Mode>(c, sign, e.random) & inexact;
+  const unsigned up = rounds_up<Mode>(c, sign, e.random, e.sr_bits) & inexact;
   // Pack: the hidden bit carries into the exponent field (binade carry).
   std::uint64_t mag = (std::uint64_t(lead + F::bias - 1) << M) + c.kept + up;
   std::uint8_t flags = std::uint8_t(inexact * flag::inexact);
