@@ -23,11 +23,25 @@ struct format {
   int frac_bits;
   bool fn = false;
   bool finite = false;
+  // Issue 44 (docs/formats.md), written from ml_dtypes' and IEEE P3109's definitions:
+  // fnuz  = ml_dtypes float8_*fnuz: no infinities, no negative zero; the only NaN is 1.000..0
+  //         (the sign bit alone); every other pattern is a number, the all-ones one included.
+  // p3109 = IEEE P3109 binary8pP: no negative zero, the only NaN is 1.000..0, +-Inf are the
+  //         patterns with every magnitude bit set (0.111..1, 1.111..1); frac_bits may be 0.
+  bool fnuz = false;
+  bool p3109 = false;
+  int bias_value = -100000; // -100000: the IEEE bias 2^(exp_bits - 1) - 1
 
   int width() const { return 1 + exp_bits + frac_bits; }
-  int bias() const { return (1 << (exp_bits - 1)) - 1; }
+  int bias() const { return bias_value != -100000 ? bias_value : (1 << (exp_bits - 1)) - 1; }
   int emin() const { return 1 - bias(); }
-  int emax() const { return (fn || finite ? (1 << exp_bits) - 1 : (1 << exp_bits) - 2) - bias(); }
+  // The exponent of the largest finite number (p3109 with no fraction bit: the all-ones exponent
+  // code is Inf, so the largest number is one code below).
+  int emax() const {
+    if (p3109 && frac_bits == 0) return (1 << exp_bits) - 2 - bias();
+    return (fn || finite || fnuz || p3109 ? (1 << exp_bits) - 1 : (1 << exp_bits) - 2) - bias();
+  }
+  bool has_neg_zero() const { return !fnuz && !p3109; }
   std::uint64_t sign_mask() const { return std::uint64_t{1} << (width() - 1); }
   std::uint64_t frac_mask() const { return (std::uint64_t{1} << frac_bits) - 1; }
   std::uint64_t exp_field_max() const { return (std::uint64_t{1} << exp_bits) - 1; }

@@ -175,11 +175,19 @@ BF16EMU_CXHD bool overflow_to_inf(bool sign, const env &e) noexcept {
 }
 
 // The magnitude of an overflowed result of F and whether it is Inf (NaN in fn formats).
+// F is a trait or a run-time format_spec (its fields read through the object: constants for a
+// trait, data for a spec); a saturating format (finite, or a spec with saturates) never gives Inf.
+template <class F> BF16EMU_CXHD bool overflows_to_inf(const F &f, bool sign, const env &e) noexcept {
+  return f.has_nan && !f.saturates && overflow_to_inf(sign, e);
+}
 template <class F> BF16EMU_CXHD bool overflows_to_inf(bool sign, const env &e) noexcept {
-  return F::has_nan && overflow_to_inf(sign, e);
+  return overflows_to_inf(F{}, sign, e);
+}
+template <class F> BF16EMU_CXHD std::uint64_t overflow_magnitude(const F &f, bool to_inf) noexcept {
+  return to_inf ? f.inf_bits : f.max_finite_bits;
 }
 template <class F> BF16EMU_CXHD std::uint64_t overflow_magnitude(bool to_inf) noexcept {
-  return to_inf ? F::inf_bits : F::max_finite_bits;
+  return overflow_magnitude(F{}, to_inf);
 }
 
 BF16EMU_CXHD bool flushes_outputs(const env &e) noexcept {
@@ -188,14 +196,14 @@ BF16EMU_CXHD bool flushes_outputs(const env &e) noexcept {
 
 // The event's fields but the error, as round_pack and the traced fast path fill them.
 template <class F>
-BF16EMU_CXHD rounding_event make_event(op_kind op, round_mode mode, bool sign, int exponent, int lsb_exp,
-                                       const cut_bits<std::uint64_t> &c, bool tiny, decision dec,
+BF16EMU_CXHD rounding_event make_event(const F &f, op_kind op, round_mode mode, bool sign, int exponent,
+                                       int lsb_exp, const cut_bits<std::uint64_t> &c, bool tiny, decision dec,
                                        std::uint64_t result_bits, std::uint8_t flags) noexcept {
   rounding_event ev;
   ev.op = op;
   ev.mode = mode;
-  ev.dst_exp_bits = F::exp_bits;
-  ev.dst_frac_bits = F::frac_bits;
+  ev.dst_exp_bits = std::uint8_t(f.exp_bits);
+  ev.dst_frac_bits = std::uint8_t(f.frac_bits);
   ev.sign = sign;
   ev.exponent = exponent;
   ev.lsb_exp = lsb_exp;
@@ -209,13 +217,35 @@ BF16EMU_CXHD rounding_event make_event(op_kind op, round_mode mode, bool sign, i
   ev.flags = flags;
   return ev;
 }
+template <class F>
+BF16EMU_CXHD rounding_event make_event(op_kind op, round_mode mode, bool sign, int exponent, int lsb_exp,
+                                       const cut_bits<std::uint64_t> &c, bool tiny, decision dec,
+                                       std::uint64_t result_bits, std::uint8_t flags) noexcept {
+  return make_event(F{}, op, mode, sign, exponent, lsb_exp, c, tiny, dec, result_bits, flags);
+}
 
-// Step 3: the round-and-pack routine.
+// A result's bit pattern and flags, for a format given by a description (trait or format_spec).
+struct packed {
+  std::uint64_t bits = 0;
+  std::uint8_t flags = 0;
+};
+
+// Step 3: the round-and-pack routine, for a format F given as a description: a trait (its fields
+// are constants: this compiles to what a routine written for that format would be) or a run-time
+// format_spec. round_pack<F> below is this routine for a trait.
+//
+// The encodings beyond ieee/fn/finite (format.hpp): a zero result has no sign where the format has
+// no negative zero (fnuz, p3109: 1.0000.000 is the NaN), an overflow to "Inf" gives the NaN in fnuz
+// and e8m0 (no Inf), and a format without subnormals (format_spec::has_subnormals false) flushes a
+// tiny result to zero as env's flush_outputs does. e8m0 (no zero) gives 2^emin for a result that
+// rounds to zero, with underflow and inexact (as core/scale.hpp's to_ue8m0).
 template <class F, class Tr>
-BF16EMU_CXHD result<F> round_pack(const unrounded &x, const env &e, Tr &tr, op_kind op) noexcept {
-  constexpr int M = F::frac_bits;
-  constexpr int P = F::precision;
-  const std::uint64_t sign_bit = x.sign ? F::sign_mask : 0;
+BF16EMU_CXHD packed round_pack_spec(const F &f, const unrounded &x, const env &e, Tr &tr,
+                                    op_kind op) noexcept {
+  const int M = f.frac_bits;
+  const int P = f.precision;
+  const int emin = f.emin;
+  const std::uint64_t sign_bit = x.sign ? f.sign_mask : 0;
 
   // The window minus one unit when the tail is negative: the exact value then lies
   // strictly between (sig - 1) and sig, so sig - 1 plus a sticky bit is exact enough.
@@ -223,48 +253,55 @@ BF16EMU_CXHD result<F> round_pack(const unrounded &x, const env &e, Tr &tr, op_k
   if (x.tail_sign < 0) --sig;
   const bool sticky_in = x.tail_sign != 0;
 
-  result<F> r;
+  packed r;
   if (sig == 0 && !sticky_in) { // exact zero: the caller chose the sign
-    r.value.bits = typename F::storage(sign_bit);
+    r.bits = f.has_neg_zero ? sign_bit : 0;
     return r;
   }
 
-  const int lead = x.exp + msb(sig);                   // floor(log2 |x|)
-  const int q = (lead < F::emin ? F::emin : lead) - M; // exponent of the last kept bit
+  const int lead = x.exp + msb(sig);             // floor(log2 |x|)
+  const int q = (lead < emin ? emin : lead) - M; // exponent of the last kept bit
   const cut_bits<std::uint64_t> c = cut(sig, q - x.exp, sticky_in);
   const decided d = decide(c, x.sign, e);
   const bool inexact = d.dec != decision::exact;
 
-  bool tiny = lead < F::emin;
-  if (tiny && e.tiny == tininess::after_rounding && lead == F::emin - 1) {
+  bool tiny = lead < emin;
+  if (tiny && e.tiny == tininess::after_rounding && lead == emin - 1) {
     // Round at full precision with unbounded exponent: tiny unless it carries to 2^emin.
     const decided wide = decide(cut(sig, lead - M - x.exp, sticky_in), x.sign, e);
     tiny = wide.kept < (std::uint64_t{1} << P);
   }
 
   // Pack: the hidden bit carries into the exponent field (subnormal -> normal, binade carry).
-  std::uint64_t mag = (std::uint64_t(q + M + F::bias - 1) << M) + d.kept;
+  // e8m0 has no zero: a result rounded to zero (kept 0, below 2^emin) is 2^emin, the code 0.
+  const bool no_zero = f.encoding == special_encoding::e8m0 && d.kept == 0;
+  std::uint64_t mag = no_zero ? 0 : (std::uint64_t(q + M + f.bias - 1) << M) + d.kept;
   decision dec = d.dec;
   std::uint8_t flags = inexact ? flag::inexact : 0;
-  if (mag > F::max_finite_bits) {
-    const bool to_inf = overflows_to_inf<F>(x.sign, e);
-    mag = overflow_magnitude<F>(to_inf);
+  if (no_zero) {
+    flags = flag::underflow | flag::inexact;
+  } else if (mag > f.max_finite_bits) {
+    const bool to_inf = overflows_to_inf(f, x.sign, e);
+    mag = overflow_magnitude(f, to_inf);
     dec = to_inf ? decision::overflow_inf : decision::overflow_max;
     flags = flag::overflow | flag::inexact;
-  } else if (tiny && flushes_outputs(e)) {
+  } else if (tiny && (flushes_outputs(e) || !f.has_subnormals)) {
     mag = 0;
     dec = decision::flush_zero;
     flags = flag::underflow | flag::inexact;
   } else if (tiny && inexact) {
     flags |= flag::underflow;
   }
-  r.value.bits = typename F::storage(sign_bit | mag);
+  // No sign on a zero where the format has no negative zero, nor on fnuz's NaN (its "Inf").
+  r.bits = (mag == 0 && !f.has_neg_zero) || (dec == decision::overflow_inf && f.inf_bits == f.sign_mask)
+               ? mag
+               : sign_bit | mag;
   r.flags = flags;
 
   if constexpr (Tr::enabled) {
-    rounding_event ev = make_event<F>(op, e.mode, x.sign, lead < F::emin ? F::emin : lead, q, c,
-                                      lead < F::emin && (e.tiny == tininess::before_rounding || tiny), dec,
-                                      r.value.bits, flags);
+    rounding_event ev =
+        make_event(f, op, e.mode, x.sign, lead < emin ? emin : lead, q, c,
+                   lead < emin && (e.tiny == tininess::before_rounding || tiny), dec, r.bits, flags);
     // error = result - exact, in magnitude first: R - sig*2^exp - tail.
     expansion err;
     bool exact = x.tail_exact;
@@ -275,8 +312,10 @@ BF16EMU_CXHD result<F> round_pack(const unrounded &x, const env &e, Tr &tr, op_k
       std::uint64_t rounded_kept = dec == decision::flush_zero ? 0 : d.kept;
       int rounded_q = q;
       if (dec == decision::overflow_max) { // R = max finite
-        rounded_kept = (F::max_finite_bits & F::frac_mask) | (std::uint64_t{1} << M);
-        rounded_q = F::emax - M;
+        rounded_kept = (f.max_finite_bits & f.frac_mask) | (std::uint64_t{1} << M);
+        rounded_q = f.emax - M;
+      } else if (no_zero) { // R = 2^emin
+        rounded_kept = 1;
       }
       const two_terms rt = split_u64(rounded_kept, rounded_q);
       const two_terms st = split_u64(x.sig, x.exp);
@@ -294,6 +333,16 @@ BF16EMU_CXHD result<F> round_pack(const unrounded &x, const env &e, Tr &tr, op_k
     }
     tr(ev);
   }
+  return r;
+}
+
+// Step 3 for a trait F: the routine above with F's constants.
+template <class F, class Tr>
+BF16EMU_CXHD result<F> round_pack(const unrounded &x, const env &e, Tr &tr, op_kind op) noexcept {
+  const packed p = round_pack_spec(F{}, x, e, tr, op);
+  result<F> r;
+  r.value.bits = typename F::storage(p.bits);
+  r.flags = p.flags;
   return r;
 }
 
