@@ -26,10 +26,20 @@ struct arith_cli {
 io::arith_request make_request(const arith_cli &o, op_kind op) {
   io::arith_request rq;
   rq.op = op;
-  rq.format = io::parse_format(o.format);
-  if (!o.to.empty())
-    rq.to = io::parse_format(o.to);
-  else if (op == op_kind::convert)
+  const io::named_format from = io::parse_format_spec(o.format);
+  if (!from.id)
+    throw io::input_error("--format " + from.name +
+                          ": operands in a run-time format are not supported yet (give it as --to: the "
+                          "result is rounded into it)");
+  rq.format = *from.id;
+  if (!o.to.empty()) {
+    // A compile-time format, or one named at run time (e4m3fnuz, p3109:p4, fp:e=..,m=..).
+    io::named_format to = io::parse_format_spec(o.to);
+    if (to.id)
+      rq.to = *to.id;
+    else
+      rq.to_runtime = to;
+  } else if (op == op_kind::convert)
     throw io::input_error("convert needs --to FORMAT (the destination format)");
   const io::rounding rounding = io::parse_rounding(o.round);
   rq.e.mode = rounding.mode;
@@ -82,9 +92,12 @@ void add_op(CLI::App &app, op_kind op, const char *name, const char *what, const
       ->expected(-1);
   sub->add_option("-f,--format", o->format, "operand format: " + io::format_names() + " (default fp32)");
   sub->add_option("-t,--to", o->to,
-                  op == op_kind::convert ? "destination format (required)"
-                                         : "round the result into this format too (a second rounding step)");
-  sub->add_option("-r,--round", o->round, "rounding mode: " + io::mode_names());
+                  std::string(op == op_kind::convert
+                                  ? "destination format (required)"
+                                  : "round the result into this format too (a second rounding "
+                                    "step)") +
+                      "; also a run-time format: " + io::runtime_format_names());
+  sub->add_option("-r,--round,--rounding", o->round, "rounding mode: " + io::mode_names());
   sub->add_option("--tininess", o->tininess, "underflow tininess: before or after rounding (default after)");
   sub->add_option("--nan", o->nan, "NaN results: ieee (propagate, quiet), cuda (all ones), pytorch (+qNaN)");
   sub->add_flag("--ftz", o->ftz, "flush tiny results to zero");
@@ -105,7 +118,9 @@ void add_op(CLI::App &app, op_kind op, const char *name, const char *what, const
 
 void register_arith(CLI::App &app) {
   add_op(app, op_kind::add, "add", "a + b, rounded once (then into --to if given)",
-         "bf16emu add -2.4071154594421387 -2.296875 --to bf16 --trace   (the paper's case)");
+         "bf16emu add -2.4071154594421387 -2.296875 --to bf16 --trace   (the paper's case)\n"
+         "  bf16emu add 1 2 --to p3109:p4 --round sr_k --sr-bits 3 --random 5 --trace\n"
+         "  bf16emu add 1 0.1 --to e4m3fnuz --round nearest_zero --trace");
   add_op(app, op_kind::sub, "sub", "a - b, rounded once", "bf16emu sub 1 0x1p-30 --round to_odd --trace");
   add_op(app, op_kind::mul, "mul", "a * b, rounded once", "bf16emu mul 3 0.1 --format bf16 --trace");
   add_op(app, op_kind::fma, "fma", "a * b + c with a single rounding",
@@ -113,9 +128,9 @@ void register_arith(CLI::App &app) {
   add_op(app, op_kind::div, "div", "a / b, rounded once",
          "bf16emu div 1 3 --format fp16 --round upward --trace");
   add_op(app, op_kind::sqrt, "sqrt", "square root, rounded once", "bf16emu sqrt 2 --format bf16 --trace");
-  // (k-bit stochastic rounding: bf16emu add 1 0x1p-9 --to bf16 --round sr_k --sr-bits 3 --random 5 --trace)
   add_op(app, op_kind::convert, "convert", "round a value of --format into --to",
-         "bf16emu convert 0.1 --format fp64 --to bf16 --trace");
+         "bf16emu convert 0.1 --format fp64 --to bf16 --trace\n"
+         "  bf16emu convert 300 --to fp:e=4,m=3,bias=8,enc=fnuz --saturate --trace");
 }
 
 } // namespace
