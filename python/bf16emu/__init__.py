@@ -56,11 +56,8 @@ class Flags(enum.IntFlag):
 
 _NUMPY_FORMATS = {np.dtype(np.float32): "fp32", np.dtype(np.float64): "fp64", np.dtype(np.float16): "fp16"}
 _BITS_DTYPE = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
-# Storage width in bits of each format's bit patterns (fp6/fp4 take one byte each).
-_WIDTH = {"fp64": 64, "fp32": 32, "tf32": 32, "bf16": 16, "fp16": 16, "e4m3": 8, "e5m2": 8,
-          "e2m3": 8, "e3m2": 8, "e2m1": 8}
-# The pattern width where it is narrower than its storage.
-_PATTERN_WIDTH = {"tf32": 19, "e2m3": 6, "e3m2": 6, "e2m1": 4}
+# Storage widths, pattern widths, NaN encodings and finfo: from the C++ core (_formats.py).
+from ._formats import _NAN_ABOVE, _PATTERN_WIDTH, _WIDTH, FormatInfo, finfo  # noqa: E402
 _BYTE_FORMATS = "e4m3, e5m2, e2m3, e3m2 or e2m1"
 
 
@@ -571,12 +568,6 @@ def trace(op: str, *operands, format: str | None = None, to: str | None = None, 
 
 # ---------------------------------------------------------------------------
 # Cross-check: compare(actual, expected) and explain(index).
-
-_NAN_ABOVE = {"fp64": 0x7FF0000000000000, "fp32": 0x7F800000, "tf32": 0x7F800000, "bf16": 0x7F80,
-              "fp16": 0x7C00, "e5m2": 0x7C, "e4m3": 0x7E,
-              # the MX fp6/fp4 formats have no NaN: no magnitude lies above these
-              "e2m3": 0x1F, "e3m2": 0x1F, "e2m1": 0x7}
-
 
 def _ordered(bits: np.ndarray, fmt: str):
     """Bit patterns -> (ordered integers, NaN mask): consecutive representable values are
@@ -1282,75 +1273,6 @@ def dequantize_mx(scales, elements, elem: str = "e2m1", *, block: int = 32):
     out = values.reshape(e.shape[:-1] + (e.shape[-1] // k, k)) * power[..., None]
     out[s == 0xFF] = np.nan
     return out.reshape(e.shape)
-
-
-# ---------------------------------------------------------------------------
-# Format facts: finfo(fmt).
-
-# name -> (exponent bits, mantissa (fraction) bits, encoding of the top exponent): "ieee" (inf and
-# NaN), "fn" (no inf; only S.1111.111 is NaN: e4m3), "finite" (no inf, no NaN: the MX fp6/fp4).
-_FORMAT_FIELDS = {"fp64": (11, 52, "ieee"), "fp32": (8, 23, "ieee"), "tf32": (8, 10, "ieee"),
-                  "bf16": (8, 7, "ieee"), "fp16": (5, 10, "ieee"), "e4m3": (4, 3, "fn"), "e5m2": (5, 2, "ieee"),
-                  "e2m3": (2, 3, "finite"), "e3m2": (3, 2, "finite"), "e2m1": (2, 1, "finite")}
-
-
-class FormatInfo:
-    """The facts of one format, from its definition (as numpy.finfo / torch.finfo / ml_dtypes
-    give them): name, bits (the pattern width), storage_bits, exponent_bits, mantissa_bits
-    (stored fraction bits), precision (mantissa_bits + 1), bias, emin, emax, max, min (= -max),
-    tiny and smallest_normal (2^emin), smallest_subnormal, eps (2^-mantissa_bits), has_inf,
-    has_nan, and for formats of at most 8 bits `values` (the value of every code 0 .. 2^bits - 1
-    as float64, NaN where the code is NaN) and `grid` (the distinct finite values, ascending).
-
-    >>> f = bf16emu.finfo("e4m3")
-    >>> f.max, f.tiny, f.smallest_subnormal, f.eps, f.has_inf, f.has_nan
-    (448.0, 0.015625, 0.001953125, 0.125, False, True)
-    """
-
-    def __init__(self, name: str):
-        e, m, enc = _FORMAT_FIELDS[name]
-        self.name = name
-        self.bits = 1 + e + m
-        self.storage_bits = _WIDTH[name]
-        self.exponent_bits = e
-        self.mantissa_bits = m
-        self.precision = m + 1
-        self.bias = (1 << (e - 1)) - 1
-        self.has_inf = enc == "ieee"
-        self.has_nan = enc != "finite"
-        # The top exponent field holds inf/NaN in "ieee" formats only.
-        self.emax = ((1 << e) - 2 if enc == "ieee" else (1 << e) - 1) - self.bias
-        self.emin = 1 - self.bias
-        top_fraction = (1 << m) - (2 if enc == "fn" else 1)  # e4m3: S.1111.111 is NaN
-        self.max = math.ldexp(1.0 + top_fraction / (1 << m), self.emax)
-        self.min = -self.max
-        self.tiny = self.smallest_normal = math.ldexp(1.0, self.emin)
-        self.smallest_subnormal = math.ldexp(1.0, self.emin - m)
-        self.eps = math.ldexp(1.0, -m)
-        self.values = self.grid = None
-        if self.bits <= 8:
-            codes = np.arange(1 << self.bits, dtype=np.uint8)
-            self.values = convert(codes, "fp64", format=name)
-            finite = self.values[np.isfinite(self.values)]
-            self.grid = np.unique(finite) + 0.0  # one zero, +0
-
-    def __repr__(self) -> str:
-        return (f"FormatInfo({self.name}: bits={self.bits}, exponent_bits={self.exponent_bits}, "
-                f"mantissa_bits={self.mantissa_bits}, bias={self.bias}, max={self.max!r}, tiny={self.tiny!r}, "
-                f"smallest_subnormal={self.smallest_subnormal!r}, eps={self.eps!r}, has_inf={self.has_inf}, "
-                f"has_nan={self.has_nan})")
-
-
-def finfo(fmt) -> FormatInfo:
-    """The facts of format `fmt` (a name such as "bf16", "e4m3", "float8_e4m3fn", "fp4"): see
-    FormatInfo.
-
-    >>> bf16emu.finfo("bf16").max
-    3.3895313892515355e+38
-    >>> bf16emu.finfo("e2m1").grid.tolist()
-    [-6.0, -4.0, -3.0, -2.0, -1.5, -1.0, -0.5, 0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0]
-    """
-    return FormatInfo(_format_name(fmt, "fmt"))
 
 
 from . import plot  # noqa: E402  (bf16emu.plot: pictures; imports matplotlib only when drawing)

@@ -107,16 +107,14 @@ PYBIND11_MODULE(_core, m) {
   m.def("normalize_name", &bf16emu::io::normalize_name,
         "The one spelling rule for names, the CLI's too: surrounding whitespace dropped, lower case.");
   m.def(
-      "format_name",
-      [](const std::string &token) {
-        return std::string(bf16emu::io::name(bf16emu::io::parse_format(token)));
-      },
-      "The canonical name (fp32, bf16, e2m1, ...) of a format name or alias, as the CLI reads it; "
-      "ValueError for an unknown one.");
+      "format_name", [](const std::string &token) { return bf16emu::io::parse_format_spec(token).name; },
+      "The canonical name (fp32, bf16, e2m1, e4m3fnuz, p3109:p4, fp:e=..,m=.., ...) of a format name, "
+      "alias or field list, as the CLI reads it; ValueError for an unknown one.");
   m.def(
       "check_env", [](const pybind11::dict &opts) { bf16emu::py::make_env(opts); },
       "Checks the rounding settings of one call (names, bools, seed, threads) as every call reads them.");
   bf16emu::py::bind_elementwise(m);
+  bf16emu::py::bind_formats(m);
   bf16emu::py::bind_tc(m);
   bf16emu::py::bind_attention(m);
 }
