@@ -18,19 +18,38 @@ namespace {
 
 struct arith_cli {
   std::vector<std::string> operands;
-  std::string format = "fp32", to, round = "nearest_even", tininess = "after", nan = "ieee", random = "0";
+  std::string format = "fp32", to, round = "nearest_even", tininess = "after", nan = "ieee", random = "0",
+              sr_bits;
   bool ftz = false, daz = false, saturate = false, trace = false, json = false;
 };
 
 io::arith_request make_request(const arith_cli &o, op_kind op) {
   io::arith_request rq;
   rq.op = op;
-  rq.format = io::parse_format(o.format);
-  if (!o.to.empty())
-    rq.to = io::parse_format(o.to);
-  else if (op == op_kind::convert)
+  const io::named_format from = io::parse_format_spec(o.format);
+  if (!from.id)
+    throw io::input_error("--format " + from.name +
+                          ": operands in a run-time format are not supported yet (give it as --to: the "
+                          "result is rounded into it)");
+  rq.format = *from.id;
+  if (!o.to.empty()) {
+    // A compile-time format, or one named at run time (e4m3fnuz, p3109:p4, fp:e=..,m=..).
+    io::named_format to = io::parse_format_spec(o.to);
+    if (to.id)
+      rq.to = *to.id;
+    else
+      rq.to_runtime = to;
+  } else if (op == op_kind::convert)
     throw io::input_error("convert needs --to FORMAT (the destination format)");
-  rq.e.mode = io::parse_mode(o.round);
+  const io::rounding rounding = io::parse_rounding(o.round);
+  rq.e.mode = rounding.mode;
+  rq.e.sr_bits = std::uint8_t(rounding.sr_bits);
+  if (!o.sr_bits.empty()) {
+    if (rq.e.mode != round_mode::stochastic_k)
+      throw io::input_error("--sr-bits applies to --round stochastic_k (sr_k) only, not to '" + o.round +
+                            "'");
+    rq.e.sr_bits = std::uint8_t(io::parse_sr_bits(o.sr_bits));
+  }
   rq.e.tiny = io::parse_tininess(o.tininess);
   rq.e.nan = io::parse_nan_policy(o.nan);
   rq.e.subnormal = subnormals((o.ftz ? unsigned(subnormals::flush_outputs) : 0u) |
@@ -73,15 +92,23 @@ void add_op(CLI::App &app, op_kind op, const char *name, const char *what, const
       ->expected(-1);
   sub->add_option("-f,--format", o->format, "operand format: " + io::format_names() + " (default fp32)");
   sub->add_option("-t,--to", o->to,
-                  op == op_kind::convert ? "destination format (required)"
-                                         : "round the result into this format too (a second rounding step)");
-  sub->add_option("-r,--round", o->round, "rounding mode: " + io::mode_names());
+                  std::string(op == op_kind::convert
+                                  ? "destination format (required)"
+                                  : "round the result into this format too (a second rounding "
+                                    "step)") +
+                      "; also a run-time format: " + io::runtime_format_names());
+  sub->add_option("-r,--round,--rounding", o->round, "rounding mode: " + io::mode_names());
   sub->add_option("--tininess", o->tininess, "underflow tininess: before or after rounding (default after)");
   sub->add_option("--nan", o->nan, "NaN results: ieee (propagate, quiet), cuda (all ones), pytorch (+qNaN)");
   sub->add_flag("--ftz", o->ftz, "flush tiny results to zero");
   sub->add_flag("--daz", o->daz, "read subnormal operands as zero");
   sub->add_flag("--saturate", o->saturate, "overflow gives the largest finite value");
-  sub->add_option("--random", o->random, "random bits for --round stochastic (32-bit, decimal or 0x hex)");
+  sub->add_option(
+      "--random", o->random,
+      "random bits for the stochastic modes (32-bit, decimal or 0x hex; stochastic_k reads the low "
+      "--sr-bits of them)");
+  sub->add_option("--sr-bits", o->sr_bits,
+                  "K, the random bits of --round stochastic_k (1..32, default 32; also --round sr_k:K)");
   sub->add_flag("--trace", o->trace,
                 "show guard/round/sticky, kept significand, decision and error of every rounding");
   sub->add_flag("--json", o->json, "machine-readable output");
@@ -91,7 +118,9 @@ void add_op(CLI::App &app, op_kind op, const char *name, const char *what, const
 
 void register_arith(CLI::App &app) {
   add_op(app, op_kind::add, "add", "a + b, rounded once (then into --to if given)",
-         "bf16emu add -2.4071154594421387 -2.296875 --to bf16 --trace   (the paper's case)");
+         "bf16emu add -2.4071154594421387 -2.296875 --to bf16 --trace   (the paper's case)\n"
+         "  bf16emu add 1 2 --to p3109:p4 --round sr_k --sr-bits 3 --random 5 --trace\n"
+         "  bf16emu add 1 0.1 --to e4m3fnuz --round nearest_zero --trace");
   add_op(app, op_kind::sub, "sub", "a - b, rounded once", "bf16emu sub 1 0x1p-30 --round to_odd --trace");
   add_op(app, op_kind::mul, "mul", "a * b, rounded once", "bf16emu mul 3 0.1 --format bf16 --trace");
   add_op(app, op_kind::fma, "fma", "a * b + c with a single rounding",
@@ -100,7 +129,8 @@ void register_arith(CLI::App &app) {
          "bf16emu div 1 3 --format fp16 --round upward --trace");
   add_op(app, op_kind::sqrt, "sqrt", "square root, rounded once", "bf16emu sqrt 2 --format bf16 --trace");
   add_op(app, op_kind::convert, "convert", "round a value of --format into --to",
-         "bf16emu convert 0.1 --format fp64 --to bf16 --trace");
+         "bf16emu convert 0.1 --format fp64 --to bf16 --trace\n"
+         "  bf16emu convert 300 --to fp:e=4,m=3,bias=8,enc=fnuz --saturate --trace");
 }
 
 } // namespace

@@ -9,3 +9,4 @@
 #include "bf16emu/core/env.hpp"
 #include "bf16emu/core/format.hpp"
 #include "bf16emu/core/scale.hpp"
+#include "bf16emu/core/spec.hpp"

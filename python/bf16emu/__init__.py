@@ -24,18 +24,14 @@ from ._arith import add, convert, div, fma, mul, sqrt, sub, trace
 from ._attention import attention, attention_backward
 from ._bits import from_bits, to_bits
 from ._compare import Comparison, compare
-from ._finfo import FormatInfo, finfo
+from ._formats import FormatInfo, finfo
 from ._gemm import GemmExplanation, explain_gemm, gemm, mma
 from ._mx import dequantize_mx, quantize_mx
 
 # The package by concern: _args (argument checks), _bits (arrays and tensors <-> bit patterns),
-# _arith, _compare, _gemm, _attention, _mx, _finfo; bf16emu.plot draws, bf16emu.torch is the
-# PyTorch layer (imported on request: `import bf16emu` needs only NumPy).
-__all__ = [
-    "Flags", "convert", "add", "sub", "mul", "div", "fma", "sqrt", "trace", "to_bits", "from_bits",
-    "compare", "Comparison", "mma", "gemm", "attention", "attention_backward", "quantize_mx", "dequantize_mx",
-    "finfo", "FormatInfo", "__version__", "explain_gemm", "GemmExplanation",
-]
+# _arith, _compare, _gemm, _attention, _mx, _formats (format facts from the C++ core);
+# bf16emu.plot draws, bf16emu.torch is the PyTorch layer (imported on request: `import bf16emu`
+# needs only NumPy).
 
 __version__: str = _core.__version__
 

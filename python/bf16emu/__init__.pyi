@@ -177,8 +177,25 @@ class FormatInfo:
     has_nan: bool
     values: Optional[npt.NDArray[np.float64]]
     grid: Optional[npt.NDArray[np.float64]]
+    # issue 44: from the C++ core (_core.format_info), as `bf16emu finfo --json`
+    fields: str  # "fp:e=..,m=..,bias=..,enc=.."
+    encoding: str  # ieee, fn, finite, fnuz, p3109, e8m0
+    signed: bool
+    has_neg_zero: bool
+    subnormals: bool
+    saturates: bool
+    max_bits: int
+    inf_bits: Optional[int]
+    nan_bits: Optional[int]
+    nan_count: int
+    compile_time: bool
+    bulk_kernel: bool
     def __init__(self, name: str) -> None: ...
 
+# fmt: a name (bf16, e4m3, e4m3fnuz, e5m2fnuz, e4m3b11fnuz, e3m4, e4m3ieee, e8m0, p3109:p1 ..
+# p3109:p7, ...) or a field list "fp:e=E,m=M[,bias=B][,enc=...][,sub=0|1][,sat=0|1]"
+# (docs/formats.md). rounding= everywhere also takes nearest_zero (rnz), stochastic_equal (sr_eq),
+# stochastic_k (sr_k) and "sr_k:K" (K random bits, 1..32; docs/rounding.md).
 def finfo(fmt: str) -> FormatInfo: ...
 
 from . import plot as plot  # pictures (matplotlib, optional): docs/python.md "Pictures"

@@ -8,16 +8,13 @@ import warnings
 import numpy as np
 
 from . import _core
+from ._formats import _PATTERN_WIDTH, _WIDTH  # noqa: F401 (read by _arith, _gemm, _compare)
 from ._args import Flags, _bool, _caller_level, _cpu_tensor, _format_name, _is_tensor, _torch
 
 
 _NUMPY_FORMATS = {np.dtype(np.float32): "fp32", np.dtype(np.float64): "fp64", np.dtype(np.float16): "fp16"}
 _BITS_DTYPE = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
-# Storage width in bits of each format's bit patterns (fp6/fp4 take one byte each).
-_WIDTH = {"fp64": 64, "fp32": 32, "tf32": 32, "bf16": 16, "fp16": 16, "e4m3": 8, "e5m2": 8,
-          "e2m3": 8, "e3m2": 8, "e2m1": 8}
-# The pattern width where it is narrower than its storage.
-_PATTERN_WIDTH = {"tf32": 19, "e2m3": 6, "e3m2": 6, "e2m1": 4}
+# Storage widths, pattern widths and NaN encodings: the C++ core's facts (_formats.py).
 _BYTE_FORMATS = "e4m3, e5m2, e2m3, e3m2 or e2m1"
 
 

@@ -9,13 +9,8 @@ import numpy as np
 from . import _core
 from ._args import ROUNDING_DEFAULT, _name, _options
 from ._arith import _ARITY, trace
+from ._formats import _NAN_ABOVE
 from ._bits import _PATTERN_WIDTH, _WIDTH, to_bits
-
-
-_NAN_ABOVE = {"fp64": 0x7FF0000000000000, "fp32": 0x7F800000, "tf32": 0x7F800000, "bf16": 0x7F80,
-              "fp16": 0x7C00, "e5m2": 0x7C, "e4m3": 0x7E,
-              # the MX fp6/fp4 formats have no NaN: no magnitude lies above these
-              "e2m3": 0x1F, "e3m2": 0x1F, "e2m1": 0x7}
 
 
 def ordered(bits: np.ndarray, fmt: str):

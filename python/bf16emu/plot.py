@@ -312,7 +312,7 @@ def format(fmt: str, path: Optional[Path] = None, *, title: Optional[str] = None
     ...        for x in c.get_offsets()[:, 0])
     [0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0]
     """
-    from ._finfo import finfo
+    from ._formats import finfo
     f = finfo(fmt)
     _check_path(path)
     _require()

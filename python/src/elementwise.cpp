@@ -147,7 +147,7 @@ std::uint8_t scalar_loop(fp<Out> *out, std::uint8_t *each, std::size_t b, std::s
                          Res &&res) {
   std::uint8_t f = 0;
   env en = ce.e;
-  const bool sr = en.mode == round_mode::stochastic;
+  const bool sr = is_stochastic(en.mode);
   for (std::size_t i = b; i < e; ++i) {
     if (sr) en.random = random_bits(ce.key, i);
     const result<Out> r = res(i, en);
@@ -191,10 +191,99 @@ std::uint8_t *each_flags(const pybind11::object &flags_out, const pybind11::arra
   return static_cast<std::uint8_t *>(f.mutable_data());
 }
 
+// The storage of a run-time format's bit patterns: the narrowest of uint8/16/32/64 that holds it.
+int storage_bytes(const format_spec &s) {
+  return s.width <= 8 ? 1 : s.width <= 16 ? 2 : s.width <= 32 ? 4 : 8;
+}
+
+template <class T> std::uint64_t load_bits(const void *p, std::size_t i) {
+  return static_cast<const T *>(p)[i];
+}
+template <class T> void store_bits(void *p, std::size_t i, std::uint64_t v) { static_cast<T *>(p)[i] = T(v); }
+
+std::uint64_t load_any(const void *p, int bytes, std::size_t i) {
+  switch (bytes) {
+  case 1: return load_bits<std::uint8_t>(p, i);
+  case 2: return load_bits<std::uint16_t>(p, i);
+  case 4: return load_bits<std::uint32_t>(p, i);
+  default: return load_bits<std::uint64_t>(p, i);
+  }
+}
+void store_any(void *p, int bytes, std::size_t i, std::uint64_t v) {
+  switch (bytes) {
+  case 1: store_bits<std::uint8_t>(p, i, v); break;
+  case 2: store_bits<std::uint16_t>(p, i, v); break;
+  case 4: store_bits<std::uint32_t>(p, i, v); break;
+  default: store_bits<std::uint64_t>(p, i, v); break;
+  }
+}
+
+pybind11::array new_bits_bytes(int bytes, const pybind11::array &like) {
+  std::vector<pybind11::ssize_t> shape(like.shape(), like.shape() + like.ndim());
+  switch (bytes) {
+  case 1: return pybind11::array_t<std::uint8_t>(shape);
+  case 2: return pybind11::array_t<std::uint16_t>(shape);
+  case 4: return pybind11::array_t<std::uint32_t>(shape);
+  default: return pybind11::array_t<std::uint64_t>(shape);
+  }
+}
+
+// Conversion where a format is named at run time (issue 44): core/spec.hpp's convert per element
+// (no bulk kernel; the speed is in docs/formats.md), chunked and threaded as the others.
+pybind11::tuple convert_runtime(const pybind11::array &x, const io::named_format &src,
+                                const io::named_format &dst, const call_env &ce,
+                                const pybind11::object &out_arg, const pybind11::object &flags_arg) {
+  const int in_bytes = storage_bytes(src.spec), out_bytes = storage_bytes(dst.spec);
+  if (x.itemsize() != in_bytes)
+    throw pybind11::type_error("argument 'x': " + std::to_string(x.itemsize() * 8) +
+                               "-bit elements do not hold format " + src.name + " (" +
+                               std::to_string(in_bytes * 8) + "-bit storage)");
+  if (!(x.flags() & pybind11::array::c_style))
+    throw pybind11::value_error("argument 'x' is not C-contiguous");
+  const std::uint64_t in_mask =
+      src.spec.width == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << src.spec.width) - 1;
+  const auto n = std::size_t(x.size());
+  for (std::size_t i = 0; i < n && src.spec.width < 8 * in_bytes; ++i)
+    if (load_any(x.data(), in_bytes, i) & ~in_mask)
+      throw pybind11::value_error("argument 'x': element " + std::to_string(i) + " = 0x" +
+                                  hex(load_any(x.data(), in_bytes, i)) + " has bits above the " +
+                                  std::to_string(src.spec.width) + "-bit format " + src.name);
+  pybind11::array out;
+  if (out_arg.is_none()) {
+    out = new_bits_bytes(out_bytes, x);
+  } else {
+    out = out_arg.cast<pybind11::array>();
+    if (out.itemsize() != out_bytes || !(out.flags() & pybind11::array::c_style) || !out.writeable() ||
+        out.size() != x.size())
+      throw pybind11::value_error("argument 'out': needs a writeable C-contiguous array of " +
+                                  std::to_string(x.size()) + " " + std::to_string(out_bytes * 8) +
+                                  "-bit elements");
+  }
+  std::uint8_t *each = each_flags(flags_arg, x);
+  const void *in_p = x.data();
+  void *out_p = out.mutable_data();
+  const std::uint8_t flags = run_chunks(n, ce, [&](std::size_t b, std::size_t e) -> std::uint8_t {
+    std::uint8_t f = 0;
+    env en = ce.e;
+    const bool sr = is_stochastic(en.mode);
+    for (std::size_t i = b; i < e; ++i) {
+      if (sr) en.random = random_bits(ce.key, i);
+      const spec_result r = convert(dst.spec, src.spec, load_any(in_p, in_bytes, i), en);
+      store_any(out_p, out_bytes, i, r.bits);
+      if (each) each[i] = r.flags;
+      f |= r.flags;
+    }
+    return f;
+  });
+  return pybind11::make_tuple(out, int(flags));
+}
+
 pybind11::tuple convert_array(const pybind11::array &x, const std::string &from, const std::string &to,
                               const call_env &ce, const pybind11::object &out_arg,
                               const pybind11::object &flags_arg) {
-  const format_id src = io::parse_format(from), dst = io::parse_format(to);
+  const io::named_format nsrc = io::parse_format_spec(from), ndst = io::parse_format_spec(to);
+  if (!nsrc.id || !ndst.id) return convert_runtime(x, nsrc, ndst, ce, out_arg, flags_arg);
+  const format_id src = *nsrc.id, dst = *ndst.id;
   check_bits(x, src, "x");
   pybind11::array out = result_bits(dst, x, out_arg);
   std::uint8_t *each = each_flags(flags_arg, x);
@@ -206,7 +295,7 @@ pybind11::tuple convert_array(const pybind11::array &x, const std::string &from,
       const fp<In> *a = as_fp<In>(x);
       fp<Out> *o = as_fp<Out>(out);
       return run_chunks(n, ce, [&](std::size_t b, std::size_t e) -> std::uint8_t {
-        if (ce.e.mode != round_mode::stochastic && !each) {
+        if (!is_stochastic(ce.e.mode) && !each) {
           std::uint8_t f = 0;
           if (hwy_convert<Out, In>(a + b, o + b, e - b, ce.e, f)) return f;
         }
@@ -214,8 +303,7 @@ pybind11::tuple convert_array(const pybind11::array &x, const std::string &from,
         // exponent range). fp16 -> e5m2 stays scalar: GCC 12 reports a false -Wstringop-overflow
         // on the bulk loop's 8-bit stores.
         if constexpr (detail::same_range_narrowing<Out, In> && Out::width >= 16)
-          if (ce.e.mode != round_mode::stochastic && !each)
-            return convert_loop<Out, In>(a + b, o + b, e - b, ce.e);
+          if (!is_stochastic(ce.e.mode) && !each) return convert_loop<Out, In>(a + b, o + b, e - b, ce.e);
         return scalar_loop<Out>(o, each, b, e, ce,
                                 [&](std::size_t i, const env &en) { return convert<Out>(a[i], en); });
       });
@@ -225,7 +313,11 @@ pybind11::tuple convert_array(const pybind11::array &x, const std::string &from,
 }
 
 format_id arith_format(const std::string &name) {
-  const format_id f = io::parse_format(name);
+  const io::named_format nf = io::parse_format_spec(name);
+  if (!nf.id)
+    throw pybind11::value_error("argument 'format': arithmetic in the run-time format '" + nf.name +
+                                "' is not supported (compute in a compile-time format and convert into it)");
+  const format_id f = *nf.id;
   if (io::describe(f).precision > 24)
     throw pybind11::value_error(
         "argument 'format': arithmetic in '" + name +
@@ -263,7 +355,7 @@ pybind11::tuple arith_array(const std::string &opname, const std::vector<pybind1
       const fp<F> *c = n_ops > 2 ? as_fp<F>(ops[2]) : nullptr;
       fp<F> *o = as_fp<F>(out);
       return run_chunks(n, ce, [&](std::size_t lo, std::size_t hi) -> std::uint8_t {
-        const bool scalar = ce.e.mode == round_mode::stochastic || each != nullptr;
+        const bool scalar = is_stochastic(ce.e.mode) || each != nullptr;
         if (!scalar) {
           std::uint8_t f = 0;
           if (hwy_arith<F>(op, a + lo, b ? b + lo : nullptr, c ? c + lo : nullptr, o + lo, hi - lo, ce.e, f))
@@ -366,7 +458,7 @@ pybind11::dict event_dict(const io::arith_step &s) {
   pybind11::dict step;
   step["op"] = to_string(s.op);
   step["from"] = io::name(s.from);
-  step["to"] = io::name(s.to);
+  step["to"] = s.to.name;
   step["bits"] = s.bits;
   step["flags"] = int(s.flags);
   step["events"] = events;
@@ -378,9 +470,15 @@ pybind11::dict trace_one(const std::string &opname, const std::vector<std::uint6
   io::arith_request rq;
   rq.op = parse_op(opname);
   rq.format = io::parse_format(format);
-  if (!to.empty()) rq.to = io::parse_format(to);
+  if (!to.empty()) {
+    io::named_format nf = io::parse_format_spec(to);
+    if (nf.id)
+      rq.to = *nf.id;
+    else
+      rq.to_runtime = nf;
+  }
   rq.e = ce.e;
-  if (rq.e.mode == round_mode::stochastic) rq.e.random = random_bits(ce.key, ce.index);
+  if (is_stochastic(rq.e.mode)) rq.e.random = random_bits(ce.key, ce.index);
   const std::uint64_t mask = io::describe(rq.format).width_mask;
   for (std::size_t k = 0; k < bits.size(); ++k) {
     if (bits[k] & ~mask)
@@ -400,7 +498,7 @@ pybind11::dict trace_one(const std::string &opname, const std::vector<std::uint6
   for (std::uint64_t b : bits)
     operands.append(b);
   d["operands"] = operands;
-  d["result_format"] = io::name(r.result_format);
+  d["result_format"] = r.result_format.name;
   d["result_bits"] = r.result_bits;
   d["result"] = io::value_double(r.result_format, r.result_bits);
   d["flags"] = int(r.flags);
@@ -507,12 +605,29 @@ void bind_elementwise(pybind11::module_ &m) {
   m.def(
       "check_bits",
       [](const pybind11::array &a, const std::string &format, const std::string &name) {
-        check_bits(a, io::parse_format(format), name.c_str());
+        const io::named_format f = io::parse_format_spec(format);
+        if (f.id) return check_bits(a, *f.id, name.c_str());
+        // A run-time format: its storage width and no bit above the pattern.
+        const int bytes = storage_bytes(f.spec);
+        if (a.itemsize() != bytes)
+          throw pybind11::type_error("argument '" + name + "': " + std::to_string(a.itemsize() * 8) +
+                                     "-bit elements do not hold format " + f.name + " (" +
+                                     std::to_string(bytes * 8) + "-bit storage)");
+        if (!(a.flags() & pybind11::array::c_style))
+          throw pybind11::value_error("argument '" + name + "' is not C-contiguous");
+        const std::uint64_t mask =
+            f.spec.width == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << f.spec.width) - 1;
+        for (pybind11::ssize_t i = 0; i < a.size(); ++i)
+          if (load_any(a.data(), bytes, std::size_t(i)) & ~mask)
+            throw pybind11::value_error("argument '" + name + "': element " + std::to_string(i) + " = 0x" +
+                                        hex(load_any(a.data(), bytes, std::size_t(i))) +
+                                        " has bits above the " + std::to_string(f.spec.width) +
+                                        "-bit format " + f.name);
       },
       "Checks bit patterns of `format` as convert does (storage width, C order, no bit above the "
       "pattern); the errors name argument `name`.");
   m.def("value", [](const std::string &format, std::uint64_t bits) {
-    return io::value_double(io::parse_format(format), bits);
+    return io::value_double(io::parse_format_spec(format), bits);
   });
 }
 

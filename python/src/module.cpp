@@ -35,8 +35,11 @@ auto parse_named(const pybind11::dict &opts, const char *key, const char *fallba
 
 call_env make_env(const pybind11::dict &opts) {
   call_env ce;
-  ce.e.mode =
-      parse_named(opts, "rounding", "nearest_even", [](const std::string &s) { return io::parse_mode(s); });
+  // "sr_k:3": k-bit stochastic rounding with 3 random bits (io::parse_rounding).
+  const io::rounding rounding = parse_named(opts, "rounding", "nearest_even",
+                                            [](const std::string &s) { return io::parse_rounding(s); });
+  ce.e.mode = rounding.mode;
+  ce.e.sr_bits = std::uint8_t(rounding.sr_bits);
   ce.e.tiny =
       parse_named(opts, "tininess", "after", [](const std::string &s) { return io::parse_tininess(s); });
   ce.e.nan = parse_named(opts, "nan", "ieee", [](const std::string &s) { return io::parse_nan_policy(s); });
@@ -104,16 +107,14 @@ PYBIND11_MODULE(_core, m) {
   m.def("normalize_name", &bf16emu::io::normalize_name,
         "The one spelling rule for names, the CLI's too: surrounding whitespace dropped, lower case.");
   m.def(
-      "format_name",
-      [](const std::string &token) {
-        return std::string(bf16emu::io::name(bf16emu::io::parse_format(token)));
-      },
-      "The canonical name (fp32, bf16, e2m1, ...) of a format name or alias, as the CLI reads it; "
-      "ValueError for an unknown one.");
+      "format_name", [](const std::string &token) { return bf16emu::io::parse_format_spec(token).name; },
+      "The canonical name (fp32, bf16, e2m1, e4m3fnuz, p3109:p4, fp:e=..,m=.., ...) of a format name, "
+      "alias or field list, as the CLI reads it; ValueError for an unknown one.");
   m.def(
       "check_env", [](const pybind11::dict &opts) { bf16emu::py::make_env(opts); },
       "Checks the rounding settings of one call (names, bools, seed, threads) as every call reads them.");
   bf16emu::py::bind_elementwise(m);
+  bf16emu::py::bind_formats(m);
   bf16emu::py::bind_tc(m);
   bf16emu::py::bind_attention(m);
 }

@@ -49,6 +49,7 @@ std::string hex(std::uint64_t v);                 // upper-case hex digits, no p
 progress_fn signal_checker();
 
 void bind_elementwise(pybind11::module_ &m);
+void bind_formats(pybind11::module_ &m);
 void bind_tc(pybind11::module_ &m);
 void bind_attention(pybind11::module_ &m);
 

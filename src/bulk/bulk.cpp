@@ -98,6 +98,12 @@ template <class D> struct random_lanes {
   }
 };
 
+// The modes of issue 44 (nearest_zero, stochastic_equal, stochastic_k) have no lane rule here:
+// the exported kernels run the scalar core per element for them (with the stream's random word).
+template <rm Mode>
+inline constexpr bool lane_mode =
+    !(Mode == rm::nearest_zero || Mode == rm::stochastic_equal || Mode == rm::stochastic_k);
+
 // The rounding rule of round.hpp `rounds_up<Mode>` on 0/1 lanes (guard, round, sticky, the
 // last kept bit, the sign), for the kernels that build a cut window (add, mul). The answer
 // still has to be masked with inexact = guard | round | sticky.
@@ -513,8 +519,10 @@ std::uint8_t narrow_small(const std::uint32_t *HWY_RESTRICT in, typename Out::st
 // The exported narrowings: the kernel for the run-time mode.
 template <class Out>
 std::uint8_t narrow(const std::uint32_t *in, typename Out::storage *out, std::size_t n, const args &a) {
-  return with_fixed_mode(a.e.mode, [&](auto m) {
-    if constexpr (Out::exp_bits == binary32::exp_bits)
+  return with_fixed_mode(a.e.mode, [&](auto m) -> std::uint8_t {
+    if constexpr (!lane_mode<decltype(m)::value>)
+      return narrow_tail<Out>(in, out, 0, n, a);
+    else if constexpr (Out::exp_bits == binary32::exp_bits)
       return narrow_same_range<Out, decltype(m)::value>(in, out, n, a);
     else
       return narrow_small<Out, decltype(m)::value>(in, out, n, a);
@@ -957,13 +965,14 @@ std::uint8_t bf16_op(const std::uint16_t *x, const std::uint16_t *y, const std::
                      std::uint16_t *out, std::size_t n, const args &a) {
   return with_fixed_mode(a.e.mode, [&](auto m) -> std::uint8_t {
     constexpr rm Mode = decltype(m)::value;
-    if constexpr (Op == bop::mul || Mode != rm::stochastic) {
+    if constexpr (lane_mode<Mode> && (Op == bop::mul || Mode != rm::stochastic)) {
       if (a.host_fp) return bf16_odd<Op, Mode>(x, y, z, out, n, a);
     }
-    if constexpr (Op == bop::fma) {
+    if constexpr (Op == bop::fma || !lane_mode<Mode>) {
       std::uint8_t flags = 0;
       for (std::size_t i = 0; i < n; ++i) {
-        const result<bfloat16> sr = detail::scalar_arith(detail::arith_op::fma, x[i], y[i], a, i, z[i]);
+        const result<bfloat16> sr = detail::scalar_arith(detail::arith_op(Op), x[i], y[i], a, i,
+                                                         Op == bop::fma ? z[i] : std::uint16_t(0));
         out[i] = sr.value.bits;
         flags |= sr.flags;
       }
@@ -1092,7 +1101,7 @@ std::uint8_t f16_op(const std::uint16_t *x, const std::uint16_t *y, std::uint16_
                     const args &a) {
   return with_fixed_mode(a.e.mode, [&](auto m) -> std::uint8_t {
     constexpr rm Mode = decltype(m)::value;
-    if constexpr (Op == bop::mul || Mode != rm::stochastic) {
+    if constexpr (lane_mode<Mode> && (Op == bop::mul || Mode != rm::stochastic)) {
       if (a.host_fp) return f16_arith<Op, Mode>(x, y, out, n, a);
     }
     std::uint8_t flags = 0;
@@ -1258,7 +1267,7 @@ detail::args make_args(const env &e, const random_stream *rng) {
   detail::args a;
   a.e = e;
   a.host_fp = host_float_scope::known_default();
-  if (rng && e.mode == round_mode::stochastic) {
+  if (rng && is_stochastic(e.mode)) {
     a.stream = true;
     a.seed = rng->seed;
     a.offset = rng->offset;

@@ -22,7 +22,8 @@ template <class F> fp<F> as(const operand &o) { return fp<F>::from_bits(o.bits);
 template <class F> arith_step op_step(const arith_request &rq) {
   arith_step s;
   s.op = rq.op;
-  s.from = s.to = rq.format;
+  s.from = rq.format;
+  s.to = named(rq.format);
   auto tr = make_tracer([&s](const rounding_event &ev) { s.events.push_back(ev); });
   const auto &o = rq.operands;
   result<F> r{};
@@ -40,11 +41,25 @@ template <class F> arith_step op_step(const arith_request &rq) {
   return s;
 }
 
-arith_step convert_step(format_id from, format_id to, std::uint64_t bits, const env &e) {
+// Into a format named at run time: core/spec.hpp's convert (the same round-and-pack).
+arith_step convert_step(format_id from, const named_format &to, std::uint64_t bits, const env &e) {
   arith_step s;
   s.op = op_kind::convert;
   s.from = from;
   s.to = to;
+  s.input_bits = bits;
+  auto tr = make_tracer([&s](const rounding_event &ev) { s.events.push_back(ev); });
+  const spec_result r = convert(to.spec, named(from).spec, bits, e, tr);
+  s.bits = r.bits;
+  s.flags = r.flags;
+  return s;
+}
+
+arith_step convert_step(format_id from, format_id to, std::uint64_t bits, const env &e) {
+  arith_step s;
+  s.op = op_kind::convert;
+  s.from = from;
+  s.to = named(to);
   s.input_bits = bits;
   visit_format(from, [&](auto f) {
     using F = decltype(f);
@@ -64,7 +79,7 @@ std::string kept_binary(const rounding_event &ev) {
 }
 
 // Exact value before rounding = result - error (when both are known exactly).
-std::string exact_input(const rounding_event &ev, format_id to) {
+std::string exact_input(const rounding_event &ev, const named_format &to) {
   double res = value_double(to, ev.result_bits);
   if (!ev.err_exact || !std::isfinite(res)) return "";
   return exact_decimal_sum({res, -ev.err_hi, -ev.err_lo});
@@ -79,8 +94,8 @@ std::ostream &row(std::ostream &out, const char *indent, const char *label) {
 
 std::string step_title(const arith_step &s, std::size_t n) {
   std::string t = "step " + std::to_string(n) + ": ";
-  if (s.op == op_kind::convert) return t + "round " + name(s.from) + " -> " + name(s.to);
-  return t + to_string(s.op) + " in " + name(s.to);
+  if (s.op == op_kind::convert) return t + "round " + name(s.from) + " -> " + s.to.name;
+  return t + to_string(s.op) + " in " + s.to.name;
 }
 
 } // namespace
@@ -129,8 +144,10 @@ arith_report run_arith(const arith_request &rq) {
   arith_report r;
   r.request = rq;
   if (rq.op == op_kind::convert) {
-    format_id to = rq.to.value_or(rq.format);
-    r.steps.push_back(convert_step(rq.format, to, rq.operands[0].bits, rq.e));
+    if (rq.to_runtime)
+      r.steps.push_back(convert_step(rq.format, *rq.to_runtime, rq.operands[0].bits, rq.e));
+    else
+      r.steps.push_back(convert_step(rq.format, rq.to.value_or(rq.format), rq.operands[0].bits, rq.e));
   } else {
     const format_desc d = describe(rq.format);
     if (d.precision > 24)
@@ -141,7 +158,10 @@ arith_report run_arith(const arith_request &rq) {
       using F = decltype(f);
       if constexpr (F::precision <= 24) r.steps.push_back(op_step<F>(rq));
     });
-    if (rq.to) r.steps.push_back(convert_step(rq.format, *rq.to, r.steps.back().bits, rq.e));
+    if (rq.to_runtime)
+      r.steps.push_back(convert_step(rq.format, *rq.to_runtime, r.steps.back().bits, rq.e));
+    else if (rq.to)
+      r.steps.push_back(convert_step(rq.format, *rq.to, r.steps.back().bits, rq.e));
   }
   r.result_format = r.steps.back().to;
   r.result_bits = r.steps.back().bits;
@@ -150,7 +170,7 @@ arith_report run_arith(const arith_request &rq) {
   return r;
 }
 
-void print_event(std::ostream &out, const rounding_event &ev, format_id to, const char *in) {
+void print_event(std::ostream &out, const rounding_event &ev, const named_format &to, const char *in) {
   std::string exact = exact_input(ev, to);
   if (!exact.empty()) row(out, in, "exact value") << exact << "\n";
   row(out, in, "binade") << "2^" << ev.exponent << ", last kept bit 2^" << ev.lsb_exp
@@ -167,7 +187,7 @@ void print_event(std::ostream &out, const rounding_event &ev, format_id to, cons
                         << "\n";
 }
 
-void write_event_json(json_writer &w, const rounding_event &ev, format_id to) {
+void write_event_json(json_writer &w, const rounding_event &ev, const named_format &to) {
   w.begin_object();
   w.kv("op", to_string(ev.op)).kv("mode", to_string(ev.mode)).kv("sign", ev.sign);
   w.kv("exact_value", exact_input(ev, to));
@@ -194,6 +214,23 @@ void value_lines(std::ostream &out, format_id f, std::uint64_t bits, const char 
   row(out, in, "  fields") << binary_fields(f, bits) << "\n";
 }
 
+void value_lines(std::ostream &out, const named_format &f, std::uint64_t bits, const char *label,
+                 const char *in, const std::string &note) {
+  if (f.id) return value_lines(out, *f.id, bits, label, in, note);
+  row(out, in, label) << f.name << " " << hex_bits(f, bits) << " = " << value_decimal(f, bits) << note
+                      << "\n";
+  const std::string exact = value_exact(f, bits);
+  if (!is_nan(f, bits) && exact != value_decimal(f, bits)) row(out, in, "  exactly") << exact << "\n";
+  row(out, in, "  fields") << binary_fields(f, bits) << "\n";
+}
+
+void value_json(json_writer &w, const named_format &f, std::uint64_t bits) {
+  w.kv("format", f.name).kv("bits", hex_bits(f, bits)).kv("value", value_decimal(f, bits));
+  w.kv("exact_value", value_exact(f, bits))
+      .kv("fields", binary_fields(f, bits))
+      .kv("class", value_class(f, bits));
+}
+
 void value_json(json_writer &w, format_id f, std::uint64_t bits) {
   w.kv("format", name(f)).kv("bits", hex_bits(f, bits)).kv("value", value_decimal(f, bits));
   w.kv("exact_value", value_exact(f, bits))
@@ -215,14 +252,19 @@ const char *syntax_name(operand::syntax s) {
 void print_text(std::ostream &out, const arith_report &r, bool trace) {
   const auto &rq = r.request;
   out << "bf16emu " << to_string(rq.op) << ": operands in " << name(rq.format);
-  if (rq.to) out << ", result rounded into " << name(*rq.to);
-  out << "; " << to_string(rq.e.mode) << ", tininess " << name(rq.e.tiny) << ", NaN " << name(rq.e.nan);
+  if (rq.to_runtime)
+    out << ", result rounded into " << rq.to_runtime->name;
+  else if (rq.to)
+    out << ", result rounded into " << name(*rq.to);
+  out << "; " << to_string(rq.e.mode);
+  if (rq.e.mode == round_mode::stochastic_k) out << " (k = " << int(rq.e.sr_bits) << " random bits)";
+  out << ", tininess " << name(rq.e.tiny) << ", NaN " << name(rq.e.nan);
   if (rq.e.subnormal != subnormals::ieee) {
     unsigned sub = unsigned(rq.e.subnormal);
     out << ((sub & 1) ? ", ftz" : "") << ((sub & 2) ? ", daz" : "");
   }
   if (rq.e.saturate) out << ", saturate";
-  if (rq.e.mode == round_mode::stochastic)
+  if (is_stochastic(rq.e.mode))
     out << ", random 0x" << std::hex << std::uppercase << rq.e.random << std::dec << std::nouppercase;
   out << "\n";
   static const char *labels[] = {"a", "b", "c"};
@@ -255,7 +297,7 @@ void print_text(std::ostream &out, const arith_report &r, bool trace) {
     }
     row(out, "  ", "flags") << flag_names(s.flags) << "\n";
   }
-  out << "result: " << name(r.result_format) << " " << describe_value(r.result_format, r.result_bits)
+  out << "result: " << r.result_format.name << " " << describe_value(r.result_format, r.result_bits)
       << "  flags: " << flag_names(r.flags) << "\n";
 }
 
@@ -263,7 +305,9 @@ void print_json(json_writer &w, const arith_report &r, bool trace) {
   const auto &rq = r.request;
   w.begin_object();
   w.kv("command", to_string(rq.op)).kv("format", name(rq.format));
-  if (rq.to)
+  if (rq.to_runtime)
+    w.kv("to", rq.to_runtime->name);
+  else if (rq.to)
     w.kv("to", name(*rq.to));
   else
     w.key("to").null();
@@ -271,6 +315,7 @@ void print_json(json_writer &w, const arith_report &r, bool trace) {
   w.kv("mode", to_string(rq.e.mode)).kv("tininess", name(rq.e.tiny)).kv("nan", name(rq.e.nan));
   w.kv("ftz", (unsigned(rq.e.subnormal) & 1) != 0).kv("daz", (unsigned(rq.e.subnormal) & 2) != 0);
   w.kv("saturate", rq.e.saturate).kv("random", std::uint64_t(rq.e.random));
+  if (rq.e.mode == round_mode::stochastic_k) w.kv("sr_bits", int(rq.e.sr_bits));
   w.end_object();
   w.key("operands").begin_array();
   for (const auto &o : rq.operands) {

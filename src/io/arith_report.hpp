@@ -24,6 +24,7 @@
 #include <bf16emu/core/format.hpp>
 
 #include "io/json.hpp"
+#include "io/names.hpp"
 #include "io/number.hpp"
 
 namespace bf16emu::io {
@@ -32,13 +33,17 @@ struct arith_request {
   op_kind op = op_kind::add;
   format_id format = format_id::fp32;
   std::optional<format_id> to;
+  // A destination named at run time (issue 44: e4m3fnuz, p3109:p4, fp:e=..,m=..): when set it is
+  // the destination and `to` is ignored. The rounding is core/spec.hpp's convert, the trace the same.
+  std::optional<named_format> to_runtime;
   env e{};
   std::vector<operand> operands;
 };
 
 struct arith_step {
   op_kind op = op_kind::add;
-  format_id from = format_id::fp32, to = format_id::fp32;
+  format_id from = format_id::fp32;
+  named_format to = named(format_id::fp32);
   std::uint64_t input_bits = 0; // for a conversion step: the value being converted
   std::uint64_t bits = 0;       // result
   std::uint8_t flags = 0;
@@ -48,7 +53,7 @@ struct arith_step {
 struct arith_report {
   arith_request request;
   std::vector<arith_step> steps;
-  format_id result_format = format_id::fp32;
+  named_format result_format = named(format_id::fp32);
   std::uint64_t result_bits = 0;
   std::uint8_t flags = 0; // OR of all steps
 };
@@ -67,8 +72,8 @@ void print_text(std::ostream &out, const arith_report &r, bool trace);
 void print_json(json_writer &w, const arith_report &r, bool trace);
 
 // The trace lines of one rounding event (used by print_text; indented by `indent`).
-void print_event(std::ostream &out, const rounding_event &ev, format_id to, const char *indent);
-void write_event_json(json_writer &w, const rounding_event &ev, format_id to);
+void print_event(std::ostream &out, const rounding_event &ev, const named_format &to, const char *indent);
+void write_event_json(json_writer &w, const rounding_event &ev, const named_format &to);
 
 // The error err_hi + err_lo as an exact decimal ("0" for an exact rounding).
 std::string exact_error_text(const rounding_event &ev);

@@ -32,6 +32,19 @@ bool is_nan(format_id f, std::uint64_t bits);
 // names.hpp gives the format facts.)
 std::string describe_value(format_id f, std::uint64_t bits);
 
+// The same for a format named at run time (names.hpp): a compile-time one prints exactly as
+// above; a run-time one through its binary64 value (every value of an accepted run-time format
+// is a binary64 number). Fields "S | E | M" (no sign field in e8m0, no fraction field when m=0).
+struct named_format;
+std::string hex_bits(const named_format &f, std::uint64_t bits);
+std::string binary_fields(const named_format &f, std::uint64_t bits);
+double value_double(const named_format &f, std::uint64_t bits);
+std::string value_decimal(const named_format &f, std::uint64_t bits);
+std::string value_exact(const named_format &f, std::uint64_t bits);
+const char *value_class(const named_format &f, std::uint64_t bits);
+bool is_nan(const named_format &f, std::uint64_t bits);
+std::string describe_value(const named_format &f, std::uint64_t bits);
+
 // `nbits` significant bits of `sig` as "1.0010110" (first bit, point, the rest).
 std::string significand_binary(std::uint64_t sig, int nbits);
 

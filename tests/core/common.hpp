@@ -38,6 +38,7 @@ inline oracle::environment oenv(const env &e) {
   o.inputs_as_zero = (static_cast<unsigned>(e.subnormal) & 2u) != 0;
   o.saturate = e.saturate;
   o.random = e.random;
+  o.sr_bits = e.sr_bits;
   return o;
 }
 
@@ -47,8 +48,8 @@ inline std::string env_string(const env &e) {
     << (e.nan == nan_policy::ieee   ? "ieee"
         : e.nan == nan_policy::cuda ? "cuda"
                                     : "pytorch")
-    << " subnormal=" << static_cast<int>(e.subnormal) << (e.saturate ? " saturate" : "") << " random=0x"
-    << std::hex << e.random;
+    << " subnormal=" << static_cast<int>(e.subnormal) << (e.saturate ? " saturate" : "")
+    << " sr_bits=" << int(e.sr_bits) << " random=0x" << std::hex << e.random;
   return s.str();
 }
 

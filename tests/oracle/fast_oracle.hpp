@@ -17,7 +17,18 @@
 
 namespace fast_oracle {
 
-enum mode : int { nearest_even, nearest_away, toward_zero, upward, downward, to_odd, stochastic };
+enum mode : int {
+  nearest_even,
+  nearest_away,
+  toward_zero,
+  upward,
+  downward,
+  to_odd,
+  stochastic,
+  nearest_zero,
+  stochastic_equal,
+  stochastic_k // with 32 random bits here (the default of env::sr_bits): stochastic's rule
+};
 
 inline constexpr std::uint8_t F_INVALID = 1, F_DIVBYZERO = 2, F_OVERFLOW = 4, F_UNDERFLOW = 8, F_INEXACT = 16;
 
@@ -83,6 +94,13 @@ inline res round_sig(bool sign, std::uint64_t sig, int p, int E, out_fmt o, int 
       up = f32 + random >= (std::uint64_t{1} << 32);
       break;
     }
+    case nearest_zero: up = g && (r || st); break;
+    case stochastic_equal: up = inexact && (random >> 31) != 0; break;
+    case stochastic_k: { // K = 32: floor(f * 2^32) + random >= 2^32
+      const std::uint64_t f32 = sh <= 32 ? rem << (32 - sh) : sh - 32 < 64 ? rem >> (sh - 32) : 0;
+      up = f32 + random >= (std::uint64_t{1} << 32);
+      break;
+    }
     }
     return k + (up ? 1 : 0);
   };
@@ -113,7 +131,7 @@ inline res round_sig(bool sign, std::uint64_t sig, int p, int E, out_fmt o, int 
     case to_odd: inf = false; break;
     case upward: inf = !sign; break;
     case downward: inf = sign; break;
-    default: inf = true; break;
+    default: inf = true; break; // the nearest and the stochastic modes
     }
     const std::uint64_t infb = std::uint64_t((1 << o.ebits) - 1) << M;
     return {std::uint32_t(sbit | (inf ? infb : infb - 1)), std::uint8_t(F_OVERFLOW | F_INEXACT)};

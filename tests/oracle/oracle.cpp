@@ -23,7 +23,8 @@ std::string name(format f) {
   if (f == e2m3) return "e2m3";
   if (f == e3m2) return "e3m2";
   if (f == e2m1) return "e2m1";
-  return "E" + std::to_string(f.exp_bits) + "M" + std::to_string(f.frac_bits) + (f.fn ? "fn" : "");
+  return "E" + std::to_string(f.exp_bits) + "M" + std::to_string(f.frac_bits) + (f.fn ? "fn" : "") +
+         (f.fnuz ? "fnuz" : "") + (f.p3109 ? "p3109" : "") + "b" + std::to_string(f.bias());
 }
 
 // The names are spelled as docs/semantics.md spells them: the "mode" column of the Rounding
@@ -31,13 +32,16 @@ std::string name(format f) {
 // spelling; tests/core/test_names.cpp checks both against that page and against each other).
 const char *name(rounding m) {
   switch (m) {
-  case rounding::nearest_even: return "nearest_even"; // k+1 if f > 1/2, or f = 1/2 and k odd
-  case rounding::nearest_away: return "nearest_away"; // k+1 if f >= 1/2
-  case rounding::toward_zero: return "toward_zero";   // k
-  case rounding::upward: return "upward";             // k+1 if f > 0 and x > 0
-  case rounding::downward: return "downward";         // k+1 if f > 0 and x < 0
-  case rounding::to_odd: return "to_odd";             // k with its last bit set
-  case rounding::stochastic: return "stochastic";     // k+1 if floor(f * 2^32) + r >= 2^32
+  case rounding::nearest_even: return "nearest_even";         // k+1 if f > 1/2, or f = 1/2 and k odd
+  case rounding::nearest_away: return "nearest_away";         // k+1 if f >= 1/2
+  case rounding::toward_zero: return "toward_zero";           // k
+  case rounding::upward: return "upward";                     // k+1 if f > 0 and x > 0
+  case rounding::downward: return "downward";                 // k+1 if f > 0 and x < 0
+  case rounding::to_odd: return "to_odd";                     // k with its last bit set
+  case rounding::stochastic: return "stochastic";             // k+1 if floor(f * 2^32) + r >= 2^32
+  case rounding::nearest_zero: return "nearest_zero";         // k+1 if f > 1/2
+  case rounding::stochastic_equal: return "stochastic_equal"; // k+1 if f > 0 and r >= 2^31
+  case rounding::stochastic_k: return "stochastic_k";         // k+1 if floor(f * 2^K) + (r mod 2^K) >= 2^K
   }
   return "?";
 }
@@ -99,7 +103,17 @@ num decode(operand a, bool inputs_as_zero) {
   const std::uint64_t ef = (bits >> f.frac_bits) & f.exp_field_max();
   const std::uint64_t fr = bits & f.frac_mask();
   n.frac = fr;
-  if (f.finite) {
+  if (f.fnuz || f.p3109) {
+    if (bits == f.sign_mask()) { // the one NaN, unsigned (quiet)
+      n.c = cls::nan;
+      n.sign = false;
+      return n;
+    }
+    if (f.p3109 && (bits & ~f.sign_mask()) == (f.all_bits_mask() & ~f.sign_mask())) {
+      n.c = cls::inf;
+      return n;
+    }
+  } else if (f.finite) {
     // finite: no special patterns; the top exponent code holds normal numbers.
   } else if (f.fn) {
     // fn: only S.1111.111 is NaN (treated as quiet); no infinities.
@@ -139,6 +153,9 @@ std::uint64_t exp_all_ones(format out) { return out.exp_field_max() << out.frac_
 std::uint64_t quiet_bit(format out) { return std::uint64_t{1} << (out.frac_bits - 1); }
 std::uint64_t fn_nan(format out) { return exp_all_ones(out) | out.frac_mask(); }
 std::uint64_t max_finite(format out) {
+  // p3109: the all-ones magnitude is Inf, so max is the pattern below it.
+  if (out.p3109) return (out.all_bits_mask() & ~out.sign_mask()) - 1;
+  if (out.fnuz) return out.all_bits_mask() & ~out.sign_mask(); // every pattern but 1.000..0
   // fn: the all-ones fraction at the top exponent is the NaN, so max has fraction 1..10.
   if (out.fn) return exp_all_ones(out) | (out.frac_mask() - 1);
   if (out.finite) return exp_all_ones(out) | out.frac_mask(); // every pattern is a number
@@ -148,8 +165,9 @@ std::uint64_t sign_bit(format out, bool s) { return s ? out.sign_mask() : 0; }
 
 // "invalid without NaN operand" column.
 std::uint64_t default_nan(format out, nan_policy p) {
-  if (out.finite) return max_finite(out); // formats.md: no NaN, so +max finite (invalid raised)
-  if (out.fn) return fn_nan(out);         // S.1111.111 with sign 0 ("0 for default NaN", "else 0x7F")
+  if (out.fnuz || out.p3109) return out.sign_mask(); // the one NaN, under every policy
+  if (out.finite) return max_finite(out);            // formats.md: no NaN, so +max finite (invalid raised)
+  if (out.fn) return fn_nan(out); // S.1111.111 with sign 0 ("0 for default NaN", "else 0x7F")
   switch (p) {
   case nan_policy::ieee:
   case nan_policy::pytorch: return exp_all_ones(out) | quiet_bit(out);  // +qNaN
@@ -160,7 +178,7 @@ std::uint64_t default_nan(format out, nan_policy p) {
 
 // "NaN operand present" column.
 std::uint64_t nan_result(const num &n, format out, nan_policy p) {
-  if (p != nan_policy::ieee || out.finite) return default_nan(out, p);
+  if (p != nan_policy::ieee || out.finite || out.fnuz || out.p3109) return default_nan(out, p);
   // ieee: the first NaN operand converted: sign kept, fraction aligned at its top, quiet bit set.
   if (out.fn) return sign_bit(out, n.sign) | fn_nan(out);
   const int ms = n.fmt.frac_bits, md = out.frac_bits;
@@ -198,7 +216,16 @@ result make_invalid(format out, const environment &env) {
 result make_inf(bool s, format out, const environment &env, std::uint8_t fl) {
   result r;
   r.flags = fl;
-  if (out.finite) {
+  if (out.p3109) {
+    r.bits = sign_bit(out, s) | (out.all_bits_mask() & ~out.sign_mask());
+  } else if (out.fnuz) { // no infinity: the NaN (invalid), or +-max under saturate
+    if (env.saturate) {
+      r.bits = sign_bit(out, s) | max_finite(out);
+    } else {
+      r.bits = out.sign_mask();
+      r.flags |= flags::invalid;
+    }
+  } else if (out.finite) {
     // formats.md: no infinity, no NaN: +-max finite, flagged as an overflow.
     r.bits = sign_bit(out, s) | max_finite(out);
     r.flags |= flags::overflow | flags::inexact;
@@ -215,7 +242,7 @@ result make_inf(bool s, format out, const environment &env, std::uint8_t fl) {
 
 result make_zero(bool s, format out) {
   result r;
-  r.bits = sign_bit(out, s);
+  r.bits = out.has_neg_zero() ? sign_bit(out, s) : 0;
   return r;
 }
 
@@ -239,6 +266,8 @@ struct cut {
   bool round = false;    // second discarded bit
   bool sticky = false;   // OR of all further bits
   std::uint64_t f32 = 0; // floor(f * 2^32)
+  cpp_int rem = 0;       // the discarded bits of mag, as an integer
+  int s = 0;             // their number: f = (rem + t) / 2^s
 };
 
 cut cut_at(const exact &x, int q) {
@@ -257,11 +286,13 @@ cut cut_at(const exact &x, int q) {
   // floor(f * 2^32) with f = (rem + t) / 2^s; t < 1 does not change the floor when s >= 32,
   // and the callers guarantee s >= 34 whenever tail is set.
   c.f32 = static_cast<std::uint64_t>((rem << 32) >> s);
+  c.rem = rem;
+  c.s = s;
   return c;
 }
 
 // The mode table: does the magnitude become k+1?
-bool increments(rounding m, bool sign, const cut &c, std::uint32_t random) {
+bool increments(rounding m, bool sign, const cut &c, std::uint32_t random, int sr_bits) {
   const bool f_pos = c.guard || c.round || c.sticky;          // f > 0
   const bool f_half = c.guard && !c.round && !c.sticky;       // f = 1/2
   const bool f_above_half = c.guard && (c.round || c.sticky); // f > 1/2
@@ -274,6 +305,15 @@ bool increments(rounding m, bool sign, const cut &c, std::uint32_t random) {
   case rounding::downward: return f_pos && sign;
   case rounding::to_odd: return f_pos && !k_odd; // k with its last bit set
   case rounding::stochastic: return c.f32 + std::uint64_t{random} >= (std::uint64_t{1} << 32);
+  case rounding::nearest_zero: return f_above_half; // a tie stays at k
+  case rounding::stochastic_equal: return f_pos && random >= (std::uint32_t{1} << 31);
+  case rounding::stochastic_k: {
+    // floor(f * 2^k) + (random mod 2^k) >= 2^k; with no discarded bits f = 0.
+    const int k = sr_bits;
+    const cpp_int d = c.s > 0 ? cpp_int((c.rem << k) >> c.s) : cpp_int(0);
+    const cpp_int r = cpp_int(random) % pow2(k);
+    return d + r >= pow2(k);
+  }
   }
   return false;
 }
@@ -286,7 +326,7 @@ result round_pack(const exact &x, format out, const environment &env) {
   if (x.tail) assert(msb_of(x.mag) - M >= 34); // enough exact bits for every quantity below
   int q = std::max(E, emin) - M;
   const cut c = cut_at(x, q);
-  const bool up = increments(env.mode, x.sign, c, env.random);
+  const bool up = increments(env.mode, x.sign, c, env.random, env.sr_bits);
   cpp_int m = c.k + (up ? 1 : 0);
   const bool inexact = c.guard || c.round || c.sticky;
 
@@ -298,7 +338,7 @@ result round_pack(const exact &x, format out, const environment &env) {
     // Round with unbounded exponent range (quantum 2^(E-M)), same mode and random.
     const int q2 = E - M;
     const cut c2 = cut_at(x, q2);
-    const cpp_int m2 = c2.k + (increments(env.mode, x.sign, c2, env.random) ? 1 : 0);
+    const cpp_int m2 = c2.k + (increments(env.mode, x.sign, c2, env.random, env.sr_bits) ? 1 : 0);
     // m2 * 2^q2 < 2^emin ?
     tiny = emin - q2 >= 0 ? (m2 < pow2(emin - q2)) : false;
   }
@@ -315,7 +355,7 @@ result round_pack(const exact &x, format out, const environment &env) {
   r.tiny = tiny;
 
   if (env.flush_outputs && tiny) {
-    r.bits = sign_bit(out, x.sign);
+    r.bits = out.has_neg_zero() ? sign_bit(out, x.sign) : 0;
     r.flags = flags::underflow | flags::inexact;
     r.dec = decision::flush_zero;
     return r;
@@ -325,7 +365,8 @@ result round_pack(const exact &x, format out, const environment &env) {
     m >>= 1;
     q += 1;
   }
-  const cpp_int maxsig = out.fn ? pow2(M + 1) - 2 : pow2(M + 1) - 1; // finite: all ones
+  // The largest significand at emax: max_finite's fraction field with the hidden bit.
+  const cpp_int maxsig = pow2(M) + cpp_int(max_finite(out) & out.frac_mask());
   const bool overflow = q > emax - M || (q == emax - M && m > maxsig);
   if (overflow) {
     r.flags = flags::overflow | flags::inexact;
@@ -333,7 +374,10 @@ result round_pack(const exact &x, format out, const environment &env) {
     switch (env.mode) {
     case rounding::nearest_even:
     case rounding::nearest_away:
-    case rounding::stochastic: to_inf = true; break;
+    case rounding::nearest_zero:
+    case rounding::stochastic:
+    case rounding::stochastic_equal:
+    case rounding::stochastic_k: to_inf = true; break;
     case rounding::toward_zero:
     case rounding::to_odd: to_inf = false; break;
     case rounding::upward: to_inf = !x.sign; break;
@@ -341,8 +385,10 @@ result round_pack(const exact &x, format out, const environment &env) {
     }
     if (env.saturate || out.finite) to_inf = false; // finite: formats.md, always max finite
     if (to_inf) {
-      // In fn formats "Inf" means the NaN of the result's sign.
-      r.bits = sign_bit(out, x.sign) | (out.fn ? fn_nan(out) : exp_all_ones(out));
+      // In fn formats "Inf" means the NaN of the result's sign; in fnuz the one NaN.
+      r.bits = out.fnuz    ? out.sign_mask()
+               : out.p3109 ? sign_bit(out, x.sign) | (out.all_bits_mask() & ~out.sign_mask())
+                           : sign_bit(out, x.sign) | (out.fn ? fn_nan(out) : exp_all_ones(out));
       r.dec = decision::overflow_inf;
     } else {
       r.bits = sign_bit(out, x.sign) | max_finite(out);
@@ -362,9 +408,10 @@ result round_pack(const exact &x, format out, const environment &env) {
     assert(q == emin - M);
     mag_bits = static_cast<std::uint64_t>(m); // subnormal or zero
   }
-  r.bits = sign_bit(out, x.sign) | mag_bits;
+  r.bits = mag_bits == 0 && !out.has_neg_zero() ? 0 : sign_bit(out, x.sign) | mag_bits;
 
-  const bool nearest = env.mode == rounding::nearest_even || env.mode == rounding::nearest_away;
+  const bool nearest = env.mode == rounding::nearest_even || env.mode == rounding::nearest_away ||
+                       env.mode == rounding::nearest_zero;
   const bool f_half = c.guard && !c.round && !c.sticky;
   if (!inexact)
     r.dec = decision::exact;

@@ -23,11 +23,25 @@ struct format {
   int frac_bits;
   bool fn = false;
   bool finite = false;
+  // Issue 44 (docs/formats.md), written from ml_dtypes' and IEEE P3109's definitions:
+  // fnuz  = ml_dtypes float8_*fnuz: no infinities, no negative zero; the only NaN is 1.000..0
+  //         (the sign bit alone); every other pattern is a number, the all-ones one included.
+  // p3109 = IEEE P3109 binary8pP: no negative zero, the only NaN is 1.000..0, +-Inf are the
+  //         patterns with every magnitude bit set (0.111..1, 1.111..1); frac_bits may be 0.
+  bool fnuz = false;
+  bool p3109 = false;
+  int bias_value = -100000; // -100000: the IEEE bias 2^(exp_bits - 1) - 1
 
   int width() const { return 1 + exp_bits + frac_bits; }
-  int bias() const { return (1 << (exp_bits - 1)) - 1; }
+  int bias() const { return bias_value != -100000 ? bias_value : (1 << (exp_bits - 1)) - 1; }
   int emin() const { return 1 - bias(); }
-  int emax() const { return (fn || finite ? (1 << exp_bits) - 1 : (1 << exp_bits) - 2) - bias(); }
+  // The exponent of the largest finite number (p3109 with no fraction bit: the all-ones exponent
+  // code is Inf, so the largest number is one code below).
+  int emax() const {
+    if (p3109 && frac_bits == 0) return (1 << exp_bits) - 2 - bias();
+    return (fn || finite || fnuz || p3109 ? (1 << exp_bits) - 1 : (1 << exp_bits) - 2) - bias();
+  }
+  bool has_neg_zero() const { return !fnuz && !p3109; }
   std::uint64_t sign_mask() const { return std::uint64_t{1} << (width() - 1); }
   std::uint64_t frac_mask() const { return (std::uint64_t{1} << frac_bits) - 1; }
   std::uint64_t exp_field_max() const { return (std::uint64_t{1} << exp_bits) - 1; }
@@ -51,8 +65,19 @@ inline constexpr format e2m1{2, 1, false, true};
 std::string name(format f);
 
 // Rounding modes, in the order of docs/semantics.md.
-enum class rounding { nearest_even, nearest_away, toward_zero, upward, downward, to_odd, stochastic };
-inline constexpr int rounding_count = 7;
+enum class rounding {
+  nearest_even,
+  nearest_away,
+  toward_zero,
+  upward,
+  downward,
+  to_odd,
+  stochastic,
+  nearest_zero,
+  stochastic_equal,
+  stochastic_k
+};
+inline constexpr int rounding_count = 10;
 const char *name(rounding m);
 
 enum class tininess { after_rounding, before_rounding };
@@ -66,6 +91,7 @@ struct environment {
   bool inputs_as_zero = false; // subnormal operands read as signed zeros
   bool saturate = false;       // every overflow gives +-max finite
   std::uint32_t random = 0;    // stochastic rounding bits
+  int sr_bits = 32;            // K of stochastic_k (1..32): the low K bits of random are used
 };
 
 // Flag bits (same meaning as the contract's five IEEE flags).

@@ -267,7 +267,7 @@ template <round_mode Mode> struct fast_div {
     const unpacked ua = unpack_normal(a), ub = unpack_normal(b);
     const bool sign = ua.sign != ub.sign;
     unrounded u;
-    if constexpr (Mode == round_mode::stochastic) {
+    if constexpr (reads_frac32<Mode>) {
       // 32 exact bits below the last kept bit: the two-step division of the general routine.
       u = long_div<false>(sign, ua, ub);
       if (round_pack_normal<F, Mode>(u, e, r)) return true;
@@ -340,7 +340,7 @@ template <round_mode Mode> struct fast_add {
     const int ea = a.biased_exp(), eb = b.biased_exp();
     fp<F> x = a, y = fp<F>::from_bits(S(b.bits ^ (negate_b ? F::sign_mask : 0)));
     const fp<F> y_exact = y;
-    if constexpr (Mode == round_mode::stochastic) {
+    if constexpr (reads_frac32<Mode>) {
       if (ea - eb > G || eb - ea > G) {
         if constexpr (Tr::enabled)
           return false;
@@ -391,7 +391,7 @@ template <round_mode Mode> struct fast_sqrt {
   static constexpr bool traces = false;
   template <class F, class Tr>
   BF16EMU_CXHD static bool run(fp<F> a, const env &e, result<F> &r, Tr &) noexcept {
-    if constexpr (Mode == round_mode::stochastic) {
+    if constexpr (reads_frac32<Mode>) {
       return false;
     } else {
       if (!is_normal(a) || a.sign() || __builtin_is_constant_evaluated()) return false;
@@ -432,7 +432,7 @@ template <round_mode Mode> struct fast_fma {
     if ((int(is_normal(a)) & int(is_normal(b)) & int(is_normal(c))) == 0) return false;
     if constexpr (Tr::enabled) {
       const sum_err x = two_sum(to_binary64(a) * to_binary64(b), to_binary64(c));
-      if (Mode == round_mode::stochastic && x.err != 0) return false;
+      if (reads_frac32<Mode> && x.err != 0) return false;
       return round_binary64<F, Mode>(odd_binary64(x), e, r, tr, op_kind::fma, x.sum, x.err);
     } else {
       return run_untraced(a, b, c, e, r);
@@ -458,7 +458,7 @@ template <round_mode Mode> struct fast_fma {
     const std::uint64_t wholly_below = std::uint64_t{0} - std::uint64_t(d >= 51);
     const std::uint64_t stand = (yb & sign64) | (std::uint64_t((xb >> 52) & 0x7FF) - 51) << 52;
     y_odd ^= (y_odd ^ stand) & wholly_below;
-    if constexpr (Mode == round_mode::stochastic) {
+    if constexpr (reads_frac32<Mode>) {
       if ((lost | wholly_below) != 0) return fast_fma_int<Mode>::run(a, b, c, e, r);
     }
     return round_binary64<F, Mode>(bit_cast<double>(xb) + bit_cast<double>(y_odd), e, r);
@@ -476,6 +476,9 @@ BF16EMU_CXHD bool fast_dispatch(round_mode m, A &&...args) noexcept {
   case round_mode::downward: return Op<round_mode::downward>::run(args...);
   case round_mode::to_odd: return Op<round_mode::to_odd>::run(args...);
   case round_mode::stochastic: return Op<round_mode::stochastic>::run(args...);
+  case round_mode::nearest_zero: return Op<round_mode::nearest_zero>::run(args...);
+  case round_mode::stochastic_equal: return Op<round_mode::stochastic_equal>::run(args...);
+  case round_mode::stochastic_k: return Op<round_mode::stochastic_k>::run(args...);
   }
   return false;
 }

@@ -36,6 +36,9 @@ template <class Fn> decltype(auto) with_fixed_mode(round_mode m, Fn &&fn) {
   case rm::upward: return fn(std::integral_constant<rm, rm::upward>{});
   case rm::downward: return fn(std::integral_constant<rm, rm::downward>{});
   case rm::to_odd: return fn(std::integral_constant<rm, rm::to_odd>{});
+  case rm::nearest_zero: return fn(std::integral_constant<rm, rm::nearest_zero>{});
+  case rm::stochastic_equal: return fn(std::integral_constant<rm, rm::stochastic_equal>{});
+  case rm::stochastic_k: return fn(std::integral_constant<rm, rm::stochastic_k>{});
   default: return fn(std::integral_constant<rm, rm::stochastic>{});
   }
 }
@@ -64,7 +67,7 @@ std::uint8_t convert_n_fixed(const fp<In> *in, fp<Out> *out, std::size_t n, cons
     const bool sign = (x & In::sign_mask) != 0;
     const cut_bits<U> c = cut<U>(mag, sh, false);
     const U inexact = U(inexact_bit(c));
-    const U rounded = U(c.kept + U(rounds_up<Mode>(c, sign, random) & inexact));
+    const U rounded = U(c.kept + U(rounds_up<Mode>(c, sign, random, e.sr_bits) & inexact));
     const U finite = U(mag < U(In::exp_mask));
     const U over = U(finite & U(rounded > U(Out::max_finite_bits)));
     const U res = over ? (sign ? sat_neg : sat_pos) : rounded;
@@ -102,7 +105,7 @@ std::uint8_t convert_n_fixed(const fp<In> *in, fp<Out> *out, std::size_t n, cons
 //   R = B +- S, normalised so that its leading bit is at P + K = 17; then cut at K + 1.
 template <class F, round_mode Mode> struct add_lane {
   static constexpr int P = F::precision;
-  static constexpr int K = Mode == round_mode::stochastic ? P + 31 : P + 1;
+  static constexpr int K = reads_frac32<Mode> ? P + 31 : P + 1;
   static constexpr int top = P + K; // leading bit of |a| + |b| is at most here
   static constexpr bool supported = top < 64;
   using W = std::conditional_t<(top < 32), std::uint32_t, std::uint64_t>;
@@ -157,7 +160,8 @@ std::uint8_t add_n_fixed(const fp<F> *a, const fp<F> *b, fp<F> *out, std::size_t
       const W shift = W(W(top - 63 + clz64(sum)) & (wbits - 1)); // a zero sum is a scalar lane
       const cut_bits<W> c = cut<W>(W(sum << shift), K + 1, far != 0);
       const W inexact = W(inexact_bit(c));
-      const W rounded = W(c.kept + W(rounds_up<Mode>(c, (big & F::sign_mask) != 0, random) & inexact));
+      const W rounded =
+          W(c.kept + W(rounds_up<Mode>(c, (big & F::sign_mask) != 0, random, e.sr_bits) & inexact));
       // 4. Pack: the hidden bit carries into the exponent field (as in round_pack).
       const W mag = W(W(W(ebig - shift) << M) + rounded); // biased exponent ebig + 1 - shift, minus 1
       const W over = W(mag > W(F::max_finite_bits));

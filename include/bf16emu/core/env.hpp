@@ -17,8 +17,19 @@ enum class round_mode : std::uint8_t {
   downward,     // IEEE roundTowardNegative
   to_odd,       // truncate, then set the last bit if anything was discarded
   stochastic,   // add env::random (32 bits) below the last kept bit, then truncate
+  // The modes below were added after the seven above (issue 44); their numbers follow them.
+  nearest_zero,     // round to nearest, ties toward zero (CPFloat's mode 0)
+  stochastic_equal, // inexact: up or down with probability 1/2 each (bit 31 of env::random)
+  stochastic_k,     // add the low env::sr_bits bits of env::random below the last kept bit, truncate
 };
-inline constexpr int round_mode_count = 7;
+inline constexpr int round_mode_count = 10;
+
+// The stochastic modes: they read env::random (a bulk call with a random_stream draws it per element).
+BF16EMU_CXHD bool is_stochastic(round_mode m) noexcept {
+  return m == round_mode::stochastic || m == round_mode::stochastic_equal || m == round_mode::stochastic_k;
+}
+// Largest k of round_mode::stochastic_k: the rounding sees 32 bits below the last kept bit.
+inline constexpr int max_sr_bits = 32;
 
 enum class tininess : std::uint8_t { after_rounding, before_rounding };
 
@@ -53,7 +64,15 @@ struct env {
   bool saturate = false;
   // Random bits for round_mode::stochastic: P(round up in magnitude) = floor(f * 2^32) / 2^32,
   // f being the discarded fraction of an ulp.
+  //   stochastic_equal: up (in magnitude) iff the result is inexact and bit 31 of random is set.
+  //   stochastic_k: k = sr_bits (1..32). The k discarded bits just below the last kept bit,
+  //     D = floor(f * 2^k), and the low k bits of random, R = random mod 2^k, are added as k-bit
+  //     integers; a carry out (D + R >= 2^k) rounds the magnitude up. Bit k-1 of random is aligned
+  //     with the guard bit (the first discarded bit), bit 0 with the k-th discarded bit; the bits
+  //     of random from bit k up are ignored, and so are discarded bits below the k-th (truncated).
+  //     P(up) = floor(f * 2^k) / 2^k. k = 32 is round_mode::stochastic. Outside 1..32 k is clamped.
   std::uint32_t random = 0;
+  std::uint8_t sr_bits = 32;
 };
 
 BF16EMU_CXHD env with_mode(round_mode m) noexcept {
@@ -140,6 +159,9 @@ BF16EMU_CXHD const char *to_string(round_mode m) noexcept {
   case round_mode::upward: return "upward";
   case round_mode::downward: return "downward";
   case round_mode::to_odd: return "to_odd";
+  case round_mode::nearest_zero: return "nearest_zero";
+  case round_mode::stochastic_equal: return "stochastic_equal";
+  case round_mode::stochastic_k: return "stochastic_k";
   default: return "stochastic";
   }
 }

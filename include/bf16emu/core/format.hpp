@@ -11,6 +11,13 @@
 //   finite: no infinities and no NaN: every pattern is a number (the OCP MX element
 //          formats FP6 E2M3, FP6 E3M2 and FP4 E2M1). What an overflow, an infinite or a
 //          NaN result gives there is in docs/formats.md.
+// Run-time formats (format_spec below) have two more, for formats the traits do not cover:
+//   fnuz : no infinities, no negative zero: the pattern 1.0000.000 (sign bit alone) is the one
+//          NaN, every other pattern a number (ml_dtypes' float8_e4m3fnuz, e5m2fnuz, e4m3b11fnuz).
+//   p3109: IEEE P3109 binary8pP: the one NaN is 1.0000.000, no negative zero, +-Inf are the
+//          all-ones magnitudes 0.1111.111 / 1.1111.111, every other pattern a number.
+//   e8m0 : OCP MX's scale E8M0 (ml_dtypes' float8_e8m0fnu): no sign bit, no fraction, no zero,
+//          no Inf: every pattern but the all-ones NaN is the power of two 2^(code - bias).
 #pragma once
 
 #include <cstdint>
@@ -19,7 +26,7 @@
 
 namespace bf16emu {
 
-enum class special_encoding : std::uint8_t { ieee, fn, finite };
+enum class special_encoding : std::uint8_t { ieee, fn, finite, fnuz, p3109, e8m0 };
 
 namespace detail {
 template <int Width> struct storage_for { using type = std::uint64_t; };
@@ -68,6 +75,12 @@ template <int ExpBits, int FracBits, special_encoding Enc = special_encoding::ie
   // formats have neither, and the core never writes this pattern there (docs/formats.md).
   static constexpr std::uint64_t inf_bits = has_inf ? exp_mask : (exp_mask | frac_mask);
   static constexpr std::uint64_t min_normal_bits = std::uint64_t{1} << FracBits;
+  // The fields a run-time format_spec has too (a compile-time format is its run-time twin's
+  // special case: subnormals kept, overflow by the mode, a sign bit, a negative zero).
+  static constexpr bool has_subnormals = true;
+  static constexpr bool saturates = Enc == special_encoding::finite;
+  static constexpr bool is_signed = true;
+  static constexpr bool has_neg_zero = true;
 };
 
 using binary64 = format<11, 52>;
@@ -189,6 +202,109 @@ template <class Fn> BF16EMU_CXHD decltype(auto) visit_format(format_id id, Fn &&
   case format_id::e2m1: return f(float4_e2m1{});
   default: return f(float8_e5m2{});
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Run-time formats (issue 44). A format_spec holds the same fields as the traits above, as data:
+// exponent bits, fraction bits, bias, encoding, subnormals kept or flushed, overflow rule. The
+// core's routines that take a format description (detail::round_pack_spec, unpack_spec,
+// convert_spec) read these fields from a trait (constants) or from a format_spec (run time):
+// one routine for both. make_spec<F>() is a trait's run-time twin.
+//
+// Supported: 1 <= width <= 16 for every encoding, and the ieee encoding up to 64 bits (binary64
+// among them); frac_bits 0 (precision 1) only for p3109 and e8m0; exp_bits 1..11. The bias is
+// any integer with the exponent range inside [-16382, 16383]. make_format_spec checks all this
+// and says what is wrong (core/format.hpp has no I/O: it returns a reason string).
+struct format_spec {
+  int exp_bits = 8, frac_bits = 7, bias = 127;
+  special_encoding encoding = special_encoding::ieee;
+  bool has_subnormals = true; // false: subnormal encodings read as zero, tiny results flush to zero
+  bool saturates = false;     // true: every overflow gives +-max finite, whatever the mode
+
+  // Derived fields, as the traits name them (filled by finish()).
+  int precision = 8, width = 16, exp_field_max = 255, max_finite_biased_exp = 254, emax = 127, emin = -126;
+  bool has_inf = true, has_nan = true, is_signed = true, has_neg_zero = true;
+  std::uint64_t frac_mask = 0, exp_mask = 0, sign_mask = 0, abs_mask = 0, quiet_bit = 0;
+  std::uint64_t max_finite_bits = 0, inf_bits = 0, min_normal_bits = 0;
+  // The NaN pattern a NaN result gets by default (+qNaN for ieee; the one NaN otherwise).
+  std::uint64_t nan_bits = 0;
+
+  BF16EMU_CXHD format_spec &finish() noexcept {
+    using E = special_encoding;
+    const bool e8 = encoding == E::e8m0;
+    if (encoding == E::finite) saturates = true; // no Inf, no NaN: every overflow saturates
+    precision = frac_bits + 1;
+    is_signed = !e8;
+    width = (is_signed ? 1 : 0) + exp_bits + frac_bits;
+    has_inf = encoding == E::ieee || encoding == E::p3109;
+    has_nan = encoding != E::finite;
+    has_neg_zero = encoding == E::ieee || encoding == E::fn || encoding == E::finite;
+    exp_field_max = (1 << exp_bits) - 1;
+    frac_mask = (std::uint64_t{1} << frac_bits) - 1;
+    exp_mask = std::uint64_t(exp_field_max) << frac_bits;
+    sign_mask = is_signed ? std::uint64_t{1} << (width - 1) : 0;
+    abs_mask = (width == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << width) - 1) & ~sign_mask;
+    quiet_bit = frac_bits > 0 ? std::uint64_t{1} << (frac_bits - 1) : 0;
+    min_normal_bits = e8 ? 0 : std::uint64_t{1} << frac_bits;
+    switch (encoding) {
+    case E::ieee: max_finite_bits = exp_mask - 1; break;             // 0.11110.11
+    case E::fn: max_finite_bits = exp_mask | (frac_mask - 1); break; // 0.1111.110
+    case E::p3109: max_finite_bits = abs_mask - 1; break;            // 0.1111.110 (0.1111.111 is Inf)
+    case E::e8m0: max_finite_bits = abs_mask - 1; break;             // 1111.1110 (1111.1111 is NaN)
+    default: max_finite_bits = abs_mask; break;                      // finite, fnuz: all ones
+    }
+    max_finite_biased_exp = int(max_finite_bits >> frac_bits);
+    emax = max_finite_biased_exp - bias;
+    emin = e8 ? -bias : 1 - bias; // e8m0: the code 0 is the number 2^-bias (no zero, no subnormal)
+    switch (encoding) {
+    case E::ieee: inf_bits = exp_mask; break;
+    case E::p3109: inf_bits = abs_mask; break;
+    case E::fn: inf_bits = exp_mask | frac_mask; break; // the NaN stands in for Inf (as the traits)
+    case E::fnuz: inf_bits = sign_mask; break;          // likewise the NaN, 1.0000.000
+    case E::e8m0: inf_bits = abs_mask; break;           // likewise the NaN, 1111.1111
+    default: inf_bits = max_finite_bits; break;         // finite: never written
+    }
+    switch (encoding) {
+    case E::ieee: nan_bits = exp_mask | quiet_bit; break;
+    case E::fnuz:
+    case E::p3109: nan_bits = sign_mask; break;
+    default: nan_bits = inf_bits; break; // fn: S.1111.111 (positive), e8m0: 0xFF, finite: unused
+    }
+    return *this;
+  }
+};
+
+// A trait's run-time twin.
+template <class F> BF16EMU_CXHD format_spec make_spec() noexcept {
+  format_spec s;
+  s.exp_bits = F::exp_bits;
+  s.frac_bits = F::frac_bits;
+  s.bias = F::bias;
+  s.encoding = F::encoding;
+  s.has_subnormals = F::has_subnormals;
+  s.saturates = F::saturates;
+  return s.finish();
+}
+
+// The fields of a run-time format, checked: nullptr when they describe a format the core supports,
+// else what is wrong (for the I/O ring's message). The spec is finished (derived fields set).
+BF16EMU_CXHD const char *make_format_spec(format_spec &s) noexcept {
+  using E = special_encoding;
+  if (s.exp_bits < 1 || s.exp_bits > 11) return "the exponent bits must be 1..11";
+  if (s.frac_bits < 0 || s.frac_bits > 52) return "the fraction bits must be 0..52";
+  if (s.encoding == E::e8m0 && s.frac_bits != 0) return "the e8m0 encoding has no fraction bits (m=0)";
+  if (s.frac_bits == 0 && s.encoding != E::p3109 && s.encoding != E::e8m0)
+    return "a format without fraction bits (m=0) needs enc=p3109 or enc=e8m0";
+  if (s.encoding == E::fn && s.frac_bits < 1) return "enc=fn needs a fraction bit";
+  if (s.encoding == E::ieee && s.exp_bits < 2) return "enc=ieee needs 2 or more exponent bits";
+  const int width = (s.encoding == E::e8m0 ? 0 : 1) + s.exp_bits + s.frac_bits;
+  if (width > 64 || (width > 16 && s.encoding != E::ieee))
+    return "the format is too wide (up to 16 bits, or 64 with enc=ieee)";
+  if (s.bias < -16000 || s.bias > 16000) return "the bias must be within -16000..16000";
+  s.finish();
+  if (s.encoding == E::fnuz && s.frac_bits + s.exp_bits < 1) return "enc=fnuz needs a magnitude bit";
+  if (s.max_finite_bits == 0 && s.encoding != E::e8m0) return "the format has no nonzero finite number";
+  return nullptr;
 }
 
 } // namespace bf16emu

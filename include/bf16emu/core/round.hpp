@@ -78,13 +78,19 @@ template <class U> BF16EMU_CXHD unsigned inexact_bit(const cut_bits<U> &c) noexc
   return unsigned(c.guard | c.round | c.sticky);
 }
 
+// k of stochastic_k, clamped to 1..32 (env::sr_bits).
+BF16EMU_CXHD unsigned sr_bits_of(unsigned k) noexcept { return k < 1 ? 1u : k > 32 ? 32u : k; }
+
 template <round_mode Mode, class U>
-BF16EMU_CXHD unsigned rounds_up(const cut_bits<U> &c, bool sign, std::uint32_t random) noexcept {
+BF16EMU_CXHD unsigned rounds_up(const cut_bits<U> &c, bool sign, std::uint32_t random,
+                                unsigned sr_bits = 32) noexcept {
   const unsigned lsb = unsigned(c.kept & 1u);
   if constexpr (Mode == round_mode::nearest_even)
     return unsigned(c.guard) & (unsigned(c.round | c.sticky) | lsb);
   else if constexpr (Mode == round_mode::nearest_away)
     return unsigned(c.guard);
+  else if constexpr (Mode == round_mode::nearest_zero)
+    return unsigned(c.guard) & unsigned(c.round | c.sticky);
   else if constexpr (Mode == round_mode::toward_zero)
     return 0u;
   else if constexpr (Mode == round_mode::upward)
@@ -93,16 +99,29 @@ BF16EMU_CXHD unsigned rounds_up(const cut_bits<U> &c, bool sign, std::uint32_t r
     return unsigned(sign);
   else if constexpr (Mode == round_mode::to_odd)
     return lsb ^ 1u; // setting the last bit of an even k
-  else
+  else if constexpr (Mode == round_mode::stochastic_equal)
+    return unsigned(random >> 31);
+  else if constexpr (Mode == round_mode::stochastic_k) {
+    // D = the top k discarded bits, R = the low k bits of random; up on the carry out of D + R.
+    const unsigned k = sr_bits_of(sr_bits);
+    const std::uint64_t d = std::uint64_t(c.frac32) >> (32 - k);
+    const std::uint64_t r = std::uint64_t(random) & ((std::uint64_t{1} << k) - 1);
+    return unsigned((d + r) >> k);
+  } else
     return unsigned(c.frac32 > ~random); // stochastic: frac32 + random carries out of 32 bits
 }
+
+// The modes that read cut_bits::frac32 (the 32 discarded bits), not only guard, round, sticky.
+template <round_mode Mode>
+inline constexpr bool reads_frac32 = Mode == round_mode::stochastic || Mode == round_mode::stochastic_k;
 
 // The decision recorded in the trace, from the cut and the two answers above (up already
 // masked by inexact).
 template <class U>
 BF16EMU_CXHD decision decision_of(const cut_bits<U> &c, bool inexact, bool up, round_mode mode) noexcept {
   const bool tie = c.guard && !c.round && !c.sticky;
-  const bool nearest = mode == round_mode::nearest_even || mode == round_mode::nearest_away;
+  const bool nearest = mode == round_mode::nearest_even || mode == round_mode::nearest_away ||
+                       mode == round_mode::nearest_zero;
   return !inexact           ? decision::exact
          : (tie && nearest) ? (up ? decision::tie_up : decision::tie_down)
                             : (up ? decision::up : decision::down);
@@ -117,13 +136,26 @@ BF16EMU_CXHD decided decide(const cut_bits<std::uint64_t> &c, bool sign, const e
   const bool inexact = inexact_bit(c) != 0;
   bool up = false;
   switch (e.mode) {
-  case round_mode::nearest_even: up = rounds_up<round_mode::nearest_even>(c, sign, e.random); break;
-  case round_mode::nearest_away: up = rounds_up<round_mode::nearest_away>(c, sign, e.random); break;
-  case round_mode::toward_zero: up = rounds_up<round_mode::toward_zero>(c, sign, e.random); break;
-  case round_mode::upward: up = rounds_up<round_mode::upward>(c, sign, e.random); break;
-  case round_mode::downward: up = rounds_up<round_mode::downward>(c, sign, e.random); break;
-  case round_mode::to_odd: up = rounds_up<round_mode::to_odd>(c, sign, e.random); break;
-  case round_mode::stochastic: up = rounds_up<round_mode::stochastic>(c, sign, e.random); break;
+  case round_mode::nearest_even:
+    up = rounds_up<round_mode::nearest_even>(c, sign, e.random, e.sr_bits);
+    break;
+  case round_mode::nearest_away:
+    up = rounds_up<round_mode::nearest_away>(c, sign, e.random, e.sr_bits);
+    break;
+  case round_mode::toward_zero: up = rounds_up<round_mode::toward_zero>(c, sign, e.random, e.sr_bits); break;
+  case round_mode::upward: up = rounds_up<round_mode::upward>(c, sign, e.random, e.sr_bits); break;
+  case round_mode::downward: up = rounds_up<round_mode::downward>(c, sign, e.random, e.sr_bits); break;
+  case round_mode::to_odd: up = rounds_up<round_mode::to_odd>(c, sign, e.random, e.sr_bits); break;
+  case round_mode::stochastic: up = rounds_up<round_mode::stochastic>(c, sign, e.random, e.sr_bits); break;
+  case round_mode::nearest_zero:
+    up = rounds_up<round_mode::nearest_zero>(c, sign, e.random, e.sr_bits);
+    break;
+  case round_mode::stochastic_equal:
+    up = rounds_up<round_mode::stochastic_equal>(c, sign, e.random, e.sr_bits);
+    break;
+  case round_mode::stochastic_k:
+    up = rounds_up<round_mode::stochastic_k>(c, sign, e.random, e.sr_bits);
+    break;
   }
   up &= inexact;
   return {c.kept + (up ? 1u : 0u), decision_of(c, inexact, up, e.mode)};
@@ -143,11 +175,19 @@ BF16EMU_CXHD bool overflow_to_inf(bool sign, const env &e) noexcept {
 }
 
 // The magnitude of an overflowed result of F and whether it is Inf (NaN in fn formats).
+// F is a trait or a run-time format_spec (its fields read through the object: constants for a
+// trait, data for a spec); a saturating format (finite, or a spec with saturates) never gives Inf.
+template <class F> BF16EMU_CXHD bool overflows_to_inf(const F &f, bool sign, const env &e) noexcept {
+  return f.has_nan && !f.saturates && overflow_to_inf(sign, e);
+}
 template <class F> BF16EMU_CXHD bool overflows_to_inf(bool sign, const env &e) noexcept {
-  return F::has_nan && overflow_to_inf(sign, e);
+  return overflows_to_inf(F{}, sign, e);
+}
+template <class F> BF16EMU_CXHD std::uint64_t overflow_magnitude(const F &f, bool to_inf) noexcept {
+  return to_inf ? f.inf_bits : f.max_finite_bits;
 }
 template <class F> BF16EMU_CXHD std::uint64_t overflow_magnitude(bool to_inf) noexcept {
-  return to_inf ? F::inf_bits : F::max_finite_bits;
+  return overflow_magnitude(F{}, to_inf);
 }
 
 BF16EMU_CXHD bool flushes_outputs(const env &e) noexcept {
@@ -156,14 +196,14 @@ BF16EMU_CXHD bool flushes_outputs(const env &e) noexcept {
 
 // The event's fields but the error, as round_pack and the traced fast path fill them.
 template <class F>
-BF16EMU_CXHD rounding_event make_event(op_kind op, round_mode mode, bool sign, int exponent, int lsb_exp,
-                                       const cut_bits<std::uint64_t> &c, bool tiny, decision dec,
+BF16EMU_CXHD rounding_event make_event(const F &f, op_kind op, round_mode mode, bool sign, int exponent,
+                                       int lsb_exp, const cut_bits<std::uint64_t> &c, bool tiny, decision dec,
                                        std::uint64_t result_bits, std::uint8_t flags) noexcept {
   rounding_event ev;
   ev.op = op;
   ev.mode = mode;
-  ev.dst_exp_bits = F::exp_bits;
-  ev.dst_frac_bits = F::frac_bits;
+  ev.dst_exp_bits = std::uint8_t(f.exp_bits);
+  ev.dst_frac_bits = std::uint8_t(f.frac_bits);
   ev.sign = sign;
   ev.exponent = exponent;
   ev.lsb_exp = lsb_exp;
@@ -177,13 +217,35 @@ BF16EMU_CXHD rounding_event make_event(op_kind op, round_mode mode, bool sign, i
   ev.flags = flags;
   return ev;
 }
+template <class F>
+BF16EMU_CXHD rounding_event make_event(op_kind op, round_mode mode, bool sign, int exponent, int lsb_exp,
+                                       const cut_bits<std::uint64_t> &c, bool tiny, decision dec,
+                                       std::uint64_t result_bits, std::uint8_t flags) noexcept {
+  return make_event(F{}, op, mode, sign, exponent, lsb_exp, c, tiny, dec, result_bits, flags);
+}
 
-// Step 3: the round-and-pack routine.
+// A result's bit pattern and flags, for a format given by a description (trait or format_spec).
+struct packed {
+  std::uint64_t bits = 0;
+  std::uint8_t flags = 0;
+};
+
+// Step 3: the round-and-pack routine, for a format F given as a description: a trait (its fields
+// are constants: this compiles to what a routine written for that format would be) or a run-time
+// format_spec. round_pack<F> below is this routine for a trait.
+//
+// The encodings beyond ieee/fn/finite (format.hpp): a zero result has no sign where the format has
+// no negative zero (fnuz, p3109: 1.0000.000 is the NaN), an overflow to "Inf" gives the NaN in fnuz
+// and e8m0 (no Inf), and a format without subnormals (format_spec::has_subnormals false) flushes a
+// tiny result to zero as env's flush_outputs does. e8m0 (no zero) gives 2^emin for a result that
+// rounds to zero, with underflow and inexact (as core/scale.hpp's to_ue8m0).
 template <class F, class Tr>
-BF16EMU_CXHD result<F> round_pack(const unrounded &x, const env &e, Tr &tr, op_kind op) noexcept {
-  constexpr int M = F::frac_bits;
-  constexpr int P = F::precision;
-  const std::uint64_t sign_bit = x.sign ? F::sign_mask : 0;
+BF16EMU_CXHD packed round_pack_spec(const F &f, const unrounded &x, const env &e, Tr &tr,
+                                    op_kind op) noexcept {
+  const int M = f.frac_bits;
+  const int P = f.precision;
+  const int emin = f.emin;
+  const std::uint64_t sign_bit = x.sign ? f.sign_mask : 0;
 
   // The window minus one unit when the tail is negative: the exact value then lies
   // strictly between (sig - 1) and sig, so sig - 1 plus a sticky bit is exact enough.
@@ -191,48 +253,55 @@ BF16EMU_CXHD result<F> round_pack(const unrounded &x, const env &e, Tr &tr, op_k
   if (x.tail_sign < 0) --sig;
   const bool sticky_in = x.tail_sign != 0;
 
-  result<F> r;
+  packed r;
   if (sig == 0 && !sticky_in) { // exact zero: the caller chose the sign
-    r.value.bits = typename F::storage(sign_bit);
+    r.bits = f.has_neg_zero ? sign_bit : 0;
     return r;
   }
 
-  const int lead = x.exp + msb(sig);                   // floor(log2 |x|)
-  const int q = (lead < F::emin ? F::emin : lead) - M; // exponent of the last kept bit
+  const int lead = x.exp + msb(sig);             // floor(log2 |x|)
+  const int q = (lead < emin ? emin : lead) - M; // exponent of the last kept bit
   const cut_bits<std::uint64_t> c = cut(sig, q - x.exp, sticky_in);
   const decided d = decide(c, x.sign, e);
   const bool inexact = d.dec != decision::exact;
 
-  bool tiny = lead < F::emin;
-  if (tiny && e.tiny == tininess::after_rounding && lead == F::emin - 1) {
+  bool tiny = lead < emin;
+  if (tiny && e.tiny == tininess::after_rounding && lead == emin - 1) {
     // Round at full precision with unbounded exponent: tiny unless it carries to 2^emin.
     const decided wide = decide(cut(sig, lead - M - x.exp, sticky_in), x.sign, e);
     tiny = wide.kept < (std::uint64_t{1} << P);
   }
 
   // Pack: the hidden bit carries into the exponent field (subnormal -> normal, binade carry).
-  std::uint64_t mag = (std::uint64_t(q + M + F::bias - 1) << M) + d.kept;
+  // e8m0 has no zero: a result rounded to zero (kept 0, below 2^emin) is 2^emin, the code 0.
+  const bool no_zero = f.encoding == special_encoding::e8m0 && d.kept == 0;
+  std::uint64_t mag = no_zero ? 0 : (std::uint64_t(q + M + f.bias - 1) << M) + d.kept;
   decision dec = d.dec;
   std::uint8_t flags = inexact ? flag::inexact : 0;
-  if (mag > F::max_finite_bits) {
-    const bool to_inf = overflows_to_inf<F>(x.sign, e);
-    mag = overflow_magnitude<F>(to_inf);
+  if (no_zero) {
+    flags = flag::underflow | flag::inexact;
+  } else if (mag > f.max_finite_bits) {
+    const bool to_inf = overflows_to_inf(f, x.sign, e);
+    mag = overflow_magnitude(f, to_inf);
     dec = to_inf ? decision::overflow_inf : decision::overflow_max;
     flags = flag::overflow | flag::inexact;
-  } else if (tiny && flushes_outputs(e)) {
+  } else if (tiny && (flushes_outputs(e) || !f.has_subnormals)) {
     mag = 0;
     dec = decision::flush_zero;
     flags = flag::underflow | flag::inexact;
   } else if (tiny && inexact) {
     flags |= flag::underflow;
   }
-  r.value.bits = typename F::storage(sign_bit | mag);
+  // No sign on a zero where the format has no negative zero, nor on fnuz's NaN (its "Inf").
+  r.bits = (mag == 0 && !f.has_neg_zero) || (dec == decision::overflow_inf && f.inf_bits == f.sign_mask)
+               ? mag
+               : sign_bit | mag;
   r.flags = flags;
 
   if constexpr (Tr::enabled) {
-    rounding_event ev = make_event<F>(op, e.mode, x.sign, lead < F::emin ? F::emin : lead, q, c,
-                                      lead < F::emin && (e.tiny == tininess::before_rounding || tiny), dec,
-                                      r.value.bits, flags);
+    rounding_event ev =
+        make_event(f, op, e.mode, x.sign, lead < emin ? emin : lead, q, c,
+                   lead < emin && (e.tiny == tininess::before_rounding || tiny), dec, r.bits, flags);
     // error = result - exact, in magnitude first: R - sig*2^exp - tail.
     expansion err;
     bool exact = x.tail_exact;
@@ -243,8 +312,10 @@ BF16EMU_CXHD result<F> round_pack(const unrounded &x, const env &e, Tr &tr, op_k
       std::uint64_t rounded_kept = dec == decision::flush_zero ? 0 : d.kept;
       int rounded_q = q;
       if (dec == decision::overflow_max) { // R = max finite
-        rounded_kept = (F::max_finite_bits & F::frac_mask) | (std::uint64_t{1} << M);
-        rounded_q = F::emax - M;
+        rounded_kept = (f.max_finite_bits & f.frac_mask) | (std::uint64_t{1} << M);
+        rounded_q = f.emax - M;
+      } else if (no_zero) { // R = 2^emin
+        rounded_kept = 1;
       }
       const two_terms rt = split_u64(rounded_kept, rounded_q);
       const two_terms st = split_u64(x.sig, x.exp);
@@ -262,6 +333,16 @@ BF16EMU_CXHD result<F> round_pack(const unrounded &x, const env &e, Tr &tr, op_k
     }
     tr(ev);
   }
+  return r;
+}
+
+// Step 3 for a trait F: the routine above with F's constants.
+template <class F, class Tr>
+BF16EMU_CXHD result<F> round_pack(const unrounded &x, const env &e, Tr &tr, op_kind op) noexcept {
+  const packed p = round_pack_spec(F{}, x, e, tr, op);
+  result<F> r;
+  r.value.bits = typename F::storage(p.bits);
+  r.flags = p.flags;
   return r;
 }
 
@@ -289,7 +370,7 @@ BF16EMU_CXHD bool round_normalized(bool sign, int lead, std::uint64_t sig, bool 
   if (lead < F::emin) return false; // tiny: the general routine decides tininess and flushing
   const cut_bits<std::uint64_t> c = cut(sig, 63 - M, sticky);
   const unsigned inexact = inexact_bit(c);
-  const unsigned up = rounds_up<Mode>(c, sign, e.random) & inexact;
+  const unsigned up = rounds_up<Mode>(c, sign, e.random, e.sr_bits) & inexact;
   // Pack: the hidden bit carries into the exponent field (binade carry).
   std::uint64_t mag = (std::uint64_t(lead + F::bias - 1) << M) + c.kept + up;
   std::uint8_t flags = std::uint8_t(inexact * flag::inexact);
