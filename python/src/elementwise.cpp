@@ -314,9 +314,7 @@ pybind11::tuple convert_array(const pybind11::array &x, const std::string &from,
 
 format_id arith_format(const std::string &name) {
   const io::named_format nf = io::parse_format_spec(name);
-  if (!nf.id)
-    throw pybind11::value_error("argument 'format': arithmetic in the run-time format '" + nf.name +
-                                "' is not supported (compute in a compile-time format and convert into it)");
+  if (!nf.id) throw pybind11::value_error("argument 'format': '" + nf.name + "' is a run-time format");
   const format_id f = *nf.id;
   if (io::describe(f).precision > 24)
     throw pybind11::value_error(
@@ -325,10 +323,77 @@ format_id arith_format(const std::string &name) {
   return f;
 }
 
+// Arithmetic in a run-time format (core/spec.hpp's arith, one scalar call per element): operands
+// and result in the format's storage, at most 24 significant bits.
+pybind11::tuple arith_runtime(op_kind op, const std::vector<pybind11::array> &ops, const io::named_format &f,
+                              const call_env &ce, const pybind11::object &out_arg,
+                              const pybind11::object &flags_arg) {
+  if (f.spec.precision > 24)
+    throw pybind11::value_error("argument 'format': arithmetic in '" + f.name +
+                                "' is not supported (up to 24 significant bits)");
+  const int n_ops = io::arity(op);
+  if (int(ops.size()) != n_ops)
+    throw pybind11::value_error(std::string(to_string(op)) + " takes " + std::to_string(n_ops) +
+                                " operands, got " + std::to_string(ops.size()));
+  const int bytes = storage_bytes(f.spec);
+  const std::uint64_t mask = (std::uint64_t{1} << f.spec.width) - 1;
+  static const char *names[] = {"a", "b", "c"};
+  for (int k = 0; k < n_ops; ++k) {
+    if (ops[k].itemsize() != bytes)
+      throw pybind11::type_error(std::string("argument '") + names[k] +
+                                 "': " + std::to_string(ops[k].itemsize() * 8) +
+                                 "-bit elements do not hold format " + f.name);
+    if (!(ops[k].flags() & pybind11::array::c_style))
+      throw pybind11::value_error(std::string("argument '") + names[k] + "' is not C-contiguous");
+    if (ops[k].size() != ops[0].size() || ops[k].ndim() != ops[0].ndim() ||
+        !std::equal(ops[0].shape(), ops[0].shape() + ops[0].ndim(), ops[k].shape()))
+      throw pybind11::value_error(std::string("argument '") + names[k] + "': shape " + shape_text(ops[k]) +
+                                  " does not match argument 'a' " + shape_text(ops[0]));
+    for (pybind11::ssize_t i = 0; i < ops[k].size(); ++i)
+      if (load_any(ops[k].data(), bytes, std::size_t(i)) & ~mask)
+        throw pybind11::value_error(std::string("argument '") + names[k] + "': element " + std::to_string(i) +
+                                    " has bits above the " + std::to_string(f.spec.width) + "-bit format " +
+                                    f.name);
+  }
+  pybind11::array out;
+  if (out_arg.is_none()) {
+    out = new_bits_bytes(bytes, ops[0]);
+  } else {
+    out = out_arg.cast<pybind11::array>();
+    if (out.itemsize() != bytes || !(out.flags() & pybind11::array::c_style) || !out.writeable() ||
+        out.size() != ops[0].size())
+      throw pybind11::value_error("argument 'out': needs a writeable C-contiguous array of " +
+                                  std::to_string(ops[0].size()) + " " + std::to_string(bytes * 8) +
+                                  "-bit elements");
+  }
+  std::uint8_t *each = each_flags(flags_arg, ops[0]);
+  const void *pa = ops[0].data(), *pb = n_ops > 1 ? ops[1].data() : nullptr,
+             *pc = n_ops > 2 ? ops[2].data() : nullptr;
+  void *po = out.mutable_data();
+  const std::uint8_t flags =
+      run_chunks(std::size_t(ops[0].size()), ce, [&](std::size_t b, std::size_t e) -> std::uint8_t {
+        std::uint8_t fl = 0;
+        env en = ce.e;
+        const bool sr = is_stochastic(en.mode);
+        for (std::size_t i = b; i < e; ++i) {
+          if (sr) en.random = random_bits(ce.key, i);
+          const spec_result r = arith(op, f.spec, f.spec, load_any(pa, bytes, i),
+                                      pb ? load_any(pb, bytes, i) : 0, pc ? load_any(pc, bytes, i) : 0, en);
+          store_any(po, bytes, i, r.bits);
+          if (each) each[i] = r.flags;
+          fl |= r.flags;
+        }
+        return fl;
+      });
+  return pybind11::make_tuple(out, int(flags));
+}
+
 pybind11::tuple arith_array(const std::string &opname, const std::vector<pybind11::array> &ops,
                             const std::string &format, const call_env &ce, const pybind11::object &out_arg,
                             const pybind11::object &flags_arg) {
   const op_kind op = parse_op(opname);
+  const io::named_format nf = io::parse_format_spec(format);
+  if (!nf.id) return arith_runtime(op, ops, nf, ce, out_arg, flags_arg);
   const format_id f = arith_format(format);
   const int n_ops = io::arity(op);
   if (int(ops.size()) != n_ops)

@@ -10,7 +10,8 @@
 // once and, when it is not the default (nearest-even, no FTZ/DAZ, exceptions masked), runs
 // under the default and restores the caller's MXCSR on return.
 //
-// Stochastic rounding: with env::mode == stochastic and a random_stream, element i is rounded
+// Stochastic rounding: with a stochastic env::mode (stochastic, stochastic_equal, stochastic_k:
+// bf16emu::is_stochastic) and a random_stream, element i is rounded
 // with env::random = counter_random(stream.seed, stream.offset + i): a fresh, reproducible
 // number per element that depends neither on the thread count nor on the vector width (a
 // caller that splits an array passes each piece its own offset). Without a stream every

@@ -218,7 +218,8 @@ int field_int(std::string_view token, const std::string &key, const std::string 
   std::size_t i = 0;
   const bool neg = !v.empty() && v[0] == '-';
   if (neg) i = 1;
-  if (i >= v.size() || v.size() - i > 6) bad_fields(token, key + "='" + shorten(v) + "' is not an integer");
+  if (i >= v.size() || v.size() - i > 6)
+    bad_fields(token, key + "='" + shorten(v) + "' is not an integer of at most 6 digits");
   int x = 0;
   for (; i < v.size(); ++i) {
     if (v[i] < '0' || v[i] > '9') bad_fields(token, key + "='" + shorten(v) + "' is not an integer");

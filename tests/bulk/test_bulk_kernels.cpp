@@ -102,7 +102,7 @@ template <class F> std::string hex(std::uint64_t x) {
 
 env element_env(const env &e, const bk::random_stream *rng, std::size_t i) {
   env x = e;
-  if (rng && e.mode == round_mode::stochastic) x.random = bk::counter_random(rng->seed, rng->offset + i);
+  if (rng && bf::is_stochastic(e.mode)) x.random = bk::counter_random(rng->seed, rng->offset + i);
   return x;
 }
 
@@ -194,16 +194,16 @@ template <class Out> void narrow_suite() {
       for (const std::size_t n : lengths) {
         const auto src = f32_array(n, rng);
         check_narrow<Out>(src, e, nullptr);
-        if (e.mode == round_mode::stochastic) check_narrow<Out>(src, e, &stream);
+        if (bf::is_stochastic(e.mode)) check_narrow<Out>(src, e, &stream);
         if (::testing::Test::HasFatalFailure()) return;
       }
       check_narrow<Out>(f32_specials(), e, nullptr);
       const auto near = f32_near_range<Out>(4099, rng);
       check_narrow<Out>(near, e, nullptr);
-      if (e.mode == round_mode::stochastic) check_narrow<Out>(near, e, &stream);
+      if (bf::is_stochastic(e.mode)) check_narrow<Out>(near, e, &stream);
       const auto inside = f32_in_range<Out>(4099, rng);
       check_narrow<Out>(inside, e, nullptr);
-      if (e.mode == round_mode::stochastic) check_narrow<Out>(inside, e, &stream);
+      if (bf::is_stochastic(e.mode)) check_narrow<Out>(inside, e, &stream);
       for (const bool one : {false, true, true, true}) {
         check_narrow<Out>(f32_exact_but_one<Out>(1001, rng, one), e, nullptr);
         if (::testing::Test::HasFatalFailure()) return;
@@ -332,7 +332,7 @@ void arith_suite(arith k) {
       for (const std::size_t n : lengths) {
         const bf16_triples t = bf16_operands(n, rng);
         check_arith(k, t, e, nullptr);
-        if (e.mode == round_mode::stochastic) check_arith(k, t, e, &stream);
+        if (bf::is_stochastic(e.mode)) check_arith(k, t, e, &stream);
         if (::testing::Test::HasFatalFailure()) return;
       }
       // Every special against every special.
@@ -654,7 +654,7 @@ TEST(Bulk, OddIntermediateEdges) {
     for (const arith k : {arith::add, arith::sub, arith::mul, arith::fma})
       for (const env &e : envs()) {
         check_arith(k, t, e, nullptr);
-        if (e.mode == round_mode::stochastic) check_arith(k, t, e, &stream);
+        if (bf::is_stochastic(e.mode)) check_arith(k, t, e, &stream);
         if (::testing::Test::HasFatalFailure()) return;
       }
   });

@@ -243,6 +243,9 @@ template <class F> void twin_encodings(coretest::tally &t) {
   const format_spec sf = make_spec<F>();
   EXPECT_EQ(sf.max_finite_bits, F::max_finite_bits);
   EXPECT_EQ(sf.inf_bits, F::inf_bits);
+  if (F::has_nan) {
+    EXPECT_EQ(sf.nan_bits, F::nan_bits);
+  }
   EXPECT_EQ(sf.emax, F::emax);
   EXPECT_EQ(sf.emin, F::emin);
   EXPECT_EQ(sf.width, F::width);
@@ -296,6 +299,108 @@ TEST(FormatsRuntime, EveryTraitEqualsItsRuntimeTwin) {
     });
   EXPECT_EQ(t.bad.load(), 0) << t.report();
   EXPECT_GT(t.cases.load(), per_mode * round_mode_count * 10);
+}
+
+// Arithmetic: every trait (up to 24 significant bits) against its twin through the run-time
+// arithmetic (core/spec.hpp), random operands in every mode, trace events compared.
+template <class F> void twin_arith(coretest::tally &t, long long per_mode) {
+  if constexpr (F::precision <= 24) {
+    const format_spec sf = make_spec<F>();
+    const std::uint64_t mask = (std::uint64_t{1} << F::width) - 1;
+    coretest::parallel_for(per_mode * round_mode_count, [&](long long i) {
+      coretest::rng g(std::uint64_t(i) * 104729u + F::width);
+      env e = coretest::random_env(g, round_mode(i % round_mode_count));
+      e.sr_bits = std::uint8_t(1 + g.below(32));
+      const std::uint64_t a = g.next() & mask, b = g.next() & mask, c = g.next() & mask;
+      const fp<F> x = fp<F>::from_bits(a), y = fp<F>::from_bits(b), z = fp<F>::from_bits(c);
+      const op_kind ops[] = {op_kind::add, op_kind::sub, op_kind::mul,
+                             op_kind::fma, op_kind::div, op_kind::sqrt};
+      for (const op_kind op : ops) {
+        last_event ta, tb;
+        result<F> r{};
+        switch (op) {
+        case op_kind::add: r = add(x, y, e, ta); break;
+        case op_kind::sub: r = sub(x, y, e, ta); break;
+        case op_kind::mul: r = mul(x, y, e, ta); break;
+        case op_kind::fma: r = fma(x, y, z, e, ta); break;
+        case op_kind::div: r = div(x, y, e, ta); break;
+        default: r = sqrt(x, e, ta); break;
+        }
+        const spec_result s = arith(op, sf, sf, a, b, c, e, tb);
+        ++t.cases;
+        if (std::uint64_t(r.bits()) != s.bits || r.flags != s.flags || ta.count != tb.count ||
+            (ta.count && (ta.event.result_bits != tb.event.result_bits || ta.event.dec != tb.event.dec ||
+                          ta.event.kept != tb.event.kept || ta.event.lsb_exp != tb.event.lsb_exp)))
+          t.fail(std::string(format_name<F>()) + " " + to_string(op) + " " + hex(a) + " " + hex(b) + " " +
+                 hex(c) + " " + coretest::env_string(e) + ": trait " + hex(r.bits()) + ", spec " +
+                 hex(s.bits));
+      }
+    });
+  }
+}
+
+TEST(FormatsRuntime, ArithmeticEveryTraitEqualsItsTwin) {
+  coretest::tally t;
+  const long long per_mode = env_count("BF16EMU_TWIN_CASES", 100000) / 10;
+  for (int id = 0; id < 10; ++id)
+    visit_format(format_id(id), [&](auto f) { twin_arith<decltype(f)>(t, per_mode); });
+  EXPECT_EQ(t.bad.load(), 0) << t.report();
+  EXPECT_GT(t.cases.load(), per_mode * round_mode_count * 9 * 6 - 1);
+}
+
+// Arithmetic in the new formats against the oracle: random operand pairs (triples for fma) and
+// environments, every operation (BF16EMU_FORMATS_ARITH cases per format, default 3,000 x 6 ops).
+TEST(FormatsRuntime, ArithmeticInNewFormatsAgainstOracle) {
+  const long long n = env_count("BF16EMU_FORMATS_ARITH", 3000);
+  for (const named_spec &f : new_formats()) {
+    coretest::tally t;
+    coretest::parallel_for(n, [&](long long i) {
+      coretest::rng g(std::uint64_t(i) * 31337u + std::uint64_t(f.spec.frac_bits) * 7u + f.spec.bias);
+      env e = coretest::random_env(g, round_mode(i % round_mode_count));
+      e.sr_bits = std::uint8_t(1 + g.below(32));
+      const oracle::environment oe = coretest::oenv(e);
+      const std::uint64_t a = g.next() & 0xFF, b = g.next() & 0xFF, c = g.next() & 0xFF;
+      const oracle::operand oa{a, f.ofmt}, ob{b, f.ofmt}, oc{c, f.ofmt};
+      const struct {
+        op_kind op;
+        oracle::result want;
+      } cases[] = {{op_kind::add, oracle::add(oa, ob, f.ofmt, oe)},
+                   {op_kind::sub, oracle::sub(oa, ob, f.ofmt, oe)},
+                   {op_kind::mul, oracle::mul(oa, ob, f.ofmt, oe)},
+                   {op_kind::div, oracle::div(oa, ob, f.ofmt, oe)},
+                   {op_kind::fma, oracle::fma(oa, ob, oc, f.ofmt, oe)},
+                   {op_kind::sqrt, oracle::sqrt(oa, f.ofmt, oe)}};
+      for (const auto &k : cases) {
+        const spec_result r = arith(k.op, f.spec, f.spec, a, b, c, e);
+        ++t.cases;
+        if (r.bits != k.want.bits || r.flags != k.want.flags)
+          t.fail(std::string(f.name) + " " + to_string(k.op) + " " + hex(a) + " " + hex(b) + " " + hex(c) +
+                 " " + coretest::env_string(e) + ": core " + hex(r.bits) + " flags " +
+                 std::to_string(r.flags) + ", oracle " + hex(k.want.bits) + " flags " +
+                 std::to_string(k.want.flags));
+      }
+    });
+    EXPECT_EQ(t.bad.load(), 0) << f.name << "\n" << t.report();
+  }
+}
+
+// e8m0 products of powers of two, by hand: 2^(a-127) * 2^(b-127) = 2^(a+b-254), code a+b-127.
+TEST(FormatsRuntime, E8M0Products) {
+  format_spec s;
+  s.exp_bits = 8;
+  s.frac_bits = 0;
+  s.bias = 127;
+  s.encoding = special_encoding::e8m0;
+  ASSERT_EQ(make_format_spec(s), nullptr);
+  for (std::uint64_t a = 0; a < 255; a += 3)
+    for (std::uint64_t b = 0; b < 255; b += 5) {
+      const long code = long(a + b) - 127;
+      if (code < 0 || code > 254) continue;
+      const spec_result r = arith(op_kind::mul, s, s, a, b);
+      EXPECT_EQ(r.bits, std::uint64_t(code)) << a << " " << b;
+      EXPECT_EQ(r.flags, 0) << a << " " << b;
+    }
+  EXPECT_EQ(arith(op_kind::sub, s, s, 127, 128).bits, 0xFFu); // 1 - 2 < 0: NaN (no sign)
 }
 
 // Bad fields are refused with a reason.

@@ -81,6 +81,8 @@ template <int ExpBits, int FracBits, special_encoding Enc = special_encoding::ie
   static constexpr bool saturates = Enc == special_encoding::finite;
   static constexpr bool is_signed = true;
   static constexpr bool has_neg_zero = true;
+  // The default NaN (+qNaN; fn: S.1111.111 with sign 0; finite formats: unused).
+  static constexpr std::uint64_t nan_bits = Enc == special_encoding::ieee ? exp_mask | quiet_bit : inf_bits;
 };
 
 using binary64 = format<11, 52>;

@@ -258,6 +258,11 @@ BF16EMU_CXHD packed round_pack_spec(const F &f, const unrounded &x, const env &e
     r.bits = f.has_neg_zero ? sign_bit : 0;
     return r;
   }
+  if (f.encoding == special_encoding::e8m0 && x.sign) { // no sign bit: a negative number is NaN
+    r.bits = f.nan_bits;
+    r.flags = flag::invalid;
+    return r;
+  }
 
   const int lead = x.exp + msb(sig);             // floor(log2 |x|)
   const int q = (lead < emin ? emin : lead) - M; // exponent of the last kept bit

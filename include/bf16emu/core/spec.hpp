@@ -162,6 +162,156 @@ BF16EMU_CXHD packed convert_spec(const Out &out, const In &in, std::uint64_t bit
   return convert_spec(out, in, bits, e, off);
 }
 
+// ---------------------------------------------------------------------------------------------
+// Arithmetic with formats given as descriptions: the general routines of core/arith.hpp
+// (add_general, mul_general, fma_general, div_general, sqrt_general) rule for rule, the exact
+// result formed by the same sum_terms / long_div / sqrt_root, rounded by round_pack_spec. Every
+// operand has at most 24 significant bits (arith_ok); the front ends check it.
+
+// The first NaN among the operands (a, then b, then c), invalid for any signaling NaN.
+template <class Out, class A, class B, class C>
+BF16EMU_CXHD packed nan_result_spec(const Out &out, const env &e, std::uint8_t extra, const A &fa,
+                                    const spec_unpacked &a, const B &fb, const spec_unpacked &b, const C &fc,
+                                    const spec_unpacked &c, bool has_c) noexcept {
+  const bool snan = a.snan || b.snan || (has_c && c.snan);
+  const std::uint8_t flags = std::uint8_t(extra | (snan ? flag::invalid : 0));
+  if (a.u.k == kind::nan) return propagate_nan_spec(out, a.u.sign, a.frac, fa.frac_bits, e, flags);
+  if (b.u.k == kind::nan) return propagate_nan_spec(out, b.u.sign, b.frac, fb.frac_bits, e, flags);
+  return propagate_nan_spec(out, c.u.sign, c.frac, fc.frac_bits, e, flags);
+}
+
+template <class Out, class A, class B, class Tr>
+BF16EMU_CXHD packed add_spec(const Out &out, const A &fa, std::uint64_t a, const B &fb, std::uint64_t b,
+                             bool negate_b, const env &e, Tr &tr, op_kind op) noexcept {
+  const spec_unpacked sa = unpack_spec(fa, a, e), sb = unpack_spec(fb, b, e);
+  const unpacked &ua = sa.u;
+  unpacked ub = sb.u;
+  ub.sign ^= negate_b;
+  if (ua.k == kind::nan || ub.k == kind::nan)
+    return nan_result_spec(out, e, 0, fa, sa, fb, sb, fb, sb, false);
+  if (ua.k == kind::inf || ub.k == kind::inf) {
+    if (ua.k == kind::inf && ub.k == kind::inf && ua.sign != ub.sign)
+      return default_nan_spec(out, e, flag::invalid);
+    return infinity_spec(out, ua.k == kind::inf ? ua.sign : ub.sign, e);
+  }
+  if (ua.k == kind::zero && ub.k == kind::zero) return zero_spec(out, zero_sum_sign(ua.sign, ub.sign, e));
+  unrounded u;
+  if (ua.k == kind::zero || ub.k == kind::zero) {
+    const unpacked &nz = ua.k == kind::zero ? ub : ua;
+    u.sign = nz.sign;
+    u.exp = nz.exp;
+    u.sig = nz.sig;
+  } else {
+    bool exact_zero = false;
+    u = sum_terms<Tr::enabled>(ua.sign, ua.exp, ua.sig, ub.sign, ub.exp, ub.sig, e, exact_zero);
+    if (exact_zero) return zero_spec(out, u.sign);
+  }
+  return round_pack_spec(out, u, e, tr, op);
+}
+
+template <class Out, class A, class B, class Tr>
+BF16EMU_CXHD packed mul_spec(const Out &out, const A &fa, std::uint64_t a, const B &fb, std::uint64_t b,
+                             const env &e, Tr &tr) noexcept {
+  const spec_unpacked sa = unpack_spec(fa, a, e), sb = unpack_spec(fb, b, e);
+  const unpacked &ua = sa.u, &ub = sb.u;
+  const bool sign = ua.sign != ub.sign;
+  if (ua.k == kind::nan || ub.k == kind::nan)
+    return nan_result_spec(out, e, 0, fa, sa, fb, sb, fb, sb, false);
+  if (ua.k == kind::inf || ub.k == kind::inf) {
+    if (ua.k == kind::zero || ub.k == kind::zero) return default_nan_spec(out, e, flag::invalid);
+    return infinity_spec(out, sign, e);
+  }
+  if (ua.k == kind::zero || ub.k == kind::zero) return zero_spec(out, sign);
+  unrounded u;
+  u.sign = sign;
+  u.exp = ua.exp + ub.exp;
+  u.sig = ua.sig * ub.sig; // <= 48 bits: exact
+  return round_pack_spec(out, u, e, tr, op_kind::mul);
+}
+
+template <class Out, class A, class B, class C, class Tr>
+BF16EMU_CXHD packed fma_spec(const Out &out, const A &fa, std::uint64_t a, const B &fb, std::uint64_t b,
+                             const C &fc, std::uint64_t c, const env &e, Tr &tr) noexcept {
+  const spec_unpacked sa = unpack_spec(fa, a, e), sb = unpack_spec(fb, b, e), sc = unpack_spec(fc, c, e);
+  const unpacked &ua = sa.u, &ub = sb.u, &uc = sc.u;
+  const bool ps = ua.sign != ub.sign;
+  const bool inf_times_zero =
+      (ua.k == kind::inf && ub.k == kind::zero) || (ua.k == kind::zero && ub.k == kind::inf);
+  if (ua.k == kind::nan || ub.k == kind::nan || uc.k == kind::nan)
+    return nan_result_spec(out, e, inf_times_zero ? flag::invalid : 0, fa, sa, fb, sb, fc, sc, true);
+  if (inf_times_zero) return default_nan_spec(out, e, flag::invalid);
+  const bool prod_inf = ua.k == kind::inf || ub.k == kind::inf;
+  if (prod_inf || uc.k == kind::inf) {
+    if (prod_inf && uc.k == kind::inf && ps != uc.sign) return default_nan_spec(out, e, flag::invalid);
+    return infinity_spec(out, prod_inf ? ps : uc.sign, e);
+  }
+  const bool prod_zero = ua.k == kind::zero || ub.k == kind::zero;
+  if (prod_zero && uc.k == kind::zero) return zero_spec(out, zero_sum_sign(ps, uc.sign, e));
+  unrounded u;
+  if (prod_zero) {
+    u.sign = uc.sign;
+    u.exp = uc.exp;
+    u.sig = uc.sig;
+  } else if (uc.k == kind::zero) {
+    u.sign = ps;
+    u.exp = ua.exp + ub.exp;
+    u.sig = ua.sig * ub.sig;
+  } else {
+    bool exact_zero = false;
+    u = sum_terms<Tr::enabled>(ps, ua.exp + ub.exp, ua.sig * ub.sig, uc.sign, uc.exp, uc.sig, e, exact_zero);
+    if (exact_zero) return zero_spec(out, u.sign);
+  }
+  return round_pack_spec(out, u, e, tr, op_kind::fma);
+}
+
+template <class Out, class A, class B, class Tr>
+BF16EMU_CXHD packed div_spec(const Out &out, const A &fa, std::uint64_t a, const B &fb, std::uint64_t b,
+                             const env &e, Tr &tr) noexcept {
+  const spec_unpacked sa = unpack_spec(fa, a, e), sb = unpack_spec(fb, b, e);
+  const unpacked &ua = sa.u, &ub = sb.u;
+  const bool sign = ua.sign != ub.sign;
+  if (ua.k == kind::nan || ub.k == kind::nan)
+    return nan_result_spec(out, e, 0, fa, sa, fb, sb, fb, sb, false);
+  if (ua.k == kind::inf) {
+    if (ub.k == kind::inf) return default_nan_spec(out, e, flag::invalid);
+    return infinity_spec(out, sign, e);
+  }
+  if (ub.k == kind::inf) return zero_spec(out, sign);
+  if (ub.k == kind::zero) {
+    if (ua.k == kind::zero) return default_nan_spec(out, e, flag::invalid);
+    return infinity_spec(out, sign, e, flag::divbyzero);
+  }
+  if (ua.k == kind::zero) return zero_spec(out, sign);
+  return round_pack_spec(out, long_div<Tr::enabled>(sign, ua, ub), e, tr, op_kind::div);
+}
+
+template <class Out, class A, class Tr>
+BF16EMU_CXHD packed sqrt_spec(const Out &out, const A &fa, std::uint64_t a, const env &e, Tr &tr) noexcept {
+  const spec_unpacked sa = unpack_spec(fa, a, e);
+  const unpacked &ua = sa.u;
+  if (ua.k == kind::nan) return nan_result_spec(out, e, 0, fa, sa, fa, sa, fa, sa, false);
+  if (ua.k == kind::zero) return zero_spec(out, ua.sign);
+  if (ua.sign) return default_nan_spec(out, e, flag::invalid);
+  if (ua.k == kind::inf) return infinity_spec(out, false, e);
+  std::uint64_t m = ua.sig;
+  std::int32_t ex = ua.exp;
+  normalize_to(m, ex, 60);
+  if (ex & 1) {
+    m <<= 1;
+    ex -= 1;
+  }
+  const isqrt_result r = sqrt_root(m);
+  unrounded u;
+  u.sig = r.root;
+  u.exp = ex / 2 - sqrt_extra_bits;
+  u.tail_sign = r.rem != 0;
+  if constexpr (Tr::enabled) {
+    u.tail = scale(double(r.rem) / (2.0 * double(r.root)), u.exp);
+    u.tail_exact = r.rem == 0;
+  }
+  return round_pack_spec(out, u, e, tr, op_kind::sqrt);
+}
+
 } // namespace detail
 
 // The public names: a value of a run-time format is its bit pattern (uint64_t, low `width` bits).
@@ -175,6 +325,25 @@ template <class T = no_trace>
 BF16EMU_CXHD spec_result convert(const format_spec &to, const format_spec &from, std::uint64_t bits,
                                  const env &e = {}, T &&tr = T{}) noexcept {
   const detail::packed p = detail::convert_spec(to, from, bits, e, tr);
+  return {p.bits, p.flags};
+}
+
+// Arithmetic in run-time formats: operands of format `in` (at most 24 significant bits), the
+// result rounded once into `out`. op is add, sub, mul, div, fma (a * b + c) or sqrt (a).
+template <class T = no_trace>
+BF16EMU_CXHD spec_result arith(op_kind op, const format_spec &out, const format_spec &in, std::uint64_t a,
+                               std::uint64_t b = 0, std::uint64_t c = 0, const env &e = {},
+                               T &&tr = T{}) noexcept {
+  detail::packed p;
+  switch (op) {
+  case op_kind::add: p = detail::add_spec(out, in, a, in, b, false, e, tr, op_kind::add); break;
+  case op_kind::sub: p = detail::add_spec(out, in, a, in, b, true, e, tr, op_kind::sub); break;
+  case op_kind::mul: p = detail::mul_spec(out, in, a, in, b, e, tr); break;
+  case op_kind::fma: p = detail::fma_spec(out, in, a, in, b, in, c, e, tr); break;
+  case op_kind::div: p = detail::div_spec(out, in, a, in, b, e, tr); break;
+  case op_kind::sqrt: p = detail::sqrt_spec(out, in, a, e, tr); break;
+  default: p = detail::convert_spec(out, in, a, e, tr); break;
+  }
   return {p.bits, p.flags};
 }
 
