@@ -401,6 +401,12 @@ cvt_run run_ptx_cvt(std::string_view text, const std::vector<std::string> &opera
       const int lo = (n - 1 - i) * ebits_in;
       in[std::size_t(i)] = (reg >> lo) & ((std::uint64_t{1} << ebits_in) - 1);
       who[std::size_t(i)] = "a[" + std::to_string(lo + ebits_in - 1) + ":" + std::to_string(lo) + "]";
+      const int width =
+          is_ue8m0(p.a) ? 8 : visit_format(element_format(p.a), [](auto f) { return decltype(f)::width; });
+      if (width < ebits_in && (in[std::size_t(i)] >> width) != 0)
+        throw input_error("'" + shorten(operands[0]) + "': " + who[std::size_t(i)] + " holds an " +
+                          std::string(name(p.a)) + " element in its low " + std::to_string(width) +
+                          " bits; the upper " + std::to_string(ebits_in - width) + " must be 0");
     }
   } else {
     for (int i = 0; i < n; ++i) {

@@ -120,6 +120,12 @@ TEST(PtxCvt, RunsPackAIntoTheUpperHalf) {
   // f16x2 source 0x3C00C000 (1.0 upper, -2.0 lower) -> e4m3: 1.0 = 0 0111 000 = 0x38,
   // -2.0 = 1 1000 000 = 0xC0; upper stays upper: 0x38C0.
   EXPECT_EQ(io::run_ptx_cvt("cvt.rn.satfinite.e4m3x2.f16x2", {"0x3C00C000"}).d, 0x38C0u);
+  // e3m2 (bias 3): 28 = 1.11b x 2^4 = 0 111 11 = 0x1F; -0.0625 = 2^-4, the least subnormal
+  // (2^(1-3) x 0.01b) = 1 000 01 = 0x21; each in an 8-bit field: 0x1F21.
+  EXPECT_EQ(io::run_ptx_cvt("cvt.rn.satfinite.e3m2x2.f32", {"28", "-0.0625"}).d, 0x1F21u);
+  // Back: e2m3 (bias 1) 0x3F = 1 11 111 = -1.875 x 2^2 = -7.5 -> f16 1 10001 1110000000 = 0xC780;
+  // 0x01 = 0.001b x 2^0 = 0.125 -> f16 0 01100 0000000000 = 0x3000.
+  EXPECT_EQ(io::run_ptx_cvt("cvt.rn.f16x2.e2m3x2", {"0x3F01"}).d, 0xC7803000u);
   // bf16x2 from ue8m0x2 0x7F80: 0x7F = 2^0 -> bf16 0x3F80; 0x80 = 2^1 -> 0x4000.
   EXPECT_EQ(io::run_ptx_cvt("cvt.rn.bf16x2.ue8m0x2", {"0x7F80"}).d, 0x3F804000u);
 }
@@ -137,6 +143,10 @@ TEST(PtxCvt, BadOperandsAreNamed) {
   EXPECT_NE(message("cvt.rn.bf16x2.f32", {"1", "zz"}).find("zz"), std::string::npos);
   EXPECT_NE(message("cvt.rn.f16x2.e4m3x2", {"1.5"}).find("0x bit pattern"), std::string::npos);
   EXPECT_NE(message("cvt.rn.f16x2.e4m3x2", {"0x12345"}).find("0x12345"), std::string::npos);
+  // f6 elements sit in the low 6 bits of their byte (PTX ISA cvt): 0xFF in a[15:8] is refused.
+  EXPECT_NE(
+      message("cvt.rn.f16x2.e2m3x2", {"0xFF01"}).find("a[15:8] holds an e2m3x2 element in its low 6 bits"),
+      std::string::npos);
 }
 
 } // namespace
