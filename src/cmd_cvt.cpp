@@ -147,7 +147,7 @@ void register_cvt(CLI::App &app) {
       ->expected(-1);
   sub->add_flag("--list", o->list, "print every form with its status (modelled / refused) and sm target");
   sub->add_flag("--json", o->json, "machine-readable output");
-  sub->footer("x2 forms pack a into the UPPER half of d and b into the lower (PTX ISA 9.0, 9.7.9.21 cvt).\n"
+  sub->footer("x2 forms pack a into the UPPER half of d and b into the lower (PTX ISA 9.1, 9.7.9.21 cvt).\n"
               "NaN results are the canonical NaN (all ones but the sign); .relu makes negatives +0.\n\n"
               "Examples:\n"
               "  bf16emu cvt --ptx cvt.rn.bf16x2.f32 1.0 2.0            d = 0x3F804000\n"

@@ -26,68 +26,67 @@ constexpr cvt_round all_rounds[] = {cvt_round::rn, cvt_round::rz, cvt_round::rna
 using R = cvt_round;
 using T = cvt_type;
 
-// PTX ISA 9.0, 9.7.9.21 (cvt): the forms with a floating-point destination, and the targets the
-// ISA's "Target ISA notes" give for them.
+// PTX ISA 9.1, 9.7.9.21 (cvt): the forms with a floating-point destination, with the targets its
+// "PTX ISA notes" and "Target ISA notes" give.
 std::vector<cvt_form> make_forms() {
   const std::vector<R> rn{R::rn}, rnrz{R::rn, R::rz}, frnd{R::rn, R::rz, R::rm, R::rp}, none{};
-  const std::vector<R> x2{R::rn, R::rz, R::rs}, rs{R::rs}, rzrp{R::rz, R::rp};
+  const std::vector<R> x2{R::rn, R::rz, R::rs}, rs{R::rs}, rzrp{R::rz, R::rp}, tf{R::rna, R::rn, R::rz};
+  const char *fam = "sm_100a, sm_110a, sm_120a (PTX 8.6); sm_100f/110f/120f families (PTX 8.8)";
+  const char *fam91 = "sm_100f/110f/120f families (PTX 9.1)";
+  const char *rs_target = "sm_100a, sm_103a (PTX 8.7)";
+  const char *f8 = "sm_89 (PTX 8.1), sm_90 (PTX 7.8)";
   std::vector<cvt_form> f;
-  f.push_back({T::f16, T::f32, frnd, rnrz, rnrz, false, true,
-               "all targets; .relu sm_80 (PTX 7.0); .satfinite sm_80 (PTX 8.1)",
-               "cvt.frnd{.ftz}.f16.f32 | cvt.frnd2{.relu}{.satfinite}.f16.f32"});
-  f.push_back({T::bf16, T::f32, frnd, rnrz, rnrz, false, true,
-               ".rn/.rz sm_80 (PTX 7.0); .rm/.rp sm_90 (PTX 7.8); .satfinite sm_80 (PTX 8.1)",
-               "cvt.frnd.bf16.f32 | cvt.frnd2{.relu}{.satfinite}.bf16.f32"});
-  f.push_back({T::f16x2, T::f32, x2, x2, x2, false, false,
-               ".rn/.rz sm_80 (PTX 7.0); .satfinite sm_80 (PTX 8.1); .rs sm_100a (PTX 8.7)",
-               "cvt.frnd2{.relu}{.satfinite}.f16x2.f32 d, a, b | cvt.rs{.relu}{.satfinite}.f16x2.f32 d, a, "
-               "b, rbits"});
-  f.push_back({T::bf16x2, T::f32, x2, x2, x2, false, false,
-               ".rn/.rz sm_80 (PTX 7.0); .satfinite sm_80 (PTX 8.1); .rs sm_100a (PTX 8.7)",
-               "cvt.frnd2{.relu}{.satfinite}.bf16x2.f32 d, a, b | cvt.rs{.relu}{.satfinite}.bf16x2.f32 d, a, "
-               "b, rbits"});
-  f.push_back({T::tf32,
-               T::f32,
-               {R::rna, R::rn, R::rz},
-               rnrz,
-               {R::rna, R::rn, R::rz},
-               false,
-               false,
-               ".rna sm_80 (PTX 7.0); .rna.satfinite sm_80 (PTX 8.1); .rn/.rz sm_90 (PTX 7.8); "
-               ".rn/.rz.satfinite sm_100 (PTX 8.6)",
-               "cvt.rna{.satfinite}.tf32.f32 | cvt.frnd2{.satfinite}{.relu}.tf32.f32"});
+  auto add = [&f](T d, T a, const std::vector<R> &r, const std::vector<R> &relu, const std::vector<R> &sat,
+                  bool sat_required, bool ftz, const char *target, const char *syntax) {
+    f.push_back({d, a, r, relu, sat, sat_required, ftz, target, syntax});
+  };
+  add(T::f16, T::f32, frnd, rnrz, rnrz, false, true, "all targets; .relu sm_80 (PTX 7.0); .satfinite PTX 8.1",
+      "cvt.frnd{.ftz}.f16.f32 | cvt.frnd2{.relu}{.satfinite}.f16.f32");
+  add(T::bf16, T::f32, frnd, rnrz, rnrz, false, true,
+      ".rn/.rz sm_80 (PTX 7.0), .satfinite PTX 8.1; .rm/.rp: no target note (sm_90, PTX 7.8 assumed)",
+      "cvt.frnd.bf16.f32 | cvt.frnd2{.relu}{.satfinite}.bf16.f32");
+  add(T::f16x2, T::f32, x2, x2, x2, false, false,
+      ".rn/.rz sm_80 (PTX 7.0), .satfinite PTX 8.1; .rs sm_100a, sm_103a (PTX 8.7)",
+      "cvt.frnd2{.relu}{.satfinite}.f16x2.f32 d, a, b | cvt.rs{.relu}{.satfinite}.f16x2.f32 d, a, b, rbits");
+  add(T::bf16x2, T::f32, x2, x2, x2, false, false,
+      ".rn/.rz sm_80 (PTX 7.0), .satfinite PTX 8.1; .rs sm_100a, sm_103a (PTX 8.7)",
+      "cvt.frnd2{.relu}{.satfinite}.bf16x2.f32 d, a, b | cvt.rs{.relu}{.satfinite}.bf16x2.f32 d, a, b, "
+      "rbits");
+  add(T::tf32, T::f32, tf, rnrz, tf, false, false,
+      ".rna sm_80 (PTX 7.0), .satfinite PTX 8.1; .rn/.rz sm_90 (PTX 7.8); .rn/.rz.satfinite sm_100 (PTX 8.6)",
+      "cvt.rna{.satfinite}.tf32.f32 | cvt.frnd2{.satfinite}{.relu}.tf32.f32");
   for (T d : {T::e4m3x2, T::e5m2x2}) {
-    f.push_back({d, T::f32, rn, rn, rn, true, false, "sm_89 (PTX 7.8)",
-                 "cvt.rn.satfinite{.relu}.f8x2type.f32 d, a, b"});
-    f.push_back({d, T::f16x2, rn, rn, rn, true, false, "sm_89 (PTX 7.8)",
-                 "cvt.rn.satfinite{.relu}.f8x2type.f16x2 d, a"});
-    f.push_back(
-        {T::f16x2, d, rn, rn, none, false, false, "sm_89 (PTX 7.8)", "cvt.rn{.relu}.f16x2.f8x2type d, a"});
+    add(d, T::f32, rn, rn, rn, true, false, f8, "cvt.rn.satfinite{.relu}.f8x2type.f32 d, a, b");
+    add(d, T::f16x2, rn, rn, rn, true, false, f8, "cvt.rn.satfinite{.relu}.f8x2type.f16x2 d, a");
+    add(d, T::bf16x2, rn, rn, rn, true, false, fam91, "cvt.rn.satfinite{.relu}.f8x2type.bf16x2 d, a");
+    add(T::f16x2, d, rn, rn, none, false, false, f8, "cvt.rn{.relu}.f16x2.f8x2type d, a");
   }
   for (T d : {T::e2m3x2, T::e3m2x2, T::e2m1x2}) {
     const bool f4 = d == T::e2m1x2;
-    f.push_back({d, T::f32, rn, rn, rn, true, false, "sm_100a (PTX 8.6)",
-                 f4 ? "cvt.rn.satfinite{.relu}.f4x2type.f32 d, a, b"
-                    : "cvt.rn.satfinite{.relu}.f6x2type.f32 d, a, b"});
-    f.push_back({T::f16x2, d, rn, rn, none, false, false, "sm_100a (PTX 8.6)",
-                 f4 ? "cvt.rn{.relu}.f16x2.f4x2type d, a" : "cvt.rn{.relu}.f16x2.f6x2type d, a"});
+    add(d, T::f32, rn, rn, rn, true, false, fam,
+        f4 ? "cvt.rn.satfinite{.relu}.f4x2type.f32 d, a, b" : "cvt.rn.satfinite{.relu}.f6x2type.f32 d, a, b");
+    for (T src : {T::f16x2, T::bf16x2})
+      add(d, src, rn, rn, rn, true, false, fam91,
+          f4 ? "cvt.rn.satfinite{.relu}.f4x2type.fp16x2type d, a"
+             : "cvt.rn.satfinite{.relu}.f6x2type.fp16x2type d, a");
+    add(T::f16x2, d, rn, rn, none, false, false, fam,
+        f4 ? "cvt.rn{.relu}.f16x2.f4x2type d, a" : "cvt.rn{.relu}.f16x2.f6x2type d, a");
   }
-  f.push_back({T::ue8m0x2, T::f32, rzrp, none, rzrp, false, false, "sm_100a (PTX 8.6)",
-               "cvt.frnd3{.satfinite}.ue8m0x2.f32 d, a, b"});
-  f.push_back({T::ue8m0x2, T::bf16x2, rzrp, none, rzrp, false, false, "sm_100a (PTX 8.6)",
-               "cvt.frnd3{.satfinite}.ue8m0x2.bf16x2 d, a"});
-  f.push_back({T::bf16x2, T::ue8m0x2, rn, none, none, false, false, "sm_100a (PTX 8.6)",
-               "cvt.rn.bf16x2.ue8m0x2 d, a"});
+  add(T::ue8m0x2, T::f32, rzrp, none, rzrp, false, false, fam, "cvt.frnd3{.satfinite}.ue8m0x2.f32 d, a, b");
+  add(T::ue8m0x2, T::bf16x2, rzrp, none, rzrp, false, false, fam,
+      "cvt.frnd3{.satfinite}.ue8m0x2.bf16x2 d, a");
+  add(T::bf16x2, T::ue8m0x2, rn, none, none, false, false, fam, "cvt.rn.bf16x2.ue8m0x2 d, a");
   for (T d : {T::e4m3x4, T::e5m2x4})
-    f.push_back({d, T::f32, rs, rs, rs, true, false, "sm_100a (PTX 8.7)",
-                 "cvt.rs{.relu}.satfinite.f8x4type.f32 d, {a, b, e, f}, rbits"});
+    add(d, T::f32, rs, rs, rs, true, false, rs_target,
+        "cvt.rs{.relu}.satfinite.f8x4type.f32 d, {a, b, e, f}, rbits");
   for (T d : {T::e2m3x4, T::e3m2x4})
-    f.push_back({d, T::f32, rs, rs, rs, true, false, "sm_100a (PTX 8.7)",
-                 "cvt.rs{.relu}.satfinite.f6x4type.f32 d, {a, b, e, f}, rbits"});
-  f.push_back({T::e2m1x4, T::f32, rs, rs, rs, true, false, "sm_100a (PTX 8.7)",
-               "cvt.rs{.relu}.satfinite.f4x4type.f32 d, {a, b, e, f}, rbits"});
-  f.push_back({T::f32, T::f16, none, none, none, false, true, "all targets", "cvt{.ftz}.f32.f16"});
-  f.push_back({T::f32, T::bf16, none, none, none, false, true, "sm_90 (PTX 7.8)", "cvt{.ftz}.f32.bf16"});
+    add(d, T::f32, rs, rs, rs, true, false, rs_target,
+        "cvt.rs{.relu}.satfinite.f6x4type.f32 d, {a, b, e, f}, rbits");
+  add(T::e2m1x4, T::f32, rs, rs, rs, true, false, rs_target,
+      "cvt.rs{.relu}.satfinite.f4x4type.f32 d, {a, b, e, f}, rbits");
+  add(T::f32, T::f16, none, none, none, false, true, "all targets", "cvt{.ftz}.f32.f16");
+  add(T::f32, T::bf16, none, none, none, false, true, "sm_80 (PTX 7.1); .ftz sm_90 (PTX 7.8)",
+      "cvt{.ftz}.f32.bf16");
   return f;
 }
 
@@ -171,7 +170,7 @@ int lanes(cvt_type t) noexcept {
   }
 }
 
-// PTX ISA 9.0, cvt: f6 elements sit in 8-bit containers (upper two bits 0); f4 in 4 bits.
+// PTX ISA 9.1, cvt: f6 elements sit in 8-bit containers (upper two bits 0); f4 in 4 bits.
 int element_bits(cvt_type t) noexcept {
   switch (t) {
   case T::f32:
@@ -341,7 +340,9 @@ void convert_lane(cvt_lane &l, const ptx_cvt &p, const env &e) {
     if (l.ue8m0_out) {
       env ee = e;
       ee.saturate = p.satfinite;
-      const ue8m0_result r = to_ue8m0(x, ee);
+      // PTX ISA cvt, .satfinite: |x| above MAX_NORM gives a positive MAX_NORM in ue8m0x2 (no
+      // sign); an infinite input of either sign is above it.
+      const ue8m0_result r = p.satfinite && x.is_inf() ? ue8m0_result{ue8m0{0xFE}, 0} : to_ue8m0(x, ee);
       l.out_bits = r.value.bits, l.flags = r.flags;
       return;
     }

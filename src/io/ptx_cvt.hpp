@@ -6,7 +6,7 @@
 //
 // Accepted: cvt[.ROUND][.relu][.satfinite][.ftz].DTYPE.ATYPE, qualifiers in any order, each once,
 // a trailing ';' ignored, where (DTYPE, ATYPE) is a row of cvt_forms() and the row allows the
-// qualifiers (PTX ISA 9.0, 9.7.9.21 cvt). `.rs` forms (stochastic rounding, sm_100a) and the x4
+// qualifiers (PTX ISA 9.1, 9.7.9.21 cvt). `.rs` forms (stochastic rounding, sm_100a) and the x4
 // destinations parse, and run_ptx_cvt refuses them: not modelled yet (issue 44).
 #pragma once
 

@@ -78,7 +78,7 @@ TEST(PtxCvt, RefusalsNameTheToken) {
       {"cvt.bf16x2.f32", "'bf16x2'", "needs a rounding before it: .rn, .rz, .rs"},
       {"cvt.rn.f32.bf16", "'rn'", "takes no rounding"},
       {"cvt.rn.ftz.bf16x2.f32", "'ftz'", "is not taken by cvt.bf16x2.f32"},
-      {"cvt.rn.satfinite.e4m3x2.bf16", "'bf16'", "source type cvt.e4m3x2 takes (f32, f16x2)"},
+      {"cvt.rn.satfinite.e4m3x2.bf16", "'bf16'", "source type cvt.e4m3x2 takes (f32, f16x2, bf16x2)"},
       {"cvt.rm.relu.f16.f32", "'relu'", "only with .rn, .rz"},
       {"cvt.rn.f16.f32.f32", "'f32'", "follows a complete instruction"},
       {"cvt.rn.sat.f16.f32", "'sat'", "not modelled"},
@@ -126,6 +126,8 @@ TEST(PtxCvt, RunsPackAIntoTheUpperHalf) {
   // Back: e2m3 (bias 1) 0x3F = 1 11 111 = -1.875 x 2^2 = -7.5 -> f16 1 10001 1110000000 = 0xC780;
   // 0x01 = 0.001b x 2^0 = 0.125 -> f16 0 01100 0000000000 = 0x3000.
   EXPECT_EQ(io::run_ptx_cvt("cvt.rn.f16x2.e2m3x2", {"0x3F01"}).d, 0xC7803000u);
+  // bf16x2 source 0x40C0BF00: bf16 6.0 (upper) -> e2m1 0 11 1 = 0x7; -0.5 (lower) -> 1 00 1 = 0x9.
+  EXPECT_EQ(io::run_ptx_cvt("cvt.rn.satfinite.e2m1x2.bf16x2", {"0x40C0BF00"}).d, 0x79u);
   // bf16x2 from ue8m0x2 0x7F80: 0x7F = 2^0 -> bf16 0x3F80; 0x80 = 2^1 -> 0x4000.
   EXPECT_EQ(io::run_ptx_cvt("cvt.rn.bf16x2.ue8m0x2", {"0x7F80"}).d, 0x3F804000u);
 }
