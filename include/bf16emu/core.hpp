@@ -6,6 +6,7 @@
 #include "bf16emu/core/bulk.hpp"
 #include "bf16emu/core/compare.hpp"
 #include "bf16emu/core/config.hpp"
+#include "bf16emu/core/cvt_options.hpp"
 #include "bf16emu/core/env.hpp"
 #include "bf16emu/core/format.hpp"
 #include "bf16emu/core/scale.hpp"

@@ -54,6 +54,7 @@ def commands(tmp):
         "div": ["div", "1", "3"],
         "sqrt": ["sqrt", "2"],
         "convert": ["convert", "1", "--to", "bf16"],
+        "cvt": ["cvt", "--ptx", "cvt.rn.bf16x2.f32", "1", "2"],
         "mma": ["mma", "--list-arch"],
         "cpu-probe": ["cpu-probe", "--list"],
         "attention": ["attention", "--scenario", "sink", "--n", "16", "--d", "8"],
@@ -67,8 +68,8 @@ def commands(tmp):
     }
 
 
-COMMAND_NAMES = ["paper", "add", "sub", "mul", "fma", "div", "sqrt", "convert", "mma", "cpu-probe", "attention",
-                 "testfloat", "ablate", "bias", "merge", "positions", "cp", "bwd-order"]
+COMMAND_NAMES = ["paper", "add", "sub", "mul", "fma", "div", "sqrt", "convert", "cvt", "mma", "cpu-probe",
+                 "attention", "testfloat", "ablate", "bias", "merge", "positions", "cp", "bwd-order"]
 
 TESTFLOAT_LINE = b"3F800000 3F800000 40000000 00\n"
 
