@@ -25,7 +25,7 @@ from bf16emu._args import _format_name, _name
 from bf16emu import _core
 from bf16emu._attention import request as _request
 
-__all__ = ["attention", "linear", "matmul", "emulate", "Emulated", "scaled_dot_product_attention"]
+__all__ = ["attention", "linear", "matmul", "emulate", "Emulated", "scaled_dot_product_attention", "emulate_products"]
 
 _FLOAT_DTYPES = (torch.float32, torch.float64, torch.bfloat16, torch.float16)
 
@@ -529,3 +529,4 @@ def emulate(model, attention=None, linear=None, *, ledger: bool = False) -> Emul
 
 
 _attention, _linear = attention, linear
+from bf16emu._dispatch import ProductMode, emulate_products  # noqa: E402,F401  (issue 43)
