@@ -133,7 +133,7 @@ class _Products:
     def __init__(self, gpu, dtype, model):
         if model is not None and not isinstance(model, torch.nn.Module):
             raise TypeError(f"argument 'model' must be a torch.nn.Module or None, got {type(model).__name__}")
-        self.mode, self.model, self._entered = ProductMode(gpu, dtype), model, False
+        self.mode, self.model, self._entered, self._exited = ProductMode(gpu, dtype), model, False, False
 
     def __enter__(self):
         if self._entered:
@@ -147,6 +147,7 @@ class _Products:
         return self
 
     def __exit__(self, *exc):
+        self._exited = True
         self.mode.__exit__(*exc)
         if self.model is not None:
             self.model._bf16emu_products = False
@@ -166,7 +167,7 @@ def emulate_products(gpu: str = "sm90", dtype: str = "bf16", model=None) -> _Pro
     the floating-point ops left to the host. model= marks that model so a second nested
     emulate_products() on it is refused.
 
-    >>> with emulate_products(gpu="sm90", dtype="bf16") as e:
+    >>> with et.emulate_products(gpu="sm90", dtype="bf16") as e:
     ...     y = torch.ones(2, 3) @ torch.ones(3, 4)
     >>> e.report_dict()["emulated"]["mm"]["calls"]
     1

@@ -186,3 +186,28 @@ def test_bad_input():
     with pytest.raises(RuntimeError, match="already entered"):
         with h:
             pass
+
+
+def test_emulate_model_with_gpu():
+    """emulate(model, gpu=, dtype=): the same products as emulate_products, forward and backward."""
+    m, x = Tiny(), r(2, 5, 8, seed=20)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        em = et.emulate(m, gpu="sm90", dtype="bf16")
+        with em as model:
+            y = model(x)
+            y.backward()
+    assert em.report_dict()["emulated"]["bmm"]["calls"] == 6 and "aten.addmm" in em.report()
+    y_h, g_s, h_act, *_ = by_hand(m, x, "sm90")
+    same_bits(y, y_h)
+    same_bits(m.l2.weight.grad, gemm2(g_s.t(), h_act, "sm90"))
+    with pytest.raises(ValueError, match="argument 'gpu'"):
+        et.emulate(m, gpu="sm90", linear="sm90")
+    with pytest.raises(ValueError, match="argument 'dtype'"):
+        et.emulate(m, gpu="sm90", dtype="e4m3")
+    with et.emulate(m, gpu="sm90"):
+        with pytest.raises(RuntimeError, match="argument 'model'.*already active"):
+            with et.emulate(m, gpu="sm100"):
+                pass
+    with et.emulate(m, gpu="sm90"):  # the first one exited cleanly: the model can be entered again
+        pass
