@@ -25,7 +25,7 @@ from bf16emu._args import _format_name, _name
 from bf16emu import _core
 from bf16emu._attention import request as _request
 
-__all__ = ["attention", "linear", "matmul", "emulate", "Emulated", "scaled_dot_product_attention"]
+__all__ = ["attention", "linear", "matmul", "emulate", "Emulated", "scaled_dot_product_attention", "emulate_products"]
 
 _FLOAT_DTYPES = (torch.float32, torch.float64, torch.bfloat16, torch.float16)
 
@@ -399,133 +399,6 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     return torch.matmul(p, value)
 
 
-class Emulated:
-    """What emulate() returns: the model with its ops served by the emulation. Calls and
-    attributes go to the model; `with` gives the model itself and restores it on exit, as
-    restore() does. `ledgers`: the attention ledgers of the calls made (ledger=True)."""
-
-    def __init__(self, model, attention, linear, collect_ledgers):
-        self.model, self.attention, self.linear = model, attention, linear
-        self.collect_ledgers, self.ledgers = collect_ledgers, []
-        self._patched = []
-        self._entered = self._restored = False
-        if linear is not None:
-            for mod in model.modules():
-                if isinstance(mod, torch.nn.Linear):
-                    if "forward" in mod.__dict__:
-                        raise ValueError(f"argument 'model': a Linear layer's forward is already replaced "
-                                         f"({type(mod).__name__} at {id(mod):#x}; nested emulate?)")
-                    mod.forward = self._linear_forward(mod)
-                    self._patched.append(mod)
-        self._sdpa = None
-        self._wrapped = None  # (whether model.forward was in its __dict__, that forward)
-        if attention is not None:
-            # The model's forward marks this emulation as running (in this thread) while it runs.
-            had = "forward" in model.__dict__
-            inner = model.forward
-
-            def forward(*args, **kwargs):
-                stack = _running()
-                stack.append(self)
-                try:
-                    return inner(*args, **kwargs)
-                finally:
-                    stack.remove(self)
-
-            self._wrapped = (had, model.__dict__.get("forward"))
-            model.forward = forward
-            if _TORCH_SDPA is not None:
-                self._sdpa = torch.nn.functional.scaled_dot_product_attention
-                torch.nn.functional.scaled_dot_product_attention = scaled_dot_product_attention
-        _ACTIVE.append(self)
-
-    def _linear_forward(self, mod):
-        cfg = self.linear
-        return lambda x: linear(x, mod.weight, mod.bias, **cfg)
-
-    def restore(self):
-        """Puts the model back as it was (idempotent)."""
-        self._restored = True
-        if self._wrapped is not None:
-            had, prev = self._wrapped
-            if had:
-                self.model.forward = prev
-            else:
-                del self.model.forward
-            self._wrapped = None
-        for mod in self._patched:
-            del mod.forward
-        self._patched = []
-        if self._sdpa is not None:
-            torch.nn.functional.scaled_dot_product_attention = self._sdpa
-            self._sdpa = None
-        if self in _ACTIVE:
-            _ACTIVE.remove(self)
-
-    def __enter__(self):
-        # One `with` per handle: a second (nested or after the first ended) would run the plain
-        # model once the first restores it.
-        if self._entered or self._restored:
-            raise RuntimeError("this emulate() handle was already entered or restored; call bf16emu.torch.emulate() "
-                               "again for another `with` block")
-        self._entered = True
-        return self.model
-
-    def __exit__(self, *exc):
-        self.restore()
-        return False
-
-    def __call__(self, *args, **kwargs):
-        if self._restored:
-            raise RuntimeError("this emulate() handle was restored; call bf16emu.torch.emulate() again")
-        return self.model(*args, **kwargs)
-
-    def __getattr__(self, name):
-        return getattr(self.__dict__["model"], name)
-
-
-def _config(arg, what, key, check):
-    if arg is None:
-        return None
-    if isinstance(arg, str):
-        arg = {key: arg}
-    if not isinstance(arg, dict):
-        raise TypeError(f"argument '{what}' must be None, a {key} name or a dict of keyword arguments, "
-                        f"got {type(arg).__name__}")
-    check(dict(arg))
-    return dict(arg)
-
-
-def emulate(model, attention=None, linear=None, *, ledger: bool = False) -> Emulated:
-    """Serves `model`'s nn.Linear layers by bf16emu.torch.linear (linear: a dict of its keyword
-    arguments, or an arch name) and its scaled_dot_product_attention calls by
-    bf16emu.torch.attention (attention: a dict of its keyword arguments, or a policy name), until
-    restore() or the end of the `with` block. None leaves that op alone. ledger=True keeps each
-    attention call's ledger in .ledgers ('forward': the forward ledgers only).
-
-    >>> model = torch.nn.Sequential(torch.nn.Linear(16, 3))
-    >>> with et.emulate(model, linear={"arch": "sm90", "format": "bf16"}) as m:
-    ...     y = m(torch.ones(2, 16))
-    >>> y.shape
-    torch.Size([2, 3])
-    """
-    if not isinstance(model, torch.nn.Module):
-        raise TypeError(f"argument 'model' must be a torch.nn.Module, got {type(model).__name__}")
-    if not isinstance(ledger, bool) and ledger != "forward":
-        raise TypeError(f"argument 'ledger' must be a bool or 'forward', got {ledger!r:.80}")
-    tiny = torch.zeros(1, 1, 1, 1)
-    if isinstance(attention, dict):
-        # Set by each call (scaled_dot_product_attention's is_causal and scale), or by emulate's
-        # own ledger=: a dict holding them would clash at the first forward or change its result.
-        for key, why in (("causal", "is_causal= of each scaled_dot_product_attention call"),
-                         ("scale", "scale= of each scaled_dot_product_attention call"),
-                         ("ledger", "emulate(..., ledger=True)")):
-            if key in attention:
-                raise ValueError(f"argument 'attention': key '{key}' is not an emulate() setting (it comes from "
-                                 f"{why})")
-    att = _config(attention, "attention", "policy", lambda c: _attention(tiny, tiny, tiny, **c))
-    lin = _config(linear, "linear", "arch", lambda c: _linear(tiny[0, 0], tiny[0, 0], **c))
-    return Emulated(model, att, lin, ledger)
-
-
 _attention, _linear = attention, linear
+from bf16emu._emulate import Emulated, emulate  # noqa: E402  (moved out, issue 43)
+from bf16emu._dispatch import ProductMode, emulate_products  # noqa: E402,F401  (issue 43)

@@ -1,6 +1,7 @@
 // bf16emu Python module: the tensor-core model (tc/mma.hpp) on NumPy bit patterns.
-// gemm runs row by row on bf16emu::parallel_for with the GIL released; one output element's
+// gemm runs in chunks of rows on bf16emu::parallel_for with the GIL released; one output element's
 // blocks can be traced (the block_trace records of tc/block.hpp as dicts).
+#include <algorithm>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -405,6 +406,17 @@ pybind11::tuple amd_formats(const std::string &arch, const std::string &instr, c
   return pybind11::make_tuple(to_string(P->a), to_string(P->b), to_string(P->out), P->name);
 }
 
+// Rows per chunk of gemm: about four chunks per worker, and at most ~2^24 MACs a chunk (so
+// Ctrl-C is seen within a fraction of a second), never fewer than 8 rows when M has them.
+std::uint64_t gemm_chunk_rows(long M, long N, long K, unsigned threads) {
+  if (M <= 0) return 1;
+  const std::uint64_t workers = resolve_threads(threads, std::uint64_t(M));
+  std::uint64_t rows = (std::uint64_t(M) + 4 * workers - 1) / (4 * workers);
+  const std::uint64_t per_row = std::uint64_t(std::max(1L, N)) * std::uint64_t(std::max(1L, K));
+  rows = std::min(rows, std::max<std::uint64_t>(8, (std::uint64_t(1) << 24) / per_row));
+  return std::max<std::uint64_t>(rows, 1);
+}
+
 // D = A B + C on the preset, A (M x K), B (K x N), C (M x N) row-major bit patterns; with
 // trace_i/j >= 0, the blocks of D[trace_i][trace_j].
 pybind11::tuple gemm_bits(const pybind11::array &a, const pybind11::array &b, const pybind11::array &c,
@@ -432,12 +444,18 @@ pybind11::tuple gemm_bits(const pybind11::array &a, const pybind11::array &b, co
         auto *D = reinterpret_cast<fp<Out> *>(d.mutable_data());
         {
           pybind11::gil_scoped_release release;
+          // Chunks of rows, each one whole-matrix call (the lane kernel decodes B's columns once
+          // per call, not once per row); every element is its own chain, so the bits do not
+          // depend on the chunking or the thread count.
+          const std::uint64_t rows = gemm_chunk_rows(M, N, K, threads);
+          const std::uint64_t chunks = (std::uint64_t(M) + rows - 1) / rows;
           parallel_for(
-              std::uint64_t(M), threads,
-              [&](std::uint64_t i, unsigned) {
-                tc::gemm<In, Out>(P, 1, int(N), int(K), A + i * K, K, B, N, C + i * N, N, D + i * N, N);
+              chunks, threads,
+              [&](std::uint64_t c, unsigned) {
+                const std::uint64_t i = c * rows, r = std::min<std::uint64_t>(rows, std::uint64_t(M) - i);
+                tc::gemm<In, Out>(P, int(r), int(N), int(K), A + i * K, K, B, N, C + i * N, N, D + i * N, N);
               },
-              signal_checker()); // Ctrl-C between rows
+              signal_checker()); // Ctrl-C between chunks
         }
         if (trace_i >= 0) {
           std::vector<tc::block_trace> rec;

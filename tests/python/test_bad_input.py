@@ -81,9 +81,10 @@ CTRL_C = textwrap.dedent("""
         x = np.linspace(-3, 3, 12_000_000, dtype=np.float32)
         run = lambda: bf16emu.fma(x, x, x, rounding="stochastic", threads=1)  # about 1 s on one core
     elif kind == "gemm":
-        a = np.full((128, 1024), 0x3F80, dtype=np.uint16)  # bf16 1.0
+        a = np.full((1024, 1024), 0x3F80, dtype=np.uint16)  # bf16 1.0
         b = np.full((1024, 1024), 0x3F80, dtype=np.uint16)
-        run = lambda: bf16emu.gemm(a, b, arch="sm90", a_format="bf16", threads=1)  # 2^27 products, 128 rows
+        # 2^30 products in chunks of 16 rows (about 0.5 s since gemm calls the lane kernel per chunk)
+        run = lambda: bf16emu.gemm(a, b, arch="sm90", a_format="bf16", threads=1)
     else:
         q = np.linspace(-1, 1, 8 * 256 * 64).reshape(1, 8, 256, 64)
         run = lambda: bf16emu.attention(q, q, q, policy="fa2:sm80", ledger=True, reference=True, threads=1)
