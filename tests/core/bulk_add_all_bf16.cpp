@@ -75,8 +75,8 @@ void check_rows(std::uint32_t first, std::uint32_t step) {
       if (flags != want) {
         ++bad;
         std::lock_guard<std::mutex> lk(g_print);
-        std::fprintf(stderr, "MISMATCH add_loop flags %s row a=0x%04x: bulk %u scalar %u\n", to_string(e.mode),
-                     unsigned(row), unsigned(flags), unsigned(want));
+        std::fprintf(stderr, "MISMATCH add_loop flags %s row a=0x%04x: bulk %u scalar %u\n",
+                     to_string(e.mode), unsigned(row), unsigned(flags), unsigned(want));
       }
     }
     g_done += 65536ull * round_mode_count;

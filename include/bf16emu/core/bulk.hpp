@@ -1,8 +1,8 @@
 // bf16emu: the header-only bulk loops (convert_loop, add_loop, sub_loop). Not to be confused
 // with the compiled Highway kernels bf16emu::bulk::convert_n/add_n/sub_n (src/bulk), which
 // serve the Python module; these loops serve a module built without Highway and the formats
-// src/bulk has no kernel for (fp32, tf32 and e5m2 add and sub). Each is a loop over plain integer lanes that ends in the shared
-// rounding primitives of core/round.hpp (`cut`, `inexact_bit`, `rounds_up<Mode>`) with the
+// src/bulk has no kernel for (fp32, tf32 and e5m2 add and sub). Each is a loop over plain integer lanes that
+// ends in the shared rounding primitives of core/round.hpp (`cut`, `inexact_bit`, `rounds_up<Mode>`) with the
 // mode fixed at compile time, and a second pass in which the scalar routine redoes every
 // lane the loop cannot settle. Results and flags equal the element-wise scalar calls with
 // the same env (stochastic rounding included: every element uses env::random, as a scalar
@@ -224,7 +224,7 @@ std::uint8_t add_n_dispatch(const fp<F> *a, const fp<F> *b, fp<F> *out, std::siz
 // out[i] = convert<Out>(in[i], e) for i < n; returns the OR of all flags.
 template <class Out, class In>
 requires detail::same_range_narrowing<Out, In> std::uint8_t convert_loop(const fp<In> *in, fp<Out> *out,
-                                                                      std::size_t n, const env &e = {})
+                                                                         std::size_t n, const env &e = {})
 noexcept {
   return detail::with_fixed_mode(e.mode, [&](auto mode) {
     return detail::convert_n_fixed<Out, In, decltype(mode)::value>(in, out, n, e);
@@ -234,13 +234,13 @@ noexcept {
 // out[i] = add(a[i], b[i], e) for i < n; returns the OR of all flags. out must not overlap a or b.
 template <class F>
 requires detail::bulk_add_format<F> std::uint8_t add_loop(const fp<F> *a, const fp<F> *b, fp<F> *out,
-                                                       std::size_t n, const env &e = {})
+                                                          std::size_t n, const env &e = {})
 noexcept { return detail::add_n_dispatch<F>(a, b, out, n, false, e); }
 
 // out[i] = sub(a[i], b[i], e) for i < n; returns the OR of all flags. out must not overlap a or b.
 template <class F>
 requires detail::bulk_add_format<F> std::uint8_t sub_loop(const fp<F> *a, const fp<F> *b, fp<F> *out,
-                                                       std::size_t n, const env &e = {})
+                                                          std::size_t n, const env &e = {})
 noexcept { return detail::add_n_dispatch<F>(a, b, out, n, true, e); }
 
 } // namespace bf16emu
