@@ -5,6 +5,8 @@
     y = et.linear(x, weight, bias, arch="sm90", format="bf16")            # tensor-core model
     with et.emulate(model, attention="paper:autocast", linear=None) as m:   # swaps ops in
         loss = m(batch).sum(); loss.backward()
+    with et.emulate(model, gpu="sm90", dtype="bf16") as m:   # every mm/bmm/addmm/baddbmm
+        loss = m(batch).sum(); loss.backward()                 # on the preset (_dispatch.py)
 
 Every number comes from the compiled core (`bf16emu.attention`, `bf16emu.attention_backward`,
 `bf16emu.gemm`, `bf16emu.convert`); this module checks arguments, moves tensors in and out and
