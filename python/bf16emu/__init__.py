@@ -33,6 +33,12 @@ from ._mx import dequantize_mx, quantize_mx
 # bf16emu.plot draws, bf16emu.torch is the PyTorch layer (imported on request: `import bf16emu`
 # needs only NumPy).
 
+__all__ = [
+    "Flags", "convert", "add", "sub", "mul", "div", "fma", "sqrt", "trace", "to_bits", "from_bits",
+    "compare", "Comparison", "mma", "gemm", "attention", "attention_backward", "quantize_mx", "dequantize_mx",
+    "finfo", "FormatInfo", "__version__", "explain_gemm", "GemmExplanation",
+]
+
 __version__: str = _core.__version__
 
 from . import plot  # noqa: E402,F401  (bf16emu.plot: pictures; imports matplotlib only when drawing)
