@@ -298,9 +298,10 @@ ptx_cvt parse_ptx_cvt(std::string_view text) {
 }
 
 std::string not_modelled(const ptx_cvt &p) {
-  if (p.round == R::rs || lanes(p.d) == 4)
+  if (lanes(p.d) == 4)
     return std::string("cvt.rs ... .") + name(p.d) + "." + name(p.a) +
-           " is not modelled yet: needs k-bit stochastic rounding (issue 44)";
+           " is not modelled yet: the lane order of rbits in the x4 forms is given only as a figure "
+           "(docs/formats.md)";
   return "";
 }
 
@@ -370,6 +371,7 @@ cvt_run run_ptx_cvt(std::string_view text, const std::vector<std::string> &opera
   case R::rna: e.mode = round_mode::nearest_away; break;
   case R::rm: e.mode = round_mode::downward; break;
   case R::rp: e.mode = round_mode::upward; break;
+  case R::rs: e.mode = round_mode::stochastic_k, e.sr_bits = p.d == T::bf16x2 ? 16 : 13; break;
   default: e.mode = round_mode::nearest_even; break;
   }
   e.nan = nan_policy::cuda;
@@ -378,12 +380,26 @@ cvt_run run_ptx_cvt(std::string_view text, const std::vector<std::string> &opera
 
   const int n = lanes(p.d) > lanes(p.a) ? lanes(p.d) : lanes(p.a);
   const bool packed_in = lanes(p.a) > 1;
+  // .rs (f32 -> bf16x2 / f16x2): k-bit stochastic rounding with the last operand, rbits. PTX ISA
+  // 9.1 cvt: rbits[31:16] serve a (the upper half), rbits[15:0] b; f16x2 uses the low 13 bits of
+  // each half. K = the bits f32 drops into the format (16 for bf16, 13 for f16): the random bits
+  // are added to the discarded bits and the sum truncated (round_mode::stochastic_k).
+  const bool rs = p.round == R::rs;
+  std::uint32_t rbits = 0;
+  std::vector<std::string> ops = operands;
+  if (rs) {
+    if (operands.empty() || operands.back().substr(0, 2) != "0x")
+      throw input_error(spelled(p) + " takes rbits, a 0x 32-bit pattern, after its operands");
+    rbits = std::uint32_t(parse_uint(operands.back(), 0xFFFFFFFFu, "rbits"));
+    ops.pop_back();
+  }
+  const int sr_k = e.sr_bits;
   const std::size_t want = packed_in ? 1 : std::size_t(n);
   const std::string spell = spelled(p);
-  if (operands.size() != want)
+  if (ops.size() != want)
     throw input_error(spell + " takes " + std::to_string(want) +
                       (want == 1 ? " operand (a)" : " operands (a, b)") + ", not " +
-                      std::to_string(operands.size()) +
+                      std::to_string(ops.size()) +
                       (packed_in ? std::string("; a is one ") + std::to_string(register_bits(p.a)) + "-bit " +
                                        name(p.a) + " register as a 0x bit pattern"
                                  : std::string()));
@@ -411,7 +427,7 @@ cvt_run run_ptx_cvt(std::string_view text, const std::vector<std::string> &opera
     }
   } else {
     for (int i = 0; i < n; ++i) {
-      const operand o = parse_operand(operands[std::size_t(i)], element_format(p.a));
+      const operand o = parse_operand(ops[std::size_t(i)], element_format(p.a));
       in[std::size_t(i)] = o.bits;
       who[std::size_t(i)] = i == 0 ? "a" : "b";
     }
@@ -426,7 +442,12 @@ cvt_run run_ptx_cvt(std::string_view text, const std::vector<std::string> &opera
     l.ue8m0_out = is_ue8m0(p.d);
     if (!l.ue8m0_out) l.out_format = element_format(p.d);
     if (p.d == T::bf16x2 && l.ue8m0_in) l.out_format = format_id::bf16;
-    convert_lane(l, p, e);
+    env le = e;
+    if (rs) {
+      le.mode = round_mode::stochastic_k, le.sr_bits = sr_k;
+      le.random = (i == 0 ? rbits >> 16 : rbits) & ((1u << sr_k) - 1);
+    }
+    convert_lane(l, p, le);
     std::uint64_t reg_bits = l.out_bits;
     if (p.d == T::tf32) reg_bits <<= 13; // TF32 in a .b32: the f32 layout, low 13 bits zero
     l.out_bits = reg_bits;

@@ -97,14 +97,19 @@ TEST(PtxCvt, RefusalsNameTheToken) {
   }
 }
 
-TEST(PtxCvt, RsParsesButIsNotModelled) {
-  for (const char *t : {"cvt.rs.f16x2.f32", "cvt.rs.relu.satfinite.e2m1x4.f32"}) {
-    SCOPED_TRACE(t);
-    EXPECT_NE(io::not_modelled(io::parse_ptx_cvt(t)).find("needs k-bit stochastic rounding (issue 44)"),
-              std::string::npos);
-    EXPECT_THROW((void)io::run_ptx_cvt(t, {"1", "2"}), io::input_error);
-  }
-  EXPECT_EQ(io::not_modelled(io::parse_ptx_cvt("cvt.rn.f16x2.f32")), "");
+// .rs is modelled on the x2 forms (k-bit SR with rbits); the x4 forms parse and are refused.
+TEST(PtxCvt, RsX2ModelledX4Refused) {
+  EXPECT_EQ(io::not_modelled(io::parse_ptx_cvt("cvt.rs.f16x2.f32")), "");
+  // f16 from f32 drops 13 bits. a = 1 + 2^-11 (0x3F801000): discarded 0x1000 (half an f16 ulp),
+  // random a = 0x1000 (rbits[28:16] = 0x1000): 0x2000 carries, up to 1 + 2^-10 = 0x3C01. b = 1.0
+  // exact: 0x3C00 whatever the bits.
+  const io::cvt_run r = io::run_ptx_cvt("cvt.rs.f16x2.f32", {"0x3F801000", "1", "0x10000000"});
+  EXPECT_EQ(r.d, 0x3C013C00u);
+  const io::cvt_run s = io::run_ptx_cvt("cvt.rs.f16x2.f32", {"0x3F801000", "1", "0x0FFF0000"});
+  EXPECT_EQ(s.d, 0x3C003C00u); // 0x1000 + 0x0FFF = 0x1FFF: no carry
+  const char *x4 = "cvt.rs.relu.satfinite.e2m1x4.f32";
+  EXPECT_NE(io::not_modelled(io::parse_ptx_cvt(x4)).find("is not modelled yet"), std::string::npos);
+  EXPECT_THROW((void)io::run_ptx_cvt(x4, {"1", "2"}), io::input_error);
 }
 
 // Runs; expected registers derived by hand.
