@@ -12,17 +12,6 @@ namespace bf16emu::io {
 
 namespace {
 
-const char *encoding_text(special_encoding e) {
-  switch (e) {
-  case special_encoding::ieee: return "ieee";
-  case special_encoding::fn: return "fn";
-  case special_encoding::finite: return "finite";
-  case special_encoding::fnuz: return "fnuz";
-  case special_encoding::p3109: return "p3109";
-  default: return "e8m0";
-  }
-}
-
 // How many of the 2^width patterns are NaN (from the decoding, every pattern for <= 16 bits).
 int count_nans(const named_format &f) {
   const format_spec &s = f.spec;
@@ -44,7 +33,7 @@ format_facts facts(const named_format &f) {
   format_facts r;
   r.name = f.name;
   r.fields = spec_fields(s);
-  r.encoding = encoding_text(s.encoding);
+  r.encoding = encoding_name(s.encoding);
   r.width = s.width;
   r.storage_bits = s.width <= 8 ? 8 : s.width <= 16 ? 16 : s.width <= 32 ? 32 : 64;
   r.exp_bits = s.exp_bits;

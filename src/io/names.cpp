@@ -140,6 +140,17 @@ format_id parse_format(std::string_view token) {
   return lookup(format_aliases, token, "format", format_names());
 }
 
+const char *encoding_name(special_encoding e) {
+  switch (e) {
+  case special_encoding::ieee: return "ieee";
+  case special_encoding::fn: return "fn";
+  case special_encoding::finite: return "finite";
+  case special_encoding::fnuz: return "fnuz";
+  case special_encoding::p3109: return "p3109";
+  default: return "e8m0";
+  }
+}
+
 namespace {
 
 format_spec preset(int e, int m, int bias, special_encoding enc) {
@@ -195,17 +206,6 @@ const std::vector<runtime_preset> &runtime_presets() {
 bool same_spec(const format_spec &a, const format_spec &b) {
   return a.exp_bits == b.exp_bits && a.frac_bits == b.frac_bits && a.bias == b.bias &&
          a.encoding == b.encoding && a.has_subnormals == b.has_subnormals && a.saturates == b.saturates;
-}
-
-const char *encoding_name(special_encoding e) {
-  switch (e) {
-  case special_encoding::ieee: return "ieee";
-  case special_encoding::fn: return "fn";
-  case special_encoding::finite: return "finite";
-  case special_encoding::fnuz: return "fnuz";
-  case special_encoding::p3109: return "p3109";
-  default: return "e8m0";
-  }
 }
 
 [[noreturn]] void bad_fields(std::string_view token, const std::string &why) {

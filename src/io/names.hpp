@@ -61,6 +61,7 @@ named_format parse_format_spec(std::string_view token);
 named_format named(format_id id);
 named_format named(const format_spec &spec);      // its canonical name (a preset's, or the fields)
 std::string spec_fields(const format_spec &spec); // "fp:e=..,m=..,bias=..,enc=.."
+const char *encoding_name(special_encoding e);    // "ieee", "fn", "finite", "fnuz", "p3109", "e8m0"
 // The run-time format names, for --help texts.
 std::string runtime_format_names();
 round_mode parse_mode(std::string_view name);
