@@ -48,18 +48,26 @@ def _check(gpu, dtype):
         raise ValueError(f"argument 'gpu': no tensor-core preset '{gpu:.80}' for dtype {dtype} ({e})") from None
 
 
-def _slice_product(a, b, gpu, dtype):
-    """a (M x K) @ b (K x N) on the preset: FP32 torch tensor (M x N)."""
-    M, K = a.shape
-    N = b.shape[1]
+def _bits(x, dtype):
+    """x rounded to dtype once (round to nearest even): a C-contiguous NumPy array of bit patterns."""
+    return np.asarray(_bf.convert(x.detach().to(torch.float32).contiguous().numpy(), to=dtype,
+                                  threads=torch.get_num_threads()))
+
+
+def _gemm_bits(ab, bb, gpu, dtype):
+    """ab (M x K) @ bb (K x N), both bit patterns of dtype, on the preset, with torch's thread
+    count: FP32 torch tensor (M x N), sharing the result's memory (no copy)."""
+    M, K = ab.shape
+    N = bb.shape[1]
     if M == 0 or N == 0 or K == 0:
         return torch.zeros((M, N), dtype=torch.float32)
-    an = a.detach().to(torch.float32).contiguous().numpy()
-    bn = b.detach().to(torch.float32).contiguous().numpy()
-    ab = np.asarray(_bf.convert(an, to=dtype))
-    bb = np.asarray(_bf.convert(bn, to=dtype))
-    d = _bf.gemm(ab, bb, arch=gpu, a_format=dtype, threads=0)
-    return torch.from_numpy(np.asarray(d, dtype=np.float32).copy())
+    d = _bf.gemm(ab, bb, arch=gpu, a_format=dtype, threads=torch.get_num_threads())
+    return torch.from_numpy(np.asarray(d, dtype=np.float32))
+
+
+def _slice_product(a, b, gpu, dtype):
+    """a (M x K) @ b (K x N) on the preset: FP32 torch tensor (M x N)."""
+    return _gemm_bits(_bits(a, dtype), _bits(b, dtype), gpu, dtype)
 
 
 class ProductMode(TorchDispatchMode):
@@ -75,10 +83,11 @@ class ProductMode(TorchDispatchMode):
     def _product(self, a, b):
         if a.dim() == 2:
             return _slice_product(a, b, self.gpu, self.dtype)
-        out = [_slice_product(a[i], b[i], self.gpu, self.dtype) for i in range(a.shape[0])]
-        if not out:
+        if a.shape[0] == 0:
             return torch.zeros((0, a.shape[1], b.shape[2]), dtype=torch.float32)
-        return torch.stack(out)
+        # Each operand converted once as a whole (one copy, one bf16emu.convert), then sliced.
+        ab, bb = _bits(a, self.dtype), _bits(b, self.dtype)
+        return torch.stack([_gemm_bits(ab[i], bb[i], self.gpu, self.dtype) for i in range(a.shape[0])])
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
