@@ -14,7 +14,9 @@ of the FP32 weights) is the same code in every arm. The task: next-character pre
 project's own documentation (docs/*.md, concatenated in sorted name order, character level).
 Per step it records each arm's loss and the relative L2 distance of all parameters between
 each pair of arms, ||a - b|| / ((||a|| + ||b||) / 2), and writes steps.csv, run.json and (with
-matplotlib) compare_gpus.png under --out. docs/compare-gpus.md says what the committed run shows.
+matplotlib) compare_gpus.png under --out. --control adds a fourth arm, FP32 from the same weights
+nudged by one ulp each: how fast a perturbation far below BF16's rounding grows by itself.
+docs/compare-gpus.md says what the committed run shows.
 
     PYTHONPATH=build/python /usr/bin/python3 examples/training/compare_gpus.py \\
         --out docs/data/compare_gpus                       # 300 steps, one thread
@@ -27,6 +29,8 @@ from __future__ import annotations
 
 import argparse
 import csv
+import hashlib
+import inspect
 import json
 import math
 import os
@@ -35,6 +39,9 @@ import time
 
 ARMS = ("sm80", "sm90", "fp32")
 PAIRS = (("sm80", "sm90"), ("sm90", "fp32"), ("sm80", "fp32"))
+# --control: a fourth arm, FP32 from the same weights each nudged by one ulp (toward +inf): how fast
+# a perturbation far smaller than BF16's rounding grows on its own.
+CONTROL = "fp32_nudged"
 REPO = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 
 
@@ -47,6 +54,19 @@ def corpus_text(docs_dir: str) -> str:
         with open(os.path.join(docs_dir, n), encoding="utf-8") as f:
             parts.append(f.read())
     return "\n".join(parts)
+
+
+def corpus_commit(docs_dir: str) -> str:
+    """The git commit the corpus was read at ('+ changes' if *.md files there differ), or '?'."""
+    import subprocess
+    try:
+        head = subprocess.run(["git", "-C", docs_dir, "rev-parse", "HEAD"], capture_output=True, text=True,
+                              check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", docs_dir, "status", "--porcelain", "--", "."], capture_output=True,
+                               text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return "?"
+    return head + (" + changes" if any(ln.endswith(".md") for ln in dirty.splitlines()) else "")
 
 
 def make_model_classes():
@@ -119,11 +139,17 @@ def train(args) -> dict:
     GPT = make_model_classes()
     torch.manual_seed(args.seed)
     first = GPT(len(chars), args.d_model, args.layers, args.heads, args.seq)
-    models = {arm: GPT(len(chars), args.d_model, args.layers, args.heads, args.seq) for arm in ARMS}
+    arms = ARMS + ((CONTROL,) if args.control else ())
+    pairs = PAIRS + ((("fp32", CONTROL),) if args.control else ())
+    models = {arm: GPT(len(chars), args.d_model, args.layers, args.heads, args.seq) for arm in arms}
     for m in models.values():
         m.load_state_dict(first.state_dict())
+    if args.control:
+        with torch.no_grad():
+            for prm in models[CONTROL].parameters():
+                prm.copy_(torch.nextafter(prm, torch.full_like(prm, math.inf)))
     opts = {arm: torch.optim.AdamW(m.parameters(), lr=args.lr, weight_decay=0.01) for arm, m in models.items()}
-    rows, reports, seconds = [], {}, {arm: 0.0 for arm in ARMS}
+    rows, reports, seconds = [], {}, {arm: 0.0 for arm in arms}
     t_start = time.perf_counter()
     for step in range(1, args.steps + 1):
         g = torch.Generator().manual_seed(args.data_seed * 1_000_003 + step)
@@ -131,11 +157,11 @@ def train(args) -> dict:
         x = torch.stack([data[s:s + args.seq] for s in starts])
         y = torch.stack([data[s + 1:s + args.seq + 1] for s in starts])
         row = {"step": step}
-        for arm in ARMS:
+        for arm in arms:
             model = models[arm]
             t0 = time.perf_counter()
             model.zero_grad(set_to_none=True)
-            if arm == "fp32":
+            if arm.startswith("fp32"):
                 loss = model(x, y)
                 loss.backward()
             else:
@@ -149,18 +175,22 @@ def train(args) -> dict:
             seconds[arm] += time.perf_counter() - t0
             row[f"loss_{arm}"] = float(loss.item())
         flat = {arm: torch.cat([p.detach().reshape(-1) for p in m.parameters()]) for arm, m in models.items()}
-        for a, b in PAIRS:
+        for a, b in pairs:
             row[f"div_{a}_{b}"] = rel_dist(flat[a], flat[b])
         rows.append(row)
         if step == 1 or step % args.log_every == 0 or step == args.steps:
             el = time.perf_counter() - t_start
-            print(f"step {step}/{args.steps}  " + "  ".join(f"{arm} {row['loss_' + arm]:.4f}" for arm in ARMS) +
+            print(f"step {step}/{args.steps}  " + "  ".join(f"{arm} {row['loss_' + arm]:.4f}" for arm in arms) +
                   f"  div sm80-sm90 {row['div_sm80_sm90']:.3e}  ({el:.0f} s)", file=sys.stderr, flush=True)
     import bf16emu
-    return {"config": {k: v for k, v in vars(args).items() if k not in ("out", "check", "doc", "no_plot")},
-            "corpus": {"files": "docs/*.md, sorted by name", "chars": len(text), "vocab": len(chars)},
+    return {"arms": list(arms), "pairs": [list(q) for q in pairs],
+            "config": {k: v for k, v in vars(args).items() if k not in ("out", "check", "doc", "no_plot")},
+            "corpus": {"files": "*.md of --docs, sorted by name", "chars": len(text), "vocab": len(chars),
+                       "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
+                       "git_commit": corpus_commit(args.docs)},
             "parameters": sum(p.numel() for p in first.parameters()),
             "torch": torch.__version__, "bf16emu": getattr(bf16emu, "__version__", "?"),
+            "emulate_signature": str(inspect.signature(et.emulate)), "threads": torch.get_num_threads(),
             "seconds": seconds, "step1_report": reports, "rows": rows}
 
 
@@ -186,10 +216,10 @@ def write(out: str, run: dict, plot: bool) -> None:
         return
     steps = [r["step"] for r in rows]
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
-    for arm in ARMS:
+    for arm in run["arms"]:
         ax1.plot(steps, [r["loss_" + arm] for r in rows], label=arm, lw=1)
     ax1.set_xlabel("step"), ax1.set_ylabel("training loss"), ax1.legend(), ax1.set_title("loss")
-    for a, b in PAIRS:
+    for a, b in run["pairs"]:
         ax2.semilogy(steps, [max(r[f"div_{a}_{b}"], 1e-12) for r in rows], label=f"{a} vs {b}", lw=1)
     ax2.set_xlabel("step"), ax2.set_ylabel("||a - b|| / mean(||a||, ||b||)"), ax2.legend()
     ax2.set_title("weight divergence between arms")
@@ -204,15 +234,16 @@ def summary(run: dict) -> str:
     n = len(rows)
     lines = [f"steps {n}, seed {cfg['seed']}, data seed {cfg['data_seed']}, batch {cfg['batch']} x seq {cfg['seq']}, "
              f"d_model {cfg['d_model']}, layers {cfg['layers']}, heads {cfg['heads']}, "
-             f"vocab {run['corpus']['vocab']}, parameters {run['parameters']}"]
-    lines.append("seconds: " + ", ".join(f"{a} {run['seconds'][a]:.1f}" for a in ARMS))
+             f"vocab {run['corpus']['vocab']}, parameters {run['parameters']}",
+             f"corpus {run['corpus']['chars']} characters, sha256 {run['corpus']['sha256'][:16]}"]
+    lines.append("seconds: " + ", ".join(f"{a} {run['seconds'][a]:.1f}" for a in run["arms"]))
     w = max(1, n // 10)
-    for arm in ARMS:
+    for arm in run["arms"]:
         first = sum(r["loss_" + arm] for r in rows[:w]) / w
         last = sum(r["loss_" + arm] for r in rows[-w:]) / w
         lines.append(f"loss {arm}: step 1 {rows[0]['loss_' + arm]:.4f}, mean of first {w} {first:.4f}, "
                      f"mean of last {w} {last:.4f}")
-    for a, b in PAIRS:
+    for a, b in run["pairs"]:
         d = [r[f"div_{a}_{b}"] for r in rows]
         dl = [abs(r["loss_" + a] - r["loss_" + b]) for r in rows]
         first_nz = next((r["step"] for r in rows if r[f"div_{a}_{b}"] > 0), None)
@@ -221,13 +252,10 @@ def summary(run: dict) -> str:
                      ", ".join(f"step {s} {d[s - 1]:.3e}" for s in marks) +
                      f"; max |loss difference| {max(dl):.4f}, mean over the last {w} steps "
                      f"{sum(dl[-w:]) / w:.4f}")
-    ratios = []
-    for s in (10, 100):
-        if 2 * s <= n:
-            ra = rows[2 * s - 1]["div_sm80_sm90"] / max(rows[s - 1]["div_sm80_sm90"], 1e-300)
-            ratios.append(f"step {2 * s} / step {s} {ra:.2f}")
-    if ratios:
-        lines.append("sm80-sm90 divergence growth: " + ", ".join(ratios))
+        h = n // 2
+        if h >= 1 and d[h - 1] > 0:
+            lines.append(f"  growth {a}-{b} from step {h} to {n}: x{d[n - 1] / d[h - 1]:.2f}, "
+                         f"x{(d[n - 1] / d[h - 1]) ** (100 / max(n - h, 1)):.3g} per 100 steps")
     return "\n".join(lines)
 
 
@@ -265,6 +293,9 @@ def main(argv=None) -> int:
     p.add_argument("--threads", type=int, default=1, help="torch.set_num_threads (default 1)")
     p.add_argument("--log-every", type=int, default=25, help="progress line every N steps (stderr)")
     p.add_argument("--docs", default=os.path.join(REPO, "docs"), help="folder whose *.md files are the corpus")
+    p.add_argument("--control", action="store_true",
+                   help="a fourth arm: FP32 from the same weights nudged by one ulp each (how fast a tiny "
+                        "perturbation grows by itself)")
     p.add_argument("--no-plot", action="store_true", help="skip the PNG")
     p.add_argument("--check", metavar="DIR", help="reprint the doc's numbers from DIR/run.json and exit")
     p.add_argument("--doc", help="with --check: fail unless this file quotes the block verbatim")
