@@ -284,7 +284,7 @@ def main(argv=None) -> int:
     p.add_argument("--quick", action="store_true", help="a tiny model (smoke test): d_model 16, seq 16, batch 2")
     p.add_argument("--seed", type=int, default=0, help="initial weights' seed (default 0)")
     p.add_argument("--data-seed", type=int, default=1, help="batches' seed (default 1)")
-    p.add_argument("--batch", type=int, default=16)
+    p.add_argument("--batch", type=int, default=8)
     p.add_argument("--seq", type=int, default=64)
     p.add_argument("--d-model", type=int, default=128)
     p.add_argument("--layers", type=int, default=2)
