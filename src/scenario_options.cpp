@@ -16,13 +16,16 @@ template <class T> std::string with_default(const char *what, T value) {
   return s.str();
 }
 
-bool in_unit(double x) { return x >= 0 && x <= 1; } // false for NaN (the app refuses non-finite numbers before this)
+bool in_unit(double x) {
+  return x >= 0 && x <= 1;
+} // false for NaN (the app refuses non-finite numbers before this)
 
 } // namespace
 
 void add_sink_options(CLI::App *app, attention::sink_params &p) {
   app->add_option("--tie-share", p.tie_share, with_default("share of rows whose max repeats", p.tie_share));
-  app->add_option("--multiplicity", p.multiplicity, with_default("copies of the repeated key", p.multiplicity));
+  app->add_option("--multiplicity", p.multiplicity,
+                  with_default("copies of the repeated key", p.multiplicity));
   app->add_option("--v-skew", p.v_skew, with_default("P(negative) in skewed V columns", p.v_skew));
   app->add_option("--skew-cols", p.skew_cols, with_default("share of skewed V columns", p.skew_cols));
   app->add_option("--strength", p.strength, with_default("score gap of the repeated key", p.strength));

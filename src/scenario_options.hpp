@@ -16,7 +16,8 @@ namespace bf16emu::cli {
 // gives p's values at the call as the defaults.
 void add_sink_options(CLI::App *app, attention::sink_params &p);
 
-// Throws bad_input for an unknown --scenario, or for sink knobs out of range, naming them; the knobs are checked only for the sink scenario, the one that reads them.
+// Throws bad_input for an unknown --scenario, or for sink knobs out of range, naming them; the knobs are
+// checked only for the sink scenario, the one that reads them.
 void check_scenario(const std::string &scenario, const attention::sink_params &p);
 
 // The inputs of a checked scenario.
