@@ -23,5 +23,4 @@ gen=() # Ninja for a new build directory, as scripts/test.sh
 if [[ ! -f build-asan/CMakeCache.txt ]] && command -v ninja >/dev/null; then gen=(-G Ninja); fi
 cmake --preset asan-ubsan "${gen[@]}" >/dev/null
 cmake --build --preset asan-ubsan -j2
-bash scripts/seed-test-costs.sh build-asan sanitize
 ctest --preset asan-ubsan
