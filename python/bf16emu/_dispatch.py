@@ -22,6 +22,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import bf16emu as _bf
+from bf16emu import _implicit_gemm
 
 __all__ = ["ProductMode", "emulate_products"]
 
@@ -84,6 +85,8 @@ class ProductMode(TorchDispatchMode):
         kwargs = kwargs or {}
         name = _EMULATED.get(func)
         tensors = [x for x in args if isinstance(x, torch.Tensor)]
+        if func in _implicit_gemm.OPS and all(x.is_floating_point() for x in tensors):
+            return self._convolution(func, args, kwargs)
         if name is None or not all(x.is_floating_point() for x in tensors):
             op = func.overloadpacket.__name__
             if op not in _MOVES and any(x.is_floating_point() for x in tensors):
@@ -109,6 +112,13 @@ class ProductMode(TorchDispatchMode):
         s[0] += 1
         s[1] += int(a.numel()) * int(b.shape[-1])
         s[2] += time.perf_counter() - t0
+        return out
+
+    def _convolution(self, func, args, kwargs):
+        t0 = time.perf_counter()
+        out, macs = _implicit_gemm.run(func, args, kwargs, lambda a, b: _slice_product(a, b, self.gpu, self.dtype))
+        s = self.stats.setdefault(_implicit_gemm.OPS[func], [0, 0, 0.0])
+        s[0], s[1], s[2] = s[0] + 1, s[1] + macs, s[2] + time.perf_counter() - t0
         return out
 
     def report_dict(self) -> dict:
@@ -155,6 +165,13 @@ class _Products:
 
     def report(self) -> str:
         return self.mode.report()
+
+    def _convolution(self, func, args, kwargs):
+        t0 = time.perf_counter()
+        out, macs = _implicit_gemm.run(func, args, kwargs, lambda a, b: _slice_product(a, b, self.gpu, self.dtype))
+        s = self.stats.setdefault(_implicit_gemm.OPS[func], [0, 0, 0.0])
+        s[0], s[1], s[2] = s[0] + 1, s[1] + macs, s[2] + time.perf_counter() - t0
+        return out
 
     def report_dict(self) -> dict:
         return self.mode.report_dict()

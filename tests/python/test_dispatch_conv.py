@@ -1,0 +1,130 @@
+"""bf16emu.torch.emulate_products on convolutions (issue 43 item 1): forward and backward equal,
+bit for bit, a reference written here: im2col by torch.nn.functional.unfold, the products by direct
+bf16emu.gemm calls, col2im by explicit loops in the order docs/torch-convolution.md states."""
+import warnings
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+import torch.nn.functional as F  # noqa: E402
+
+import bf16emu  # noqa: E402
+import bf16emu.torch as et  # noqa: E402
+
+PRESETS = ["sm80", "sm90", "sm100"]
+STRIDE, PAD, DIL, GROUPS = 2, 1, 2, 2
+
+
+def gemm2(a, b, gpu, dtype="bf16"):
+    a = a.detach().float().contiguous().numpy()
+    b = b.detach().float().contiguous().numpy()
+    d = bf16emu.gemm(np.asarray(bf16emu.convert(a, to=dtype)), np.asarray(bf16emu.convert(b, to=dtype)),
+                     arch=gpu, a_format=dtype, threads=1)
+    return torch.from_numpy(np.asarray(d, dtype=np.float32).copy())
+
+
+def same_bits(x, y):
+    assert x.shape == y.shape and x.dtype == y.dtype == torch.float32, (x.shape, y.shape, x.dtype, y.dtype)
+    assert torch.equal(x.contiguous().view(torch.int32), y.contiguous().view(torch.int32))
+
+
+def r(*shape, seed=0):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
+
+
+def reference(x4, w4, b, gout4, gpu):
+    """2-d reference (conv1d passes H = 1 tensors): y, grad_x, grad_w, grad_b."""
+    N, C, H, W = x4.shape
+    O, cg, kh, kw = w4.shape
+    og, KK = O // GROUPS, kh * kw
+    st = (1, STRIDE) if H == 1 else (STRIDE, STRIDE)
+    pd = (0, PAD) if H == 1 else (PAD, PAD)
+    dl = (1, DIL) if H == 1 else (DIL, DIL)
+    cols = F.unfold(x4, (kh, kw), dilation=dl, padding=pd, stride=st)  # (N, C*KK, L), K = (c, kh, kw)
+    L = cols.shape[2]
+    Ho = (H + 2 * pd[0] - dl[0] * (kh - 1) - 1) // st[0] + 1
+    Wo = (W + 2 * pd[1] - dl[1] * (kw - 1) - 1) // st[1] + 1
+    assert Ho * Wo == L
+    B = cols.permute(1, 0, 2).reshape(C * KK, N * L)
+    wm = w4.reshape(O, cg * KK)
+    ys, gxs, gws = [], [], []
+    gm = gout4.permute(1, 0, 2, 3).reshape(O, N * L)
+    for g in range(GROUPS):
+        rows = slice(g * cg * KK, (g + 1) * cg * KK)
+        ys.append(gemm2(wm[g * og:(g + 1) * og], B[rows], gpu))
+        gxs.append(gemm2(wm[g * og:(g + 1) * og].t(), gm[g * og:(g + 1) * og], gpu))
+        gws.append(gemm2(gm[g * og:(g + 1) * og], B[rows].t(), gpu))
+    y = torch.cat(ys).reshape(O, N, Ho, Wo).permute(1, 0, 2, 3) + b.reshape(1, O, 1, 1)
+    gcols = torch.cat(gxs).reshape(C, kh, kw, N, Ho, Wo)
+    gpad = torch.zeros(N, C, H + 2 * pd[0], W + 2 * pd[1])
+    for i in range(kh):  # kernel offsets in lexicographic order, one FP32 add each
+        for j in range(kw):
+            for p in range(Ho):
+                for q in range(Wo):
+                    gpad[:, :, p * st[0] + i * dl[0], q * st[1] + j * dl[1]] += gcols[:, i, j, :, p, q].t()
+    gx = gpad[:, :, pd[0]:pd[0] + H, pd[1]:pd[1] + W]
+    gw = torch.cat(gws).reshape(w4.shape)
+    gb = gout4.sum(dim=(0, 2, 3))
+    return y, gx, gw, gb
+
+
+def under_mode(fn, gpu, dtype="bf16"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with et.emulate_products(gpu=gpu, dtype=dtype) as e:
+            out = fn()
+    return out, e
+
+
+def run_conv(conv, x, w, b, gout, gpu):
+    x, w, b = (t.clone().requires_grad_(True) for t in (x, w, b))
+
+    def fn():
+        y = conv(x, w, b, stride=STRIDE, padding=PAD, dilation=DIL, groups=GROUPS)
+        y.backward(gout)
+        return y.detach()
+    y, e = under_mode(fn, gpu)
+    return y, x.grad, w.grad, b.grad, e
+
+
+@pytest.mark.parametrize("gpu", PRESETS)
+def test_conv2d_forward_backward(gpu):
+    x, w, b = r(2, 4, 9, 8, seed=1), r(6, 2, 3, 3, seed=2), r(6, seed=3)
+    y0 = F.conv2d(x, w, b, stride=STRIDE, padding=PAD, dilation=DIL, groups=GROUPS)
+    gout = r(*y0.shape, seed=4)
+    y, gx, gw, gb, e = run_conv(F.conv2d, x, w, b, gout, gpu)
+    ry, rgx, rgw, rgb = reference(x, w, b, gout, gpu)
+    same_bits(y, ry)
+    same_bits(gx, rgx)
+    same_bits(gw, rgw)
+    same_bits(gb, rgb)
+    assert not torch.equal(y, y0)  # the host's FP32 convolution differs: the check can fail
+    rep = e.report_dict()["emulated"]
+    assert rep["convolution"]["calls"] == 1 and rep["convolution_backward"]["calls"] == 1
+
+
+@pytest.mark.parametrize("gpu", PRESETS)
+def test_conv1d_forward_backward(gpu):
+    x, w, b = r(2, 4, 13, seed=5), r(6, 2, 3, seed=6), r(6, seed=7)
+    y0 = F.conv1d(x, w, b, stride=STRIDE, padding=PAD, dilation=DIL, groups=GROUPS)
+    gout = r(*y0.shape, seed=8)
+    y, gx, gw, gb, _ = run_conv(F.conv1d, x, w, b, gout, gpu)
+    ry, rgx, rgw, rgb = reference(x[:, :, None], w[:, :, None], b, gout[:, :, None], gpu)
+    same_bits(y, ry[:, :, 0])
+    same_bits(gx, rgx[:, :, 0])
+    same_bits(gw, rgw[:, :, 0])
+    same_bits(gb, rgb)
+
+
+def test_conv_module_and_refusals():
+    conv = torch.nn.Conv2d(4, 6, 3, padding=1, groups=2)
+    x = r(2, 4, 5, 5, seed=9)
+    y, e = under_mode(lambda: conv(x).detach(), "sm90")
+    assert e.report_dict()["emulated"]["convolution"]["calls"] == 1
+    with pytest.raises(ValueError, match="argument 'gpu'"):
+        et.emulate_products(gpu="sm7", dtype="bf16")
+    with pytest.raises(ValueError, match="argument 'dtype'"):
+        et.emulate_products(gpu="sm90", dtype="int4")
+    with pytest.raises(NotImplementedError, match="transposed"):
+        under_mode(lambda: F.conv_transpose2d(x, r(4, 3, 3, 3, seed=10)), "sm90")
