@@ -22,11 +22,11 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import bf16emu as _bf
-from bf16emu import _implicit_gemm
+from bf16emu import _fp8, _implicit_gemm
 
 __all__ = ["ProductMode", "emulate_products"]
 
-DTYPES = ("bf16", "fp16", "tf32")
+DTYPES = ("bf16", "fp16", "tf32", "e4m3", "e5m2")  # e4m3/e5m2: per-tensor scale rule, _fp8.py
 _aten = torch.ops.aten
 _EMULATED = {_aten.mm.default: "mm", _aten.bmm.default: "bmm", _aten.addmm.default: "addmm",
              _aten.baddbmm.default: "baddbmm"}
@@ -42,6 +42,8 @@ def _check(gpu, dtype):
         raise ValueError(f"argument 'dtype': {dtype!r:.80} is not one of {', '.join(DTYPES)}")
     if not isinstance(gpu, str):
         raise TypeError(f"argument 'gpu' must be a preset name such as 'sm90', got {type(gpu).__name__}")
+    if dtype in _fp8.FORMATS:
+        return _fp8.check(gpu, dtype)
     one = np.asarray(_bf.convert(np.ones((1, 1), np.float32), to=dtype))
     try:
         _bf.gemm(one, one, arch=gpu, a_format=dtype, threads=1)
@@ -57,6 +59,8 @@ def _slice_product(a, b, gpu, dtype):
         return torch.zeros((M, N), dtype=torch.float32)
     an = a.detach().to(torch.float32).contiguous().numpy()
     bn = b.detach().to(torch.float32).contiguous().numpy()
+    if dtype in _fp8.FORMATS:
+        return torch.from_numpy(_fp8.product(an, bn, gpu, dtype).copy())
     ab = np.asarray(_bf.convert(an, to=dtype))
     bb = np.asarray(_bf.convert(bn, to=dtype))
     d = _bf.gemm(ab, bb, arch=gpu, a_format=dtype, threads=0)
@@ -180,8 +184,9 @@ class _Products:
 def emulate_products(gpu: str = "sm90", dtype: str = "bf16", model=None) -> _Products:
     """Context manager: every mm/bmm/addmm/baddbmm (so @, matmul, einsum, linear and their
     backward) inside the `with` block runs on tensor-core preset `gpu` with operands rounded to
-    `dtype` (bf16, fp16, tf32); .report() / .report_dict() give calls, MACs and seconds per op and
-    the floating-point ops left to the host. model= marks that model so a second nested
+    `dtype` (bf16, fp16, tf32; e4m3, e5m2 with a per-tensor power-of-two scale, _fp8.py);
+    .report() / .report_dict() give calls, MACs and seconds per op and the floating-point ops
+    left to the host. model= marks that model so a second nested
     emulate_products() on it is refused.
 
     >>> with et.emulate_products(gpu="sm90", dtype="bf16") as e:

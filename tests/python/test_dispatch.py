@@ -208,7 +208,9 @@ def test_emulate_model_with_gpu():
     with pytest.raises(ValueError, match="argument 'gpu'"):
         et.emulate(m, gpu="sm90", linear="sm90")
     with pytest.raises(ValueError, match="argument 'dtype'"):
-        et.emulate(m, gpu="sm90", dtype="e4m3")
+        et.emulate(m, gpu="sm90", dtype="e3m4")
+    with pytest.raises(ValueError, match="argument 'gpu'"):  # e4m3 exists, but sm80 has no fp8 path
+        et.emulate(m, gpu="sm80", dtype="e4m3")
     with et.emulate(m, gpu="sm90"):
         with pytest.raises(RuntimeError, match="argument 'model'.*already active"):
             with et.emulate(m, gpu="sm100"):

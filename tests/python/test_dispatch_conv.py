@@ -128,3 +128,45 @@ def test_conv_module_and_refusals():
         et.emulate_products(gpu="sm90", dtype="int4")
     with pytest.raises(NotImplementedError, match="transposed"):
         under_mode(lambda: F.conv_transpose2d(x, r(4, 3, 3, 3, seed=10)), "sm90")
+
+
+# ---- fp8 operands with a per-tensor power-of-two scale (docs/torch-convolution.md, "FP8 operands")
+FP8_MAX = {"e4m3": 448.0, "e5m2": 57344.0}
+
+
+def fp8_reference(a, b, gpu, fmt):
+    """Scale each operand by 2**floor(log2(max/amax)) (1 if amax == 0), round with
+    bf16emu.convert, one direct bf16emu.gemm, times 1/(sa*sb) in FP32."""
+    def scaled(x):
+        x = x.detach().float().contiguous().numpy()
+        amax = float(np.abs(x).max())
+        s = 1.0 if amax == 0 else float(2.0 ** np.floor(np.log2(FP8_MAX[fmt] / amax)))
+        return np.asarray(bf16emu.convert(x * np.float32(s), to=fmt)), s
+    (a8, sa), (b8, sb) = scaled(a), scaled(b)
+    kw = {"kind": "f8f6f4", "b_format": fmt} if gpu == "sm100" else {}
+    d = np.asarray(bf16emu.gemm(a8, b8, arch=gpu, a_format=fmt, threads=1, **kw), dtype=np.float32)
+    return torch.from_numpy(d * np.float32(1.0 / (sa * sb)))
+
+
+@pytest.mark.parametrize("gpu,fmt", [("sm89", "e4m3"), ("sm90", "e4m3"), ("sm100", "e4m3"), ("sm90", "e5m2"),
+                                     ("sm120", "e5m2")])
+def test_fp8_mm(gpu, fmt):
+    a, b = r(5, 37, seed=11) * 300, r(37, 3, seed=12) * 1e-3
+    y, e = under_mode(lambda: torch.mm(a, b), gpu, fmt)
+    same_bits(y, fp8_reference(a, b, gpu, fmt))
+    assert e.report_dict()["emulated"]["mm"]["calls"] == 1
+    yb, _ = under_mode(lambda: torch.mm(a, b), "sm90", "bf16")
+    assert not torch.equal(y, yb)  # fp8 rounding shows: the check can fail
+    z = torch.zeros(4, 37)  # amax 0: scale 1, result zeros
+    yz, _ = under_mode(lambda: z @ b, gpu, fmt)
+    same_bits(yz, fp8_reference(z, b, gpu, fmt))
+
+
+def test_fp8_refusals():
+    for gpu in ("sm70", "sm80", "sm86"):
+        with pytest.raises(ValueError, match="argument 'gpu'.*sm89, sm90, sm100, sm120"):
+            et.emulate_products(gpu=gpu, dtype="e4m3")
+    with pytest.raises(ValueError, match="argument 'gpu'"):
+        et.emulate_products(gpu="sm7", dtype="e5m2")
+    with pytest.raises(ValueError, match="argument 'dtype'"):
+        et.emulate_products(gpu="sm90", dtype="e3m4")
