@@ -1,6 +1,10 @@
 """bf16emu.torch.emulate_products on convolutions (issue 43 item 1): forward and backward equal,
 bit for bit, a reference written here: im2col by torch.nn.functional.unfold, the products by direct
 bf16emu.gemm calls, col2im by explicit loops in the order docs/torch-convolution.md states."""
+import os
+import subprocess
+import sys
+import textwrap
 import warnings
 
 import numpy as np
@@ -170,3 +174,30 @@ def test_fp8_refusals():
         et.emulate_products(gpu="sm7", dtype="e5m2")
     with pytest.raises(ValueError, match="argument 'dtype'"):
         et.emulate_products(gpu="sm90", dtype="e3m4")
+
+
+# ---- Ctrl-C during a long product under the mode
+CTRL_C = textwrap.dedent("""
+    import os, signal, threading, time, warnings
+    import torch, bf16emu.torch as et
+    a, b = torch.ones(4096, 2048), torch.ones(2048, 2048)  # 2^34 MACs: seconds on any core count here
+    with et.emulate_products(gpu="sm90", dtype="bf16"):
+        torch.ones(2, 2) @ torch.ones(2, 2)  # imports and first-call costs outside the timing
+        threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+        t0 = time.monotonic()
+        try:
+            torch.mm(a, b)
+        except KeyboardInterrupt:
+            print(f"interrupted after {time.monotonic() - t0:.3f} s")
+        else:
+            print(f"not interrupted ({time.monotonic() - t0:.3f} s)")
+""")
+
+
+def test_ctrl_c_interrupts_a_product_under_the_mode():
+    # SIGINT 0.5 s into a product of several seconds: KeyboardInterrupt reaches the caller within
+    # about 1 s of the signal (the gemm checks for signals between chunks of rows, every 50 ms).
+    r = subprocess.run([sys.executable, "-c", CTRL_C], capture_output=True, text=True, env=os.environ, timeout=300)
+    assert r.returncode == 0, r.stderr[-800:]
+    assert r.stdout.startswith("interrupted after"), r.stdout + r.stderr[-500:]
+    assert float(r.stdout.split()[2]) < 0.5 + 1.0, r.stdout
