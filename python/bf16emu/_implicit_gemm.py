@@ -62,7 +62,8 @@ def _columns(xpad, kernel, out, stride, dilation):
         idx = (slice(None), slice(None)) + tuple(_window(o, k, s, d) for o, k, s, d in zip(out, ks, stride, dilation))
         parts.append(xpad[idx])  # (N, C, *out)
     cols = torch.stack(parts, dim=2)  # (N, C, KK, *out)
-    return cols.reshape(N, C * len(parts), -1).permute(1, 0, 2).reshape(C * len(parts), -1)
+    L = int(torch.tensor(out).prod()) if out else 1
+    return cols.reshape(N, C * len(parts), L).permute(1, 0, 2).reshape(C * len(parts), N * L)
 
 
 def _geometry(x, w, stride, padding, dilation):
@@ -112,7 +113,7 @@ def backward(grad, x, w, stride, padding, dilation, groups, mask, product):
     Cout = w.shape[0]
     cg, og = Cin // groups, Cout // groups
     KK = len(_offsets(kernel))
-    gf = grad.detach().to(torch.float32).movedim(1, 0).reshape(Cout, -1)  # (Cout, N*L)
+    gf = grad.detach().to(torch.float32).movedim(1, 0).reshape(Cout, grad.numel() // max(Cout, 1))  # (Cout, N*L)
     wf = w.detach().to(torch.float32).reshape(Cout, cg * KK)
     gx = gw = gb = None
     if mask[0]:

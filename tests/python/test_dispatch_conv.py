@@ -126,6 +126,10 @@ def test_conv_module_and_refusals():
     x = r(2, 4, 5, 5, seed=9)
     y, e = under_mode(lambda: conv(x).detach(), "sm90")
     assert e.report_dict()["emulated"]["convolution"]["calls"] == 1
+    x0, w0, b0 = torch.zeros(0, 4, 9, 8), r(6, 2, 3, 3, seed=11), r(6, seed=12)  # empty batch
+    y0, gx0, gw0, gb0, _ = run_conv(F.conv2d, x0, w0, b0, torch.zeros(0, 6, 4, 3), "sm90")
+    assert y0.shape == (0, 6, 4, 3) and gx0.shape == x0.shape
+    assert not gw0.any() and not gb0.any()
     with pytest.raises(ValueError, match="argument 'gpu'"):
         et.emulate_products(gpu="sm7", dtype="bf16")
     with pytest.raises(ValueError, match="argument 'dtype'"):
