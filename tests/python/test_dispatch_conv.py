@@ -170,6 +170,19 @@ def test_fp8_mm(gpu, fmt):
     same_bits(yz, fp8_reference(z, b, gpu, fmt))
 
 
+def test_fp8_conv2d_forward():
+    # Each group's GEMM gets its own operand scales (weight_g and columns_g are the two operands).
+    x, w = r(2, 4, 9, 8, seed=13), r(6, 2, 3, 3, seed=14)
+    y, _ = under_mode(lambda: F.conv2d(x, w, None, stride=STRIDE, padding=PAD, dilation=DIL, groups=GROUPS),
+                      "sm90", "e4m3")
+    cols = F.unfold(x, (3, 3), dilation=DIL, padding=PAD, stride=STRIDE)
+    L = cols.shape[2]
+    B = cols.permute(1, 0, 2).reshape(4 * 9, 2 * L)
+    wm = w.reshape(6, 2 * 9)
+    ref = torch.cat([fp8_reference(wm[3 * g:3 * g + 3], B[18 * g:18 * g + 18], "sm90", "e4m3") for g in range(2)])
+    same_bits(y, ref.reshape(6, 2, *y.shape[2:]).permute(1, 0, 2, 3))
+
+
 def test_fp8_refusals():
     for gpu in ("sm70", "sm80", "sm86"):
         with pytest.raises(ValueError, match="argument 'gpu'.*sm89, sm90, sm100, sm120"):
