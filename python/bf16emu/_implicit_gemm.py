@@ -138,7 +138,7 @@ def backward(grad, x, w, stride, padding, dilation, groups, mask, product):
 
 def run(func, args, kwargs, product):
     """Compute aten.convolution / convolution_backward; returns (result, MACs)."""
-    a = list(args) + [None] * 0
+    a = list(args)  # torch 1.13 passes every argument positionally (kwargs is empty)
     if OPS[func] == "convolution":
         x, w, bias, stride, padding, dilation, transposed, _op, groups = a[:9]
         if transposed:
