@@ -170,13 +170,6 @@ class _Products:
     def report(self) -> str:
         return self.mode.report()
 
-    def _convolution(self, func, args, kwargs):
-        t0 = time.perf_counter()
-        out, macs = _implicit_gemm.run(func, args, kwargs, lambda a, b: _slice_product(a, b, self.gpu, self.dtype))
-        s = self.stats.setdefault(_implicit_gemm.OPS[func], [0, 0, 0.0])
-        s[0], s[1], s[2] = s[0] + 1, s[1] + macs, s[2] + time.perf_counter() - t0
-        return out
-
     def report_dict(self) -> dict:
         return self.mode.report_dict()
 
