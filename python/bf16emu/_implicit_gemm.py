@@ -88,13 +88,19 @@ def _expand(v, d):
     return v * d if len(v) == 1 else v
 
 
-def forward(x, w, bias, stride, padding, dilation, groups, product):
+def _setup(x, w, stride, padding, dilation, groups):
+    """The geometry both directions share: spatial rank, per-dimension stride/padding/dilation,
+    kernel and output sizes, batch, channels, and channels per group."""
     d = x.dim() - 2
     stride, padding, dilation = _expand(stride, d), _expand(padding, d), _expand(dilation, d)
     kernel, out = _geometry(x, w, stride, padding, dilation)
     N, Cin = x.shape[:2]
     Cout = w.shape[0]
-    cg, og = Cin // groups, Cout // groups
+    return d, stride, padding, dilation, kernel, out, N, Cin, Cout, Cin // groups, Cout // groups
+
+
+def forward(x, w, bias, stride, padding, dilation, groups, product):
+    d, stride, padding, dilation, kernel, out, N, Cin, Cout, cg, og = _setup(x, w, stride, padding, dilation, groups)
     cols = _columns(_pad(x, padding), kernel, out, stride, dilation)  # (Cin*KK, N*L)
     KK = cols.shape[0] // Cin
     wf = w.detach().to(torch.float32).reshape(Cout, cg * KK)
@@ -106,12 +112,7 @@ def forward(x, w, bias, stride, padding, dilation, groups, product):
 
 
 def backward(grad, x, w, stride, padding, dilation, groups, mask, product):
-    d = x.dim() - 2
-    stride, padding, dilation = _expand(stride, d), _expand(padding, d), _expand(dilation, d)
-    kernel, out = _geometry(x, w, stride, padding, dilation)
-    N, Cin = x.shape[:2]
-    Cout = w.shape[0]
-    cg, og = Cin // groups, Cout // groups
+    d, stride, padding, dilation, kernel, out, N, Cin, Cout, cg, og = _setup(x, w, stride, padding, dilation, groups)
     KK = len(_offsets(kernel))
     gf = grad.detach().to(torch.float32).movedim(1, 0).reshape(Cout, grad.numel() // max(Cout, 1))  # (Cout, N*L)
     wf = w.detach().to(torch.float32).reshape(Cout, cg * KK)
