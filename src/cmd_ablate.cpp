@@ -21,6 +21,7 @@
 #include "io/json.hpp"
 #include "io/memory.hpp"
 #include "options.hpp"
+#include "scenario_options.hpp"
 
 #include "mpi/distribute.hpp"
 
@@ -71,20 +72,13 @@ void run(const ablate_cli &o) {
     if (!o.pairs.empty()) rq.pairs = io::parse_site_pairs(o.pairs);
     rq.backward = o.backward;
     rq.threads = o.threads;
-    if (o.scenario != "random" && o.scenario != "sink")
-      throw bad_input("unknown --scenario '" + io::shorten(o.scenario) + "' (random, sink)");
-    const auto &sp = o.sink;
-    if (sp.multiplicity < 0 || !(sp.tie_share >= 0 && sp.tie_share <= 1) ||
-        !(sp.v_skew >= 0 && sp.v_skew <= 1) || !(sp.skew_cols >= 0 && sp.skew_cols <= 1))
-      throw bad_input("sink knobs: --tie-share, --v-skew, --skew-cols in [0, 1], --multiplicity >= 0");
+    check_scenario(o.scenario, o.sink);
     at::run_options mem;
     mem.cfg = rq.base, mem.backward = o.backward;
     io::check_memory(io::attention_memory_need(1, std::uint64_t(o.heads), std::uint64_t(o.n),
                                                std::uint64_t(o.d), mem, true),
                      o.max_memory, "ablate");
-    const at::attention_inputs in = o.scenario == "random"
-                                        ? at::scenario_random(1, o.heads, o.n, o.d, o.seed)
-                                        : at::scenario_sink(1, o.heads, o.n, o.d, o.seed, o.sink);
+    const at::attention_inputs in = make_scenario(o.scenario, 1, o.heads, o.n, o.d, o.seed, o.sink);
     rq.sites =
         o.sites.empty() ? io::rounding_sites(in, rq.base, rq.backward, rq.bwd) : io::parse_site_list(o.sites);
     const std::uint64_t work = io::saturating_product({std::uint64_t(o.n), std::uint64_t(o.n),
@@ -127,12 +121,7 @@ void register_ablate(CLI::App &app) {
   add_count(s, "--heads", o->heads, "independent heads (default 96)", 1);
   add_count(s, "--seed", o->seed, "scenario seed (default 1); the heads are independent draws from it");
   s->add_option("--scenario", o->scenario, "sink (default) or random");
-  s->add_option("--tie-share", o->sink.tie_share, "sink: share of rows whose max repeats (default 0.5)");
-  s->add_option("--multiplicity", o->sink.multiplicity, "sink: copies of the repeated key (default 8)");
-  s->add_option("--v-skew", o->sink.v_skew, "sink: P(negative) in skewed V columns (default 0.9)");
-  s->add_option("--skew-cols", o->sink.skew_cols, "sink: share of skewed V columns (default 0.5)");
-  s->add_option("--strength", o->sink.strength, "sink: score gap of the repeated key (default 10)");
-  s->add_option("--do-bias", o->sink.do_bias, "sink: added to dO in the skewed columns (default 1)");
+  add_sink_options(s, o->sink);
   s->add_option("--policy", o->policy, io::policy_names(true) + " (default paper:bf16)");
   s->add_option("--variant", o->variant, "standard, fa2 (default) or stabilized");
   s->add_option("--beta", o->beta, "stabilized: beta > 1 (default 2)");

@@ -20,6 +20,7 @@
 #include "io/json.hpp"
 #include "io/memory.hpp"
 #include "options.hpp"
+#include "scenario_options.hpp"
 
 // Runs over MPI ranks (src/mpi; a plain run without BF16EMU_WITH_MPI).
 #include "mpi/distribute.hpp"
@@ -101,17 +102,11 @@ at::attention_inputs load_inputs(const attention_cli &o, const at::run_options &
                      o.max_memory, "attention");
     return in;
   }
-  if (o.scenario != "random" && o.scenario != "sink")
-    throw bad_input("unknown --scenario '" + io::shorten(o.scenario) + "' (random, sink)");
-  if (o.scenario == "sink" &&
-      (o.sink.multiplicity < 0 || o.sink.tie_share < 0 || o.sink.tie_share > 1 || o.sink.v_skew < 0 ||
-       o.sink.v_skew > 1 || o.sink.skew_cols < 0 || o.sink.skew_cols > 1))
-    throw bad_input("sink knobs: --tie-share, --v-skew, --skew-cols in [0, 1], --multiplicity >= 0");
+  check_scenario(o.scenario, o.sink);
   io::check_memory(io::attention_memory_need(std::uint64_t(o.batch), std::uint64_t(o.heads),
                                              std::uint64_t(o.n), std::uint64_t(o.d), opt, true),
                    o.max_memory, "attention");
-  if (o.scenario == "random") return at::scenario_random(o.batch, o.heads, o.n, o.d, o.seed);
-  return at::scenario_sink(o.batch, o.heads, o.n, o.d, o.seed, o.sink);
+  return make_scenario(o.scenario, o.batch, o.heads, o.n, o.d, o.seed, o.sink);
 }
 
 // "attention: K/N heads done (S s)" on stderr after each head, for long runs.
@@ -228,12 +223,7 @@ void register_attention(CLI::App &app) {
                 "row_sum=fp32,pv=exact (fp32: roundings to BF16 there round to FP32; exact: binary64)");
   add_count(s, "--seed", o->seed, "scenario seed (default 1)");
   s->add_option("--scenario", o->scenario, "random or sink (default)");
-  s->add_option("--tie-share", o->sink.tie_share, "sink: share of rows whose max repeats (default 0.5)");
-  s->add_option("--multiplicity", o->sink.multiplicity, "sink: copies of the repeated key (default 4)");
-  s->add_option("--v-skew", o->sink.v_skew, "sink: P(negative) in skewed V columns (default 0.9)");
-  s->add_option("--skew-cols", o->sink.skew_cols, "sink: share of skewed V columns (default 0.5)");
-  s->add_option("--strength", o->sink.strength, "sink: score gap of the repeated key (default 6)");
-  s->add_option("--do-bias", o->sink.do_bias, "sink: added to dO in the skewed columns (default 1)");
+  add_sink_options(s, o->sink);
   s->add_option("--q", o->q_file, "Q as .npy (float32, float64 or bf16 bits as uint16)");
   s->add_option("--k", o->k_file, "K as .npy");
   s->add_option("--v", o->v_file, "V as .npy");

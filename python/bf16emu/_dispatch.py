@@ -22,10 +22,11 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import bf16emu as _bf
+from bf16emu import _fp8, _implicit_gemm
 
 __all__ = ["ProductMode", "emulate_products"]
 
-DTYPES = ("bf16", "fp16", "tf32")
+DTYPES = ("bf16", "fp16", "tf32", "e4m3", "e5m2")  # e4m3/e5m2: per-tensor scale rule, _fp8.py
 _aten = torch.ops.aten
 _EMULATED = {_aten.mm.default: "mm", _aten.bmm.default: "bmm", _aten.addmm.default: "addmm",
              _aten.baddbmm.default: "baddbmm"}
@@ -41,6 +42,8 @@ def _check(gpu, dtype):
         raise ValueError(f"argument 'dtype': {dtype!r:.80} is not one of {', '.join(DTYPES)}")
     if not isinstance(gpu, str):
         raise TypeError(f"argument 'gpu' must be a preset name such as 'sm90', got {type(gpu).__name__}")
+    if dtype in _fp8.FORMATS:
+        return _fp8.check(gpu, dtype)
     one = np.asarray(_bf.convert(np.ones((1, 1), np.float32), to=dtype))
     try:
         _bf.gemm(one, one, arch=gpu, a_format=dtype, threads=1)
@@ -67,6 +70,13 @@ def _gemm_bits(ab, bb, gpu, dtype):
 
 def _slice_product(a, b, gpu, dtype):
     """a (M x K) @ b (K x N) on the preset: FP32 torch tensor (M x N)."""
+    if dtype in _fp8.FORMATS:
+        M, K, N = a.shape[0], a.shape[1], b.shape[1]
+        if M == 0 or N == 0 or K == 0:
+            return torch.zeros((M, N), dtype=torch.float32)
+        an = a.detach().to(torch.float32).contiguous().numpy()
+        bn = b.detach().to(torch.float32).contiguous().numpy()
+        return torch.from_numpy(_fp8.product(an, bn, gpu, dtype).copy())
     return _gemm_bits(_bits(a, dtype), _bits(b, dtype), gpu, dtype)
 
 
@@ -85,6 +95,8 @@ class ProductMode(TorchDispatchMode):
             return _slice_product(a, b, self.gpu, self.dtype)
         if a.shape[0] == 0:
             return torch.zeros((0, a.shape[1], b.shape[2]), dtype=torch.float32)
+        if self.dtype in _fp8.FORMATS:  # a scale per slice, as before
+            return torch.stack([_slice_product(a[i], b[i], self.gpu, self.dtype) for i in range(a.shape[0])])
         # Each operand converted once as a whole (one copy, one bf16emu.convert), then sliced.
         ab, bb = _bits(a, self.dtype), _bits(b, self.dtype)
         return torch.stack([_gemm_bits(ab[i], bb[i], self.gpu, self.dtype) for i in range(a.shape[0])])
@@ -93,6 +105,8 @@ class ProductMode(TorchDispatchMode):
         kwargs = kwargs or {}
         name = _EMULATED.get(func)
         tensors = [x for x in args if isinstance(x, torch.Tensor)]
+        if func in _implicit_gemm.OPS and all(x.is_floating_point() for x in tensors):
+            return self._convolution(func, args, kwargs)
         if name is None or not all(x.is_floating_point() for x in tensors):
             op = func.overloadpacket.__name__
             if op not in _MOVES and any(x.is_floating_point() for x in tensors):
@@ -118,6 +132,13 @@ class ProductMode(TorchDispatchMode):
         s[0] += 1
         s[1] += int(a.numel()) * int(b.shape[-1])
         s[2] += time.perf_counter() - t0
+        return out
+
+    def _convolution(self, func, args, kwargs):
+        t0 = time.perf_counter()
+        out, macs = _implicit_gemm.run(func, args, kwargs, lambda a, b: _slice_product(a, b, self.gpu, self.dtype))
+        s = self.stats.setdefault(_implicit_gemm.OPS[func], [0, 0, 0.0])
+        s[0], s[1], s[2] = s[0] + 1, s[1] + macs, s[2] + time.perf_counter() - t0
         return out
 
     def report_dict(self) -> dict:
@@ -172,8 +193,9 @@ class _Products:
 def emulate_products(gpu: str = "sm90", dtype: str = "bf16", model=None) -> _Products:
     """Context manager: every mm/bmm/addmm/baddbmm (so @, matmul, einsum, linear and their
     backward) inside the `with` block runs on tensor-core preset `gpu` with operands rounded to
-    `dtype` (bf16, fp16, tf32); .report() / .report_dict() give calls, MACs and seconds per op and
-    the floating-point ops left to the host. model= marks that model so a second nested
+    `dtype` (bf16, fp16, tf32; e4m3, e5m2 with a per-tensor power-of-two scale, _fp8.py);
+    .report() / .report_dict() give calls, MACs and seconds per op and the floating-point ops
+    left to the host. model= marks that model so a second nested
     emulate_products() on it is refused.
 
     >>> with et.emulate_products(gpu="sm90", dtype="bf16") as e:
