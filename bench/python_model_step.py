@@ -213,6 +213,10 @@ def main(argv=None) -> int:
           f"{fg['gmacs']:.2f} G MAC/s ({100 * fg['seconds'] / med['fp32']:.0f} % of the FP32 step)")
     print(f"  products in the mode: {calls} calls, {macs / 1e6:.1f} M MACs in {psecs * 1e3:.1f} ms = "
           f"{mode_rate:.2f} G MAC/s ({100 * out['products']['share_of_step']:.0f} % of the emulated step)")
+    for op, v in sorted((reports[mid].get("emulated") or {}).items()):
+        if isinstance(v, dict) and v.get("seconds", 0) > 0:
+            print(f"    aten.{op}: {v.get('calls', 0)} calls, {v['macs'] / 1e6:.1f} M MACs, {v['seconds'] * 1e3:.1f} ms, "
+                  f"{v['macs'] / v['seconds'] / 1e9:.2f} G MAC/s")
     if lanes in kernel:
         k = kernel[lanes]
         share = mode_rate / (k["gmacs"] * threads)
