@@ -23,9 +23,11 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 import bf16emu as _bf
 
+from . import _fp8, _implicit_gemm
+
 __all__ = ["ProductMode", "emulate_products"]
 
-DTYPES = ("bf16", "fp16", "tf32")
+DTYPES = _fp8.DTYPES  # bf16 fp16 tf32 e4m3 e5m2 (fp8: scale rule in _fp8)
 _aten = torch.ops.aten
 _EMULATED = {_aten.mm.default: "mm", _aten.bmm.default: "bmm", _aten.addmm.default: "addmm",
              _aten.baddbmm.default: "baddbmm"}
@@ -37,15 +39,7 @@ new_empty_strided empty_strided stack cat repeat expand_as view_as to _local_sca
 
 
 def _check(gpu, dtype):
-    if not isinstance(dtype, str) or dtype not in DTYPES:
-        raise ValueError(f"argument 'dtype': {dtype!r:.80} is not one of {', '.join(DTYPES)}")
-    if not isinstance(gpu, str):
-        raise TypeError(f"argument 'gpu' must be a preset name such as 'sm90', got {type(gpu).__name__}")
-    one = np.asarray(_bf.convert(np.ones((1, 1), np.float32), to=dtype))
-    try:
-        _bf.gemm(one, one, arch=gpu, a_format=dtype, threads=1)
-    except ValueError as e:
-        raise ValueError(f"argument 'gpu': no tensor-core preset '{gpu:.80}' for dtype {dtype} ({e})") from None
+    _fp8.check(gpu, dtype)  # ValueError naming 'dtype' or 'gpu'
 
 
 def _slice_product(a, b, gpu, dtype):
@@ -56,6 +50,8 @@ def _slice_product(a, b, gpu, dtype):
         return torch.zeros((M, N), dtype=torch.float32)
     an = a.detach().to(torch.float32).contiguous().numpy()
     bn = b.detach().to(torch.float32).contiguous().numpy()
+    if dtype in _fp8.FP8:
+        return torch.from_numpy(_fp8.product(an, bn, gpu, dtype))
     ab = np.asarray(_bf.convert(an, to=dtype))
     bb = np.asarray(_bf.convert(bn, to=dtype))
     d = _bf.gemm(ab, bb, arch=gpu, a_format=dtype, threads=0)
@@ -82,6 +78,8 @@ class ProductMode(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if func in _implicit_gemm.OPS:  # convolutions: implicit GEMM (_implicit_gemm)
+            return _implicit_gemm.dispatch(self, func, args, kwargs)
         name = _EMULATED.get(func)
         tensors = [x for x in args if isinstance(x, torch.Tensor)]
         if name is None or not all(x.is_floating_point() for x in tensors):

@@ -1,0 +1,89 @@
+"""One 2-d product on a tensor-core preset, for every operand dtype of bf16emu.torch's
+ProductMode, with the scale rule of the fp8 operands (issue 43 item 1, docs/torch-convolution.md).
+
+bf16, fp16, tf32: both operands rounded to the dtype (round to nearest even), then bf16emu.gemm
+with FP32 accumulation and output.
+
+e4m3, e5m2 (scaled per tensor, as a per-tensor-scaled FP8 GEMM does):
+  amax = max |x| over the whole operand (FP32);
+  scale = 2^e with e = floor(log2(fmt_max / amax)), the largest power of two with
+          amax * scale <= fmt_max (fmt_max 448 for e4m3, 57344 for e5m2); scale = 1 when amax
+          is 0 or not finite;
+  the operand is multiplied by scale in FP32 (exact: a power of two) and rounded to the format
+  by bf16emu.convert(..., saturate=True) (round to nearest even, finite values beyond fmt_max
+  saturate to +-fmt_max);
+  D = A_q @ B_q on the preset's fp8 path (both operands in the same format), FP32 output;
+  the result is D * 2^-(e_a + e_b) in FP32 (np.ldexp: exact unless it over/underflows).
+Presets whose default instruction kind has no fp8 path (sm70, sm75, sm80, sm86, and sm100's
+tcgen05 default) are refused naming argument 'gpu', with the list of those that take it.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+import bf16emu as _bf
+
+__all__ = ["FP8", "FMT_MAX", "DTYPES", "check", "scale_exponent", "product"]
+
+FP8 = ("e4m3", "e5m2")
+DTYPES = ("bf16", "fp16", "tf32") + FP8
+FMT_MAX = {"e4m3": 448.0, "e5m2": 57344.0}
+_ARCHS = ("sm70", "sm75", "sm80", "sm86", "sm89", "sm90", "sm100", "sm120")
+_fp8_archs = {}
+
+
+def _takes(gpu, dtype):
+    one = np.asarray(_bf.convert(np.ones((1, 1), np.float32), to=dtype))
+    try:
+        _bf.gemm(one, one, arch=gpu, a_format=dtype, threads=1)
+        return None
+    except ValueError as e:
+        return str(e)
+
+
+def check(gpu, dtype):
+    """ValueError naming 'dtype' or 'gpu' unless `gpu` multiplies `dtype` operands."""
+    if not isinstance(dtype, str) or dtype not in DTYPES:
+        raise ValueError(f"argument 'dtype': {dtype!r:.80} is not one of {', '.join(DTYPES)}")
+    if not isinstance(gpu, str):
+        raise TypeError(f"argument 'gpu' must be a preset name such as 'sm90', got {type(gpu).__name__}")
+    err = _takes(gpu, dtype)
+    if err is None:
+        return
+    if dtype in FP8:
+        if dtype not in _fp8_archs:
+            _fp8_archs[dtype] = [a for a in _ARCHS if _takes(a, dtype) is None]
+        raise ValueError(f"argument 'gpu': preset '{gpu:.80}' has no {dtype} operand path (its default "
+                         f"instruction kind); these take dtype {dtype}: {', '.join(_fp8_archs[dtype])}")
+    raise ValueError(f"argument 'gpu': no tensor-core preset '{gpu:.80}' for dtype {dtype} ({err})")
+
+
+def scale_exponent(x, dtype):
+    """e of the operand's scale 2^e (see the module docstring)."""
+    amax = float(np.max(np.abs(x))) if x.size else 0.0
+    if amax == 0.0 or not math.isfinite(amax):
+        return 0
+    m, e = math.frexp(FMT_MAX[dtype] / amax)  # v = m * 2^e, m in [0.5, 1): floor(log2 v) = e - 1
+    return e - 1
+
+
+def product(a, b, gpu, dtype):
+    """a (M x K) @ b (K x N), FP32 NumPy arrays in, FP32 NumPy array (M x N) out, on the preset."""
+    M, K = a.shape
+    N = b.shape[1]
+    if M == 0 or N == 0 or K == 0:
+        return np.zeros((M, N), np.float32)
+    a = np.ascontiguousarray(a, dtype=np.float32)
+    b = np.ascontiguousarray(b, dtype=np.float32)
+    if dtype not in FP8:
+        d = _bf.gemm(np.asarray(_bf.convert(a, to=dtype)), np.asarray(_bf.convert(b, to=dtype)),
+                     arch=gpu, a_format=dtype, threads=0)
+        return np.asarray(d, dtype=np.float32)
+    ea, eb = scale_exponent(a, dtype), scale_exponent(b, dtype)
+    aq = np.asarray(_bf.convert(np.ldexp(a, ea).astype(np.float32), to=dtype, saturate=True))
+    bq = np.asarray(_bf.convert(np.ldexp(b, eb).astype(np.float32), to=dtype, saturate=True))
+    d = np.asarray(_bf.gemm(aq, bq, arch=gpu, a_format=dtype, threads=0), dtype=np.float32)
+    return np.ldexp(d, -(ea + eb)).astype(np.float32)

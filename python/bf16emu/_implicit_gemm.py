@@ -1,0 +1,182 @@
+"""Convolutions as implicit GEMMs on a tensor-core preset (issue 43 item 1, docs/torch-convolution.md).
+
+ProductMode sends aten.convolution (forward of F.conv1d/conv2d/conv3d, nn.ConvNd) and
+aten.convolution_backward here. Everything is a plain bf16emu.gemm on the preset, the data
+movement around it exact (NumPy copies), and every addition outside the GEMM done in FP32 on the
+host in the order stated below. Notation: x (N, C_in, *S), weight w (C_out, C_in/G, *R), G
+groups, output (N, C_out, *P); Cg = C_in/G, Og = C_out/G; L = prod(P) output positions,
+numbered row-major (last spatial dim fastest); kernel offsets r numbered row-major likewise.
+
+Forward, one GEMM per group g:
+    A = w[g*Og:(g+1)*Og] reshaped (Og x K),  K = Cg * prod(R), K index = (c, r) with c slowest
+        (c_in within the group, then the kernel offsets row-major) -- w's own memory order;
+    B = cols (K x N*L): cols[(c, r), (n, l)] = x_padded[n, g*Cg + c, l*stride + r*dilation]
+        (zero where the window reads padding), column index n slowest, then l;
+    D = A @ B on the preset (operands rounded to `dtype`, FP32 accumulation and output), so each
+    output element is one dot product over K in the order above; then the bias, if any, is added
+    to D in FP32 by the host (out = D + bias[o]), as for addmm.
+Backward (aten.convolution_backward, output_mask picks which of the three are made):
+    grad_input:  dcols = A^T (K x Og) @ gO_g (Og x N*L) on the preset, reduction over the Og
+        output channels of the group in order; then col2im in FP32 on the host: grad_x_padded
+        starts at +0.0 and for each kernel offset r in row-major order, dcols[(c, r), (n, l)] is
+        added to grad_x_padded[n, g*Cg + c, l*stride + r*dilation] (for one r no two l hit the
+        same element); so each input element's contributions are summed in kernel-offset order.
+        The padding border is then cut off.
+    grad_weight: dW_g (Og x K) = gO_g (Og x N*L) @ cols^T (N*L x K) on the preset, reduction
+        over the N*L (batch element, output position) pairs, n slowest.
+    grad_bias:   grad_output summed over the batch and spatial dims by the host in FP32
+        (torch.sum over dims [0, 2, ...]), as PyTorch does for addmm's bias.
+Transposed convolutions (transposed=True) are not emulated: unsupported() names the reason and
+ProductMode lists them in its report as not emulated, with a warning.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import torch
+
+from . import _fp8
+
+__all__ = ["OPS", "unsupported", "conv_forward", "conv_backward", "macs"]
+
+_aten = torch.ops.aten
+OPS = {_aten.convolution.default: "convolution", _aten.convolution_backward.default: "convolution_backward"}
+
+
+def _f32(t):
+    return np.ascontiguousarray(t.detach().to(torch.float32).numpy())
+
+
+def unsupported(func, args):
+    """None when ProductMode can emulate this call, else the reason it cannot."""
+    transposed = args[6] if func is _aten.convolution.default else args[7]
+    if transposed:
+        return "transposed"
+    return None
+
+
+def _geometry(x_shape, w_shape, stride, padding, dilation):
+    spatial = len(x_shape) - 2
+    stride, padding, dilation = (list(v) * spatial if len(v) == 1 else list(v) for v in (stride, padding, dilation))
+    R = list(w_shape[2:])
+    P = [(x_shape[2 + i] + 2 * padding[i] - dilation[i] * (R[i] - 1) - 1) // stride[i] + 1 for i in range(spatial)]
+    return stride, padding, dilation, R, P
+
+
+def _cols(xp, g, Cg, R, P, stride, dilation):
+    """cols (K x N*L) of group g from the padded input xp (N, C_in, *S_padded), FP32."""
+    N = xp.shape[0]
+    K = Cg * int(np.prod(R))
+    L = int(np.prod(P))
+    out = np.empty((Cg, *R, N, *P), np.float32)
+    xg = xp[:, g * Cg:(g + 1) * Cg]
+    for r in itertools.product(*(range(k) for k in R)):
+        sl = tuple(slice(r[i] * dilation[i], r[i] * dilation[i] + (P[i] - 1) * stride[i] + 1, stride[i])
+                   for i in range(len(R)))
+        # xg[:, :, window] is (N, Cg, *P); cols wants (Cg, N, *P) at kernel offset r.
+        out[(slice(None), *r)] = np.moveaxis(xg[(slice(None), slice(None), *sl)], 0, 1)
+    return out.reshape(K, N * L)
+
+
+def _pad(x, padding):
+    return np.pad(x, [(0, 0), (0, 0)] + [(p, p) for p in padding])
+
+
+def macs(func, args):
+    """Multiply-adds of the preset GEMMs of this call (for the report)."""
+    if func is _aten.convolution.default:
+        x, w = args[0], args[1]
+        _, _, _, R, P = _geometry(x.shape, w.shape, args[3], args[4], args[5])
+        return int(x.shape[0]) * int(np.prod(P)) * int(w.numel())
+    go, w, mask = args[0], args[2], args[10]
+    per = int(go.shape[0]) * int(np.prod(go.shape[2:])) * int(w.numel())
+    return per * (int(bool(mask[0])) + int(bool(mask[1])))
+
+
+def conv_forward(args, gpu, dtype):
+    x, w, bias, stride, padding, dilation, _transposed, _op, groups = args
+    stride, padding, dilation, R, P = _geometry(x.shape, w.shape, stride, padding, dilation)
+    N, C_out, G = int(x.shape[0]), int(w.shape[0]), int(groups)
+    Cg, Og, L = int(w.shape[1]), C_out // G, int(np.prod(P))
+    out = np.empty((C_out, N * L), np.float32)
+    if N * L and C_out:
+        xp, wn = _pad(_f32(x), padding), _f32(w).reshape(C_out, -1)
+        for g in range(G):
+            out[g * Og:(g + 1) * Og] = _fp8.product(wn[g * Og:(g + 1) * Og], _cols(xp, g, Cg, R, P, stride, dilation),
+                                                    gpu, dtype)
+    res = torch.from_numpy(np.ascontiguousarray(np.moveaxis(out.reshape(C_out, N, *P), 0, 1)))
+    if bias is not None:
+        res = res + bias.detach().to(torch.float32).reshape(1, C_out, *([1] * len(P)))
+    return res.to(torch.result_type(x, w))
+
+
+def _col2im(dcols, N, Cg, R, P, S_padded, stride, dilation):
+    """FP32 scatter-add of dcols (K x N*L) into (N, Cg, *S_padded), kernel offsets in row-major order."""
+    acc = np.zeros((N, Cg, *S_padded), np.float32)
+    d = dcols.reshape(Cg, *R, N, *P)
+    for r in itertools.product(*(range(k) for k in R)):
+        sl = tuple(slice(r[i] * dilation[i], r[i] * dilation[i] + (P[i] - 1) * stride[i] + 1, stride[i])
+                   for i in range(len(R)))
+        view = acc[(slice(None), slice(None), *sl)]
+        view += np.moveaxis(d[(slice(None), *r)], 1, 0)  # one FP32 add per element (no overlap for one r)
+    return acc
+
+
+def conv_backward(args, gpu, dtype):
+    go, x, w, bias_sizes, stride, padding, dilation, _transposed, _op, groups, mask = args
+    stride, padding, dilation, R, P = _geometry(x.shape, w.shape, stride, padding, dilation)
+    N, C_out, G = int(x.shape[0]), int(w.shape[0]), int(groups)
+    Cg, Og, L = int(w.shape[1]), C_out // G, int(np.prod(P))
+    K = Cg * int(np.prod(R))
+    gon = np.moveaxis(_f32(go), 1, 0).reshape(C_out, N * L)  # (C_out, N*L), n slowest
+    wn = _f32(w).reshape(C_out, K)
+    xdt = torch.result_type(x, w)
+    grad_x = grad_w = grad_b = None
+    if mask[0]:
+        S_padded = [int(x.shape[2 + i]) + 2 * padding[i] for i in range(len(P))]
+        gx = np.zeros((N, int(x.shape[1]), *S_padded), np.float32)
+        for g in range(G):
+            if N * L and Og and K:
+                dcols = _fp8.product(np.ascontiguousarray(wn[g * Og:(g + 1) * Og].T), gon[g * Og:(g + 1) * Og],
+                                     gpu, dtype)
+                gx[:, g * Cg:(g + 1) * Cg] = _col2im(dcols, N, Cg, R, P, S_padded, stride, dilation)
+        crop = tuple(slice(padding[i], padding[i] + int(x.shape[2 + i])) for i in range(len(P)))
+        grad_x = torch.from_numpy(np.ascontiguousarray(gx[(slice(None), slice(None), *crop)])).to(xdt)
+    if mask[1]:
+        gw = np.zeros((C_out, K), np.float32)
+        if N * L and Og and K:
+            xp = _pad(_f32(x), padding)
+            for g in range(G):
+                cols_t = np.ascontiguousarray(_cols(xp, g, Cg, R, P, stride, dilation).T)
+                gw[g * Og:(g + 1) * Og] = _fp8.product(gon[g * Og:(g + 1) * Og], cols_t, gpu, dtype)
+        grad_w = torch.from_numpy(gw.reshape(tuple(w.shape))).to(xdt)
+    if mask[2]:
+        grad_b = go.detach().to(torch.float32).sum(dim=[0] + list(range(2, go.dim()))).to(go.dtype)
+    return grad_x, grad_w, grad_b
+
+
+def dispatch(mode, func, args, kwargs):
+    """ProductMode's hook: run a convolution op on mode.gpu / mode.dtype, counted in mode.stats,
+    or on the host (listed in mode.not_emulated, with a warning once) when unsupported()."""
+    import time
+    import warnings
+
+    name = OPS[func]
+    why = unsupported(func, args)
+    if why is not None or not all(x.is_floating_point() for x in args[:3] if isinstance(x, torch.Tensor)):
+        key = f"{name} ({why or 'non-floating operands'})"
+        if key not in mode.not_emulated:
+            warnings.warn(f"bf16emu.torch: aten.{name} is not emulated: {why} (runs in the host's arithmetic)",
+                          stacklevel=3)
+        mode.not_emulated[key] = mode.not_emulated.get(key, 0) + 1
+        return func(*args, **(kwargs or {}))
+    t0 = time.perf_counter()
+    run = conv_forward if func is _aten.convolution.default else conv_backward
+    out = run(args, mode.gpu, mode.dtype)
+    s = mode.stats.setdefault(name, [0, 0, 0.0])
+    s[0] += 1
+    s[1] += macs(func, args)
+    s[2] += time.perf_counter() - t0
+    return out

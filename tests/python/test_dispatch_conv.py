@@ -1,0 +1,256 @@
+"""bf16emu.torch.emulate_products on convolutions (implicit GEMM), fp8 operands with the
+per-operand power-of-two scale, Ctrl-C in a long product and the refusals (issue 43 item 1).
+Every expectation is built here from torch.nn.functional.unfold/fold, hand-written scaling and
+direct bf16emu.convert / bf16emu.gemm calls, not from bf16emu's own convolution code."""
+import math
+import os
+import signal
+import threading
+import time
+import warnings
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+import torch.nn.functional as F  # noqa: E402
+
+import bf16emu  # noqa: E402
+import bf16emu.torch as et  # noqa: E402
+
+PRESETS = ["sm80", "sm90", "sm100"]
+
+
+def gemm2(a, b, gpu, dtype="bf16"):
+    """a (M x K) @ b (K x N) by one direct bf16emu.gemm on operands rounded to dtype, FP32 tensor."""
+    a = a.detach().float().contiguous().numpy()
+    b = b.detach().float().contiguous().numpy()
+    d = bf16emu.gemm(np.asarray(bf16emu.convert(a, to=dtype)), np.asarray(bf16emu.convert(b, to=dtype)),
+                     arch=gpu, a_format=dtype, threads=1)
+    return torch.from_numpy(np.asarray(d, dtype=np.float32).copy())
+
+
+def same_bits(x, y):
+    assert x.shape == y.shape and x.dtype == y.dtype == torch.float32, (x.shape, y.shape, x.dtype, y.dtype)
+    assert torch.equal(x.contiguous().view(torch.int32), y.contiguous().view(torch.int32))
+
+
+def reference_conv(x4, w4, b, go4, gpu, stride, padding, dilation, groups):
+    """conv2d forward and backward written out: x4 (N, C, H, W), w4 (O, C/G, kh, kw), go4 the
+    output gradient. Forward: per batch element and group, W_g (Og x K) @ unfold(x)[n, group
+    rows] (K x L), K = (c, kh, kw). grad_weight: gO_g (Og x N*L) @ cols^T, columns n slowest.
+    grad_input: W_g^T @ gO_g[n] per batch element, then F.fold (CPU col2im: zeros, then the
+    kernel offsets added in (kh, kw) order). grad_bias: sum of go over N, H, W in FP32."""
+    N, C = x4.shape[:2]
+    O, Cg, kh, kw = w4.shape
+    Og, K = O // groups, Cg * kh * kw
+    cols = F.unfold(x4, (kh, kw), dilation=dilation, padding=padding, stride=stride)  # (N, C*kh*kw, L)
+    L = cols.shape[2]
+    Ho, Wo = go4.shape[2:]
+    wm = w4.reshape(O, K)
+    gom = go4.reshape(N, O, L)
+    y = torch.empty(N, O, L)
+    gw = torch.empty(O, K)
+    dcols = torch.empty(N, C * kh * kw, L)
+    for g in range(groups):
+        rows, outs = slice(g * K, (g + 1) * K), slice(g * Og, (g + 1) * Og)
+        for n in range(N):
+            y[n, outs] = gemm2(wm[outs], cols[n, rows], gpu)
+            dcols[n, rows] = gemm2(wm[outs].t(), gom[n, outs], gpu)
+        allcols = torch.cat([cols[n, rows] for n in range(N)], dim=1)  # (K, N*L), n slowest
+        allgo = torch.cat([gom[n, outs] for n in range(N)], dim=1)  # (Og, N*L)
+        gw[outs] = gemm2(allgo, allcols.t(), gpu)
+    y = y.reshape(N, O, Ho, Wo)
+    if b is not None:
+        y = y + b.reshape(1, O, 1, 1)
+    gx = F.fold(dcols, x4.shape[2:], (kh, kw), dilation=dilation, padding=padding, stride=stride)
+    gb = go4.sum(dim=[0, 2, 3]) if b is not None else None
+    return y, gx, gw.reshape(w4.shape), gb
+
+
+def emulated(fn, gpu, dtype="bf16"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with et.emulate_products(gpu=gpu, dtype=dtype) as e:
+            out = fn()
+    return out, e
+
+
+@pytest.mark.parametrize("gpu", PRESETS)
+def test_conv2d_forward_backward_bits(gpu):
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(2, 4, 9, 8, generator=g, requires_grad=True)
+    w = torch.randn(6, 2, 3, 2, generator=g, requires_grad=True)
+    b = torch.randn(6, generator=g, requires_grad=True)
+    kw = dict(stride=2, padding=1, dilation=2, groups=2)
+    y_ref = F.conv2d(x, w, b, **kw)
+    go = torch.randn(y_ref.shape, generator=g)
+
+    def step():
+        y = F.conv2d(x, w, b, **kw)
+        y.backward(go)
+        return y.detach()
+
+    x.grad = w.grad = b.grad = None
+    y, e = emulated(step, gpu)
+    ry, rgx, rgw, rgb = reference_conv(x.detach(), w.detach(), b.detach(), go, gpu, 2, 1, 2, 2)
+    same_bits(y, ry)
+    same_bits(x.grad, rgx)
+    same_bits(w.grad, rgw)
+    same_bits(b.grad, rgb)
+    r = e.report_dict()
+    assert r["emulated"]["convolution"]["calls"] == 1 and r["emulated"]["convolution_backward"]["calls"] == 1
+    assert not any(k.startswith("convolution") for k in r["not_emulated"])
+    # The emulation is not the host's FP32 (else the test could not fail).
+    assert not torch.equal(y, y_ref.detach())
+
+
+@pytest.mark.parametrize("gpu", PRESETS)
+def test_conv1d_forward_backward_bits(gpu):
+    g = torch.Generator().manual_seed(2)
+    x = torch.randn(2, 4, 13, generator=g, requires_grad=True)
+    w = torch.randn(6, 2, 3, generator=g, requires_grad=True)
+    b = torch.randn(6, generator=g, requires_grad=True)
+    kw = dict(stride=2, padding=1, dilation=2, groups=2)
+    go = torch.randn(F.conv1d(x, w, b, **kw).shape, generator=g)
+
+    def step():
+        y = F.conv1d(x, w, b, **kw)
+        y.backward(go)
+        return y.detach()
+
+    y, _ = emulated(step, gpu)
+    # conv1d is conv2d on a height-1 image with a (1, k) kernel: the reference's unfold/fold.
+    ry, rgx, rgw, rgb = reference_conv(x.detach().unsqueeze(2), w.detach().unsqueeze(2), b.detach(),
+                                       go.unsqueeze(2), gpu, (1, 2), (0, 1), (1, 2), 2)
+    same_bits(y, ry.squeeze(2))
+    same_bits(x.grad, rgx.squeeze(2))
+    same_bits(w.grad, rgw.squeeze(2))
+    same_bits(b.grad, rgb)
+
+
+def test_conv_module_no_bias_and_only_weight_grad():
+    conv = torch.nn.Conv2d(3, 4, 3, padding=1, bias=False)
+    x = torch.randn(2, 3, 5, 5)  # no input gradient: convolution_backward's mask is [False, True, False]
+    go = torch.randn(2, 4, 5, 5)
+
+    def step():
+        y = conv(x)
+        y.backward(go)
+        return y.detach()
+
+    y, _ = emulated(step, "sm90")
+    ry, _, rgw, _ = reference_conv(x, conv.weight.detach(), None, go, "sm90", 1, 1, 1, 1)
+    same_bits(y, ry)
+    same_bits(conv.weight.grad, rgw)
+
+
+def test_transposed_conv_reported_not_silent():
+    x = torch.randn(1, 2, 5)
+    w = torch.randn(2, 3, 3)
+    with et.emulate_products(gpu="sm90", dtype="bf16") as e:
+        with pytest.warns(UserWarning, match="transposed"):
+            y = F.conv_transpose1d(x, w)
+    assert torch.equal(y, F.conv_transpose1d(x, w))  # left to the host, and said so
+    assert any("transposed" in k for k in e.report_dict()["not_emulated"])
+    assert "transposed" in e.report()
+
+
+def fp8_reference(a, b, gpu, fmt):
+    """The scale rule written out: scale 2^e, the largest power of two with amax * 2^e <= fmt_max."""
+    fmax = {"e4m3": 448.0, "e5m2": 57344.0}[fmt]
+
+    def quant(t):
+        t = t.detach().float().contiguous().numpy()
+        amax = float(np.abs(t).max())
+        e = 0
+        if amax > 0:
+            e = math.floor(math.log2(fmax / amax))
+            while amax * 2.0 ** e > fmax:
+                e -= 1
+            while amax * 2.0 ** (e + 1) <= fmax:
+                e += 1
+        q = bf16emu.convert((t * np.float32(2.0 ** e)).astype(np.float32), to=fmt, saturate=True)
+        return np.asarray(q), e
+
+    qa, ea = quant(a)
+    qb, eb = quant(b)
+    d = np.asarray(bf16emu.gemm(qa, qb, arch=gpu, a_format=fmt, threads=1), dtype=np.float32)
+    return torch.from_numpy((d * np.float32(2.0 ** -(ea + eb))).astype(np.float32))
+
+
+@pytest.mark.parametrize("gpu,fmt", [("sm89", "e4m3"), ("sm90", "e4m3"), ("sm90", "e5m2"), ("sm120", "e4m3")])
+def test_fp8_mm_scaled_bits(gpu, fmt):
+    g = torch.Generator().manual_seed(3)
+    a = torch.randn(17, 40, generator=g) * 0.01
+    b = torch.randn(40, 9, generator=g) * 1000
+    y, e = emulated(lambda: a @ b, gpu, fmt)
+    same_bits(y, fp8_reference(a, b, gpu, fmt))
+    assert e.report_dict()["dtype"] == fmt
+    # Without the scale, a's values (~0.01) would lose most bits in e4m3: the scale matters.
+    assert not torch.equal(y, a @ b)
+
+
+def test_fp8_zero_operand_scale_one():
+    a = torch.zeros(4, 8)
+    b = torch.randn(8, 3)
+    y, _ = emulated(lambda: a @ b, "sm90", "e4m3")
+    same_bits(y, torch.zeros(4, 3))
+
+
+@pytest.mark.parametrize("gpu,dtype", [("sm80", "e4m3"), ("sm75", "e5m2"), ("sm100", "e4m3")])
+def test_fp8_preset_without_fp8_path_refused(gpu, dtype):
+    with pytest.raises(ValueError, match=r"argument 'gpu'.*sm89.*sm90"):
+        et.emulate_products(gpu=gpu, dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "e4m3"])
+def test_unknown_preset_refused(dtype):
+    with pytest.raises(ValueError, match="argument 'gpu'"):
+        et.emulate_products(gpu="sm999", dtype=dtype)
+
+
+def test_unknown_dtype_refused():
+    with pytest.raises(ValueError, match="argument 'dtype'.*e4m3"):
+        et.emulate_products(gpu="sm90", dtype="e3m4")
+
+
+def test_conv_under_fp8_dtype_runs_scaled():
+    x = torch.randn(1, 2, 6, 6)
+    w = torch.randn(3, 2, 3, 3)
+    y, e = emulated(lambda: F.conv2d(x, w), "sm90", "e4m3")
+    # One group, one batch element: the GEMM is W (3 x 18) @ unfold(x) (18 x 16), each scaled.
+    cols = F.unfold(x, 3)[0]
+    same_bits(y.reshape(3, 16), fp8_reference(w.reshape(3, 18), cols, "sm90", "e4m3"))
+
+
+def test_ctrl_c_interrupts_long_product():
+    a = torch.randn(256, 256)
+    t0 = time.perf_counter()
+    with et.emulate_products(gpu="sm90", dtype="bf16"):
+        a @ a
+    per_mac = (time.perf_counter() - t0) / 256 ** 3
+    # A square product that would take about 6 s; SIGINT after 1 s.
+    n = int(round((6.0 / per_mac) ** (1 / 3)))
+    n = max(256, min(n, 4096))
+    x = torch.randn(n, n)
+    full = per_mac * n ** 3
+    sent = []
+
+    def fire():
+        sent.append(time.perf_counter())
+        os.kill(os.getpid(), signal.SIGINT)
+
+    timer = threading.Timer(1.0, fire)
+    with et.emulate_products(gpu="sm90", dtype="bf16"):
+        timer.start()
+        try:
+            x @ x
+            raised = False
+        except KeyboardInterrupt:
+            raised = True
+        done = time.perf_counter()
+    timer.cancel()
+    assert sent, "the timer did not fire"
+    assert raised, f"no KeyboardInterrupt (full product ~{full:.1f} s)"
+    assert done - sent[0] < 1.0 + 0.1 * full, (done - sent[0], full)
