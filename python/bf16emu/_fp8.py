@@ -14,8 +14,10 @@ e4m3, e5m2 (scaled per tensor, as a per-tensor-scaled FP8 GEMM does):
   saturate to +-fmt_max);
   D = A_q @ B_q on the preset's fp8 path (both operands in the same format), FP32 output;
   the result is D * 2^-(e_a + e_b) in FP32 (np.ldexp: exact unless it over/underflows).
-Presets whose default instruction kind has no fp8 path (sm70, sm75, sm80, sm86, and sm100's
-tcgen05 default) are refused naming argument 'gpu', with the list of those that take it.
+The fp8 product runs on the preset's default instruction kind (sm89, sm90, sm120: mma / wgmma)
+or, where that takes no fp8 (sm100's tcgen05 default), on tcgen05 kind::f8f6f4, the kind that
+takes fp8 operands on sm100. Presets with neither (sm70, sm75, sm80, sm86) are refused naming
+argument 'gpu', with the list of those that take the format.
 """
 
 from __future__ import annotations
@@ -33,15 +35,25 @@ DTYPES = ("bf16", "fp16", "tf32") + FP8
 FMT_MAX = {"e4m3": 448.0, "e5m2": 57344.0}
 _ARCHS = ("sm70", "sm75", "sm80", "sm86", "sm89", "sm90", "sm100", "sm120")
 _fp8_archs = {}
+_kinds = {}
 
 
-def _takes(gpu, dtype):
+def _takes(gpu, dtype, kind=None):
     one = np.asarray(_bf.convert(np.ones((1, 1), np.float32), to=dtype))
     try:
-        _bf.gemm(one, one, arch=gpu, a_format=dtype, threads=1)
+        _bf.gemm(one, one, arch=gpu, a_format=dtype, threads=1, **({"kind": kind} if kind else {}))
         return None
     except ValueError as e:
         return str(e)
+
+
+def _kind(gpu, dtype):
+    """The instruction kind for fp8 operands: the preset's default, else tcgen05's kind::f8f6f4
+    (sm100, whose default tcgen05 kind takes no fp8); None for the default."""
+    key = (gpu, dtype)
+    if key not in _kinds:
+        _kinds[key] = None if _takes(gpu, dtype) is None else "f8f6f4"
+    return _kinds[key]
 
 
 def check(gpu, dtype):
@@ -54,10 +66,12 @@ def check(gpu, dtype):
     if err is None:
         return
     if dtype in FP8:
+        if "unknown architecture" not in err and _takes(gpu, dtype, "f8f6f4") is None:
+            return
         if dtype not in _fp8_archs:
-            _fp8_archs[dtype] = [a for a in _ARCHS if _takes(a, dtype) is None]
-        raise ValueError(f"argument 'gpu': preset '{gpu:.80}' has no {dtype} operand path (its default "
-                         f"instruction kind); these take dtype {dtype}: {', '.join(_fp8_archs[dtype])}")
+            _fp8_archs[dtype] = [a for a in _ARCHS if _takes(a, dtype) is None or _takes(a, dtype, "f8f6f4") is None]
+        raise ValueError(f"argument 'gpu': preset '{gpu:.80}' has no {dtype} operand path; these take dtype "
+                         f"{dtype}: {', '.join(_fp8_archs[dtype])}")
     raise ValueError(f"argument 'gpu': no tensor-core preset '{gpu:.80}' for dtype {dtype} ({err})")
 
 
@@ -85,5 +99,7 @@ def product(a, b, gpu, dtype):
     ea, eb = scale_exponent(a, dtype), scale_exponent(b, dtype)
     aq = np.asarray(_bf.convert(np.ldexp(a, ea).astype(np.float32), to=dtype, saturate=True))
     bq = np.asarray(_bf.convert(np.ldexp(b, eb).astype(np.float32), to=dtype, saturate=True))
-    d = np.asarray(_bf.gemm(aq, bq, arch=gpu, a_format=dtype, threads=0), dtype=np.float32)
+    kind = _kind(gpu, dtype)
+    d = np.asarray(_bf.gemm(aq, bq, arch=gpu, a_format=dtype, threads=0, **({"kind": kind} if kind else {})),
+                   dtype=np.float32)
     return np.ldexp(d, -(ea + eb)).astype(np.float32)

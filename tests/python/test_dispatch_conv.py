@@ -156,7 +156,7 @@ def test_transposed_conv_reported_not_silent():
     assert "transposed" in e.report()
 
 
-def fp8_reference(a, b, gpu, fmt):
+def fp8_reference(a, b, gpu, fmt, kind=None):
     """The scale rule written out: scale 2^e, the largest power of two with amax * 2^e <= fmt_max."""
     fmax = {"e4m3": 448.0, "e5m2": 57344.0}[fmt]
 
@@ -175,17 +175,21 @@ def fp8_reference(a, b, gpu, fmt):
 
     qa, ea = quant(a)
     qb, eb = quant(b)
-    d = np.asarray(bf16emu.gemm(qa, qb, arch=gpu, a_format=fmt, threads=1), dtype=np.float32)
+    extra = {"kind": kind} if kind else {}
+    d = np.asarray(bf16emu.gemm(qa, qb, arch=gpu, a_format=fmt, threads=1, **extra), dtype=np.float32)
     return torch.from_numpy((d * np.float32(2.0 ** -(ea + eb))).astype(np.float32))
 
 
-@pytest.mark.parametrize("gpu,fmt", [("sm89", "e4m3"), ("sm90", "e4m3"), ("sm90", "e5m2"), ("sm120", "e4m3")])
-def test_fp8_mm_scaled_bits(gpu, fmt):
+# sm100's default tcgen05 kind takes no fp8: the mode uses tcgen05 kind::f8f6f4 there.
+@pytest.mark.parametrize("gpu,fmt,kind", [("sm89", "e4m3", None), ("sm90", "e4m3", None), ("sm90", "e5m2", None),
+                                          ("sm120", "e4m3", None), ("sm100", "e4m3", "f8f6f4"),
+                                          ("sm100", "e5m2", "f8f6f4")])
+def test_fp8_mm_scaled_bits(gpu, fmt, kind):
     g = torch.Generator().manual_seed(3)
     a = torch.randn(17, 40, generator=g) * 0.01
     b = torch.randn(40, 9, generator=g) * 1000
     y, e = emulated(lambda: a @ b, gpu, fmt)
-    same_bits(y, fp8_reference(a, b, gpu, fmt))
+    same_bits(y, fp8_reference(a, b, gpu, fmt, kind))
     assert e.report_dict()["dtype"] == fmt
     # Without the scale, a's values (~0.01) would lose most bits in e4m3: the scale matters.
     assert not torch.equal(y, a @ b)
@@ -198,9 +202,9 @@ def test_fp8_zero_operand_scale_one():
     same_bits(y, torch.zeros(4, 3))
 
 
-@pytest.mark.parametrize("gpu,dtype", [("sm80", "e4m3"), ("sm75", "e5m2"), ("sm100", "e4m3")])
+@pytest.mark.parametrize("gpu,dtype", [("sm80", "e4m3"), ("sm75", "e5m2"), ("sm86", "e4m3")])
 def test_fp8_preset_without_fp8_path_refused(gpu, dtype):
-    with pytest.raises(ValueError, match=r"argument 'gpu'.*sm89.*sm90"):
+    with pytest.raises(ValueError, match=r"argument 'gpu'.*sm89, sm90, sm100, sm120"):
         et.emulate_products(gpu=gpu, dtype=dtype)
 
 
@@ -253,4 +257,4 @@ def test_ctrl_c_interrupts_long_product():
     timer.cancel()
     assert sent, "the timer did not fire"
     assert raised, f"no KeyboardInterrupt (full product ~{full:.1f} s)"
-    assert done - sent[0] < 1.0 + 0.1 * full, (done - sent[0], full)
+    assert done - sent[0] < 1.0, (done - sent[0], full)  # within ~1 s of the signal
