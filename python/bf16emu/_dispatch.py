@@ -161,7 +161,8 @@ class _Products:
 def emulate_products(gpu: str = "sm90", dtype: str = "bf16", model=None) -> _Products:
     """Context manager: every mm/bmm/addmm/baddbmm (so @, matmul, einsum, linear and their
     backward) inside the `with` block runs on tensor-core preset `gpu` with operands rounded to
-    `dtype` (bf16, fp16, tf32); .report() / .report_dict() give calls, MACs and seconds per op and
+    `dtype` (bf16, fp16, tf32; e4m3/e5m2 scaled, _fp8); convolutions as implicit GEMMs
+    (_implicit_gemm); .report() / .report_dict() give calls, MACs and seconds per op and
     the floating-point ops left to the host. model= marks that model so a second nested
     emulate_products() on it is refused.
 

@@ -258,3 +258,32 @@ def test_ctrl_c_interrupts_long_product():
     assert sent, "the timer did not fire"
     assert raised, f"no KeyboardInterrupt (full product ~{full:.1f} s)"
     assert done - sent[0] < 1.0, (done - sent[0], full)  # within ~1 s of the signal
+
+
+def test_conv3d_forward_and_weight_grad_bits():
+    """3-d: the im2col matrix built by explicit loops here (K = (c, kd, kh, kw))."""
+    g = torch.Generator().manual_seed(5)
+    x = torch.randn(1, 2, 4, 5, 4, generator=g)
+    w = torch.randn(3, 2, 2, 3, 2, generator=g, requires_grad=True)
+    go = torch.randn(F.conv3d(x, w, stride=(1, 2, 1), padding=1).shape, generator=g)
+
+    def step():
+        y = F.conv3d(x, w, stride=(1, 2, 1), padding=1)
+        y.backward(go)
+        return y.detach()
+
+    y, _ = emulated(step, "sm90")
+    xp = F.pad(x, (1, 1, 1, 1, 1, 1))[0]
+    D, H, W = go.shape[2:]
+    cols = torch.empty(2 * 2 * 3 * 2, D * H * W)
+    for c in range(2):
+        for kd in range(2):
+            for kh in range(3):
+                for kw in range(2):
+                    k = ((c * 2 + kd) * 3 + kh) * 2 + kw
+                    for d in range(D):
+                        for h in range(H):
+                            for ww in range(W):
+                                cols[k, (d * H + h) * W + ww] = xp[c, d + kd, 2 * h + kh, ww + kw]
+    same_bits(y.reshape(3, -1), gemm2(w.detach().reshape(3, -1), cols, "sm90"))
+    same_bits(w.grad.reshape(3, -1), gemm2(go.reshape(3, -1), cols.t(), "sm90"))
