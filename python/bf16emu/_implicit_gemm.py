@@ -26,8 +26,14 @@ Backward (aten.convolution_backward, output_mask picks which of the three are ma
         over the N*L (batch element, output position) pairs, n slowest.
     grad_bias:   grad_output summed over the batch and spatial dims by the host in FP32
         (torch.sum over dims [0, 2, ...]), as PyTorch does for addmm's bias.
-Transposed convolutions (transposed=True) are not emulated: unsupported() names the reason and
-ProductMode lists them in its report as not emulated, with a warning.
+Transposed convolutions (transposed=True; w (C_in, Og, *R), output (N, C_out, *P')):
+    output: dcols = W_g^T (Og*prod(R) x Cg_in) @ x_g (Cg_in x N*L_in) on the preset, reduction
+        over the group's input channels in order; then the same FP32 col2im as grad_input above
+        (kernel offsets in row-major order) into the padded output, cut to P'; bias in FP32 after.
+    grad_input: the plain convolution of grad_output with w (the forward above, no bias).
+    grad_weight: dW_g (Cg_in x Og*prod(R)) = x_g (Cg_in x N*L_in) @ cols(grad_output)^T on the
+        preset, reduction over the (n, input position) pairs, n slowest.
+    grad_bias: as above.
 """
 
 from __future__ import annotations
@@ -39,7 +45,7 @@ import torch
 
 from . import _fp8
 
-__all__ = ["OPS", "unsupported", "conv_forward", "conv_backward", "macs"]
+__all__ = ["OPS", "conv_forward", "conv_backward", "macs", "dispatch"]
 
 _aten = torch.ops.aten
 OPS = {_aten.convolution.default: "convolution", _aten.convolution_backward.default: "convolution_backward"}
@@ -47,14 +53,6 @@ OPS = {_aten.convolution.default: "convolution", _aten.convolution_backward.defa
 
 def _f32(t):
     return np.ascontiguousarray(t.detach().to(torch.float32).numpy())
-
-
-def unsupported(func, args):
-    """None when ProductMode can emulate this call, else the reason it cannot."""
-    transposed = args[6] if func is _aten.convolution.default else args[7]
-    if transposed:
-        return "transposed"
-    return None
 
 
 def _geometry(x_shape, w_shape, stride, padding, dilation):
@@ -86,17 +84,22 @@ def _pad(x, padding):
 
 def macs(func, args):
     """Multiply-adds of the preset GEMMs of this call (for the report)."""
-    if func is _aten.convolution.default:
-        x, w = args[0], args[1]
+    fwd = func is _aten.convolution.default
+    x, w = (args[0], args[1]) if fwd else (args[1], args[2])
+    if (args[6] if fwd else args[7]):  # transposed: one MAC per (input position, weight element)
+        per = int(x.shape[0]) * int(np.prod(x.shape[2:])) * int(w.numel())
+    elif fwd:
         _, _, _, R, P = _geometry(x.shape, w.shape, args[3], args[4], args[5])
-        return int(x.shape[0]) * int(np.prod(P)) * int(w.numel())
-    go, w, mask = args[0], args[2], args[10]
-    per = int(go.shape[0]) * int(np.prod(go.shape[2:])) * int(w.numel())
-    return per * (int(bool(mask[0])) + int(bool(mask[1])))
+        per = int(x.shape[0]) * int(np.prod(P)) * int(w.numel())
+    else:
+        per = int(args[0].shape[0]) * int(np.prod(args[0].shape[2:])) * int(w.numel())
+    return per if fwd else per * (int(bool(args[10][0])) + int(bool(args[10][1])))
 
 
 def conv_forward(args, gpu, dtype):
-    x, w, bias, stride, padding, dilation, _transposed, _op, groups = args
+    x, w, bias, stride, padding, dilation, transposed, output_padding, groups = args
+    if transposed:
+        return _transposed_forward(x, w, bias, stride, padding, dilation, output_padding, groups, gpu, dtype)
     stride, padding, dilation, R, P = _geometry(x.shape, w.shape, stride, padding, dilation)
     N, C_out, G = int(x.shape[0]), int(w.shape[0]), int(groups)
     Cg, Og, L = int(w.shape[1]), C_out // G, int(np.prod(P))
@@ -125,7 +128,9 @@ def _col2im(dcols, N, Cg, R, P, S_padded, stride, dilation):
 
 
 def conv_backward(args, gpu, dtype):
-    go, x, w, bias_sizes, stride, padding, dilation, _transposed, _op, groups, mask = args
+    go, x, w, bias_sizes, stride, padding, dilation, transposed, _op, groups, mask = args
+    if transposed:
+        return _transposed_backward(go, x, w, stride, padding, dilation, groups, mask, gpu, dtype)
     stride, padding, dilation, R, P = _geometry(x.shape, w.shape, stride, padding, dilation)
     N, C_out, G = int(x.shape[0]), int(w.shape[0]), int(groups)
     Cg, Og, L = int(w.shape[1]), C_out // G, int(np.prod(P))
@@ -157,19 +162,70 @@ def conv_backward(args, gpu, dtype):
     return grad_x, grad_w, grad_b
 
 
+
+def _channels_by_positions(t):
+    """(N, C, *S) -> FP32 (C x N*L), column index n slowest, then the positions row-major."""
+    return np.ascontiguousarray(np.moveaxis(_f32(t), 1, 0).reshape(int(t.shape[1]), -1))
+
+
+def _transposed_forward(x, w, bias, stride, padding, dilation, output_padding, groups, gpu, dtype):
+    """conv_transpose: w (C_in, Og, *R); per group dcols = W_g^T (Og*R x Cg_in) @ x_g (Cg_in x N*L),
+    then the col2im of the convolution backward (FP32, kernel offsets in row-major order), cut."""
+    sp = len(x.shape) - 2
+    stride, padding, dilation, output_padding = (list(v) * sp if len(v) == 1 else list(v)
+                                                 for v in (stride, padding, dilation, output_padding))
+    N, C_in, G = int(x.shape[0]), int(x.shape[1]), int(groups)
+    Cg, Og, R, S = C_in // G, int(w.shape[1]), list(w.shape[2:]), list(x.shape[2:])
+    Pt = [(S[i] - 1) * stride[i] - 2 * padding[i] + dilation[i] * (R[i] - 1) + output_padding[i] + 1
+          for i in range(sp)]
+    S_padded = [Pt[i] + 2 * padding[i] for i in range(sp)]
+    acc = np.zeros((N, Og * G, *S_padded), np.float32)
+    if N * int(np.prod(S)) and Cg and Og:
+        xm, wn = _channels_by_positions(x), _f32(w).reshape(C_in, -1)
+        for g in range(G):
+            dcols = _fp8.product(np.ascontiguousarray(wn[g * Cg:(g + 1) * Cg].T), xm[g * Cg:(g + 1) * Cg], gpu, dtype)
+            acc[:, g * Og:(g + 1) * Og] = _col2im(dcols, N, Og, R, S, S_padded, stride, dilation)
+    crop = tuple(slice(padding[i], padding[i] + Pt[i]) for i in range(sp))
+    res = torch.from_numpy(np.ascontiguousarray(acc[(slice(None), slice(None), *crop)]))
+    if bias is not None:
+        res = res + bias.detach().to(torch.float32).reshape(1, -1, *([1] * sp))
+    return res.to(torch.result_type(x, w))
+
+
+def _transposed_backward(go, x, w, stride, padding, dilation, groups, mask, gpu, dtype):
+    """grad_input of conv_transpose is the plain convolution of grad_output with w (as conv_forward);
+    grad_weight_g (Cg_in x Og*R) = x_g (Cg_in x N*L) @ cols(grad_output)^T (N*L x Og*R)."""
+    grad_x = grad_w = grad_b = None
+    if mask[0]:
+        grad_x = conv_forward((go, w, None, stride, padding, dilation, False, [0], groups), gpu, dtype).to(x.dtype)
+    if mask[1]:
+        C_in, Og, G = int(w.shape[0]), int(w.shape[1]), int(groups)
+        Cg = C_in // G
+        stride_, padding_, dilation_, R, P = _geometry(go.shape, w.shape, stride, padding, dilation)
+        gw = np.zeros((C_in, Og * int(np.prod(R))), np.float32)
+        if int(x.shape[0]) * int(np.prod(P)) and Og:
+            gp, xm = _pad(_f32(go), padding_), _channels_by_positions(x)
+            for g in range(G):
+                cols_t = np.ascontiguousarray(_cols(gp, g, Og, R, P, stride_, dilation_).T)
+                gw[g * Cg:(g + 1) * Cg] = _fp8.product(xm[g * Cg:(g + 1) * Cg], cols_t, gpu, dtype)
+        grad_w = torch.from_numpy(gw.reshape(tuple(w.shape))).to(torch.result_type(x, w))
+    if mask[2]:
+        grad_b = go.detach().to(torch.float32).sum(dim=[0] + list(range(2, go.dim()))).to(go.dtype)
+    return grad_x, grad_w, grad_b
+
+
 def dispatch(mode, func, args, kwargs):
-    """ProductMode's hook: run a convolution op on mode.gpu / mode.dtype, counted in mode.stats,
-    or on the host (listed in mode.not_emulated, with a warning once) when unsupported()."""
+    """ProductMode's hook: run a convolution op on mode.gpu / mode.dtype, counted in mode.stats
+    (operands that are not floating point: on the host, listed in mode.not_emulated, warned once)."""
     import time
     import warnings
 
     name = OPS[func]
-    why = unsupported(func, args)
-    if why is not None or not all(x.is_floating_point() for x in args[:3] if isinstance(x, torch.Tensor)):
-        key = f"{name} ({why or 'non-floating operands'})"
+    if not all(x.is_floating_point() for x in args[:3] if isinstance(x, torch.Tensor)):
+        key = f"{name} (non-floating operands)"
         if key not in mode.not_emulated:
-            warnings.warn(f"bf16emu.torch: aten.{name} is not emulated: {why} (runs in the host's arithmetic)",
-                          stacklevel=3)
+            warnings.warn(f"bf16emu.torch: aten.{name} is not emulated: non-floating operands (runs in the "
+                          f"host's arithmetic)", stacklevel=3)
         mode.not_emulated[key] = mode.not_emulated.get(key, 0) + 1
         return func(*args, **(kwargs or {}))
     t0 = time.perf_counter()

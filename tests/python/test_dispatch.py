@@ -161,12 +161,11 @@ def test_unemulated_op_is_reported_and_warned():
         with et.emulate_products(gpu="sm80") as e:
             torch.cumsum(x @ x.t(), 0)
     assert e.report_dict()["not_emulated"]["cumsum"] == 1
-    conv = torch.nn.ConvTranspose1d(2, 3, 3)  # convolutions are emulated (test_dispatch_conv), transposed ones not
-    with pytest.warns(UserWarning, match="aten.convolution is not emulated"):
+    # Convolutions are emulated now (test_dispatch_conv.py); a pooling op is not.
+    with pytest.warns(UserWarning, match="aten.avg_pool2d is not emulated"):
         with et.emulate_products(gpu="sm90") as e2:
-            conv(r(1, 2, 8))
-    assert e2.report_dict()["not_emulated"]["convolution (transposed)"] == 1
-    assert e2.report_dict()["emulated"] == {}
+            F.avg_pool1d(r(1, 2, 8), 2)
+    assert e2.report_dict()["not_emulated"]["avg_pool2d"] == 1 and e2.report_dict()["emulated"] == {}
     assert "aten.cumsum" in e.report() and "aten.mm" in e.report()
     assert e.report_dict()["emulated"]["mm"] == {"calls": 1, "macs": 4 * 3 * 4,
                                                  "seconds": e.report_dict()["emulated"]["mm"]["seconds"]}

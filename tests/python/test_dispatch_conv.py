@@ -145,15 +145,48 @@ def test_conv_module_no_bias_and_only_weight_grad():
     same_bits(conv.weight.grad, rgw)
 
 
-def test_transposed_conv_reported_not_silent():
-    x = torch.randn(1, 2, 5)
-    w = torch.randn(2, 3, 3)
-    with et.emulate_products(gpu="sm90", dtype="bf16") as e:
-        with pytest.warns(UserWarning, match="transposed"):
-            y = F.conv_transpose1d(x, w)
-    assert torch.equal(y, F.conv_transpose1d(x, w))  # left to the host, and said so
-    assert any("transposed" in k for k in e.report_dict()["not_emulated"])
-    assert "transposed" in e.report()
+@pytest.mark.parametrize("gpu", PRESETS)
+def test_conv_transpose2d_forward_backward_bits(gpu):
+    g = torch.Generator().manual_seed(6)
+    x = torch.randn(2, 4, 4, 5, generator=g, requires_grad=True)
+    w = torch.randn(4, 3, 3, 2, generator=g, requires_grad=True)  # (C_in, C_out/G, kh, kw)
+    b = torch.randn(6, generator=g, requires_grad=True)
+    kw = dict(stride=2, padding=1, output_padding=1, groups=2, dilation=2)
+    y_host = F.conv_transpose2d(x, w, b, **kw)
+    go = torch.randn(y_host.shape, generator=g)
+
+    def step():
+        y = F.conv_transpose2d(x, w, b, **kw)
+        y.backward(go)
+        return y.detach()
+
+    y, e = emulated(step, gpu)
+    xd, wd = x.detach(), w.detach()
+    N, Cg, L, K = 2, 2, 4 * 5, 3 * 3 * 2
+    # Forward: per batch element and group, W_g^T (Og*kh*kw x Cg) @ x_g (Cg x L), then F.fold
+    # (CPU col2im, kernel offsets in order), output size taken from the host's result.
+    dcols = torch.empty(N, 6 * 3 * 2, L)
+    for grp in range(2):
+        wg = wd[grp * Cg:(grp + 1) * Cg].reshape(Cg, K)
+        for n in range(N):
+            dcols[n, grp * K:(grp + 1) * K] = gemm2(wg.t(), xd[n, grp * Cg:(grp + 1) * Cg].reshape(Cg, L), gpu)
+    ry = F.fold(dcols, y_host.shape[2:], (3, 2), dilation=2, padding=1, stride=2) + b.detach().reshape(1, 6, 1, 1)
+    same_bits(y, ry)
+    # grad_input: the plain convolution of go with w (groups 2), by the conv2d reference above.
+    dummy = torch.zeros(2, 4, 4, 5)
+    rgx, *_ = reference_conv(go, wd, None, dummy, gpu, 2, 1, 2, 2)
+    same_bits(x.grad, rgx)
+    # grad_weight: x_g (Cg x N*L) @ unfold(go)_g^T (N*L x Og*kh*kw), n slowest.
+    cols = F.unfold(go, (3, 2), dilation=2, padding=1, stride=2)  # (N, 6*3*2, L)
+    rgw = torch.empty(4, K)
+    for grp in range(2):
+        xg = torch.cat([xd[n, grp * Cg:(grp + 1) * Cg].reshape(Cg, L) for n in range(N)], dim=1)
+        cg = torch.cat([cols[n, grp * K:(grp + 1) * K] for n in range(N)], dim=1)
+        rgw[grp * Cg:(grp + 1) * Cg] = gemm2(xg, cg.t(), gpu)
+    same_bits(w.grad, rgw.reshape(w.shape))
+    same_bits(b.grad, go.sum(dim=[0, 2, 3]))
+    assert e.report_dict()["emulated"]["convolution"]["calls"] == 1 and not e.report_dict()["not_emulated"]
+    assert not torch.equal(y, y_host.detach())
 
 
 def fp8_reference(a, b, gpu, fmt, kind=None):
