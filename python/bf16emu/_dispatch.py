@@ -71,6 +71,8 @@ class ProductMode(TorchDispatchMode):
     def _product(self, a, b):
         if a.dim() == 2:
             return _slice_product(a, b, self.gpu, self.dtype)
+        if self.dtype in _fp8.FP8:  # one fp8 scale per tensor, over the whole batch
+            return _fp8.batched(a, b, self.gpu, self.dtype)
         out = [_slice_product(a[i], b[i], self.gpu, self.dtype) for i in range(a.shape[0])]
         if not out:
             return torch.zeros((0, a.shape[1], b.shape[2]), dtype=torch.float32)

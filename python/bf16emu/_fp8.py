@@ -5,7 +5,9 @@ bf16, fp16, tf32: both operands rounded to the dtype (round to nearest even), th
 with FP32 accumulation and output.
 
 e4m3, e5m2 (scaled per tensor, as a per-tensor-scaled FP8 GEMM does):
-  amax = max |x| over the whole operand (FP32);
+  amax = max |x| over the whole tensor the operand comes from (FP32): the matrix of mm/addmm, the
+         whole batch of bmm/baddbmm (every slice gets the same scale), the whole weight, input or
+         grad_output of a convolution (every group gets the same scale);
   scale = 2^e with e = floor(log2(fmt_max / amax)), the largest power of two with
           amax * scale <= fmt_max (fmt_max 448 for e4m3, 57344 for e5m2); scale = 1 when amax
           is 0 or not finite;
@@ -28,7 +30,7 @@ import numpy as np
 
 import bf16emu as _bf
 
-__all__ = ["FP8", "FMT_MAX", "DTYPES", "check", "scale_exponent", "product"]
+__all__ = ["FP8", "FMT_MAX", "DTYPES", "check", "scale_exponent", "exponents", "batched", "product"]
 
 FP8 = ("e4m3", "e5m2")
 DTYPES = ("bf16", "fp16", "tf32") + FP8
@@ -84,8 +86,31 @@ def scale_exponent(x, dtype):
     return e - 1
 
 
-def product(a, b, gpu, dtype):
-    """a (M x K) @ b (K x N), FP32 NumPy arrays in, FP32 NumPy array (M x N) out, on the preset."""
+def exponents(dtype, ta, tb):
+    """(e_a, e_b) of the scales of whole tensors ta, tb (torch or NumPy) for an fp8 dtype;
+    (None, None) for the other dtypes (product() then takes nothing from them)."""
+    if dtype not in FP8:
+        return None, None
+    f = [t.detach().float().numpy() if hasattr(t, "detach") else np.asarray(t) for t in (ta, tb)]
+    return scale_exponent(f[0], dtype), scale_exponent(f[1], dtype)
+
+
+def batched(a, b, gpu, dtype):
+    """bmm of torch tensors a (B x M x K), b (B x K x N) with fp8 operands: one scale per tensor
+    (from the amax of all of a, all of b), the product slice by slice; FP32 torch tensor."""
+    import torch
+
+    ea, eb = exponents(dtype, a, b)
+    an, bn = a.detach().to(torch.float32).numpy(), b.detach().to(torch.float32).numpy()
+    out = np.zeros((a.shape[0], a.shape[1], b.shape[2]), np.float32)
+    for i in range(a.shape[0]):
+        out[i] = product(an[i], bn[i], gpu, dtype, ea, eb)
+    return torch.from_numpy(out)
+
+
+def product(a, b, gpu, dtype, ea=None, eb=None):
+    """a (M x K) @ b (K x N), FP32 NumPy arrays in, FP32 NumPy array (M x N) out, on the preset.
+    fp8: ea / eb are the operands' scale exponents (None: from this a / b's own amax)."""
     M, K = a.shape
     N = b.shape[1]
     if M == 0 or N == 0 or K == 0:
@@ -96,7 +121,8 @@ def product(a, b, gpu, dtype):
         d = _bf.gemm(np.asarray(_bf.convert(a, to=dtype)), np.asarray(_bf.convert(b, to=dtype)),
                      arch=gpu, a_format=dtype, threads=0)
         return np.asarray(d, dtype=np.float32)
-    ea, eb = scale_exponent(a, dtype), scale_exponent(b, dtype)
+    ea = scale_exponent(a, dtype) if ea is None else ea
+    eb = scale_exponent(b, dtype) if eb is None else eb
     aq = np.asarray(_bf.convert(np.ldexp(a, ea).astype(np.float32), to=dtype, saturate=True))
     bq = np.asarray(_bf.convert(np.ldexp(b, eb).astype(np.float32), to=dtype, saturate=True))
     kind = _kind(gpu, dtype)

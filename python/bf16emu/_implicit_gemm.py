@@ -3,7 +3,8 @@
 ProductMode sends aten.convolution (forward of F.conv1d/conv2d/conv3d, nn.ConvNd) and
 aten.convolution_backward here. Everything is a plain bf16emu.gemm on the preset, the data
 movement around it exact (NumPy copies), and every addition outside the GEMM done in FP32 on the
-host in the order stated below. Notation: x (N, C_in, *S), weight w (C_out, C_in/G, *R), G
+host in the order stated below. With fp8 operands (dtype e4m3/e5m2) each tensor (w, x, grad_output) has one scale (_fp8), the
+same for every group. Notation: x (N, C_in, *S), weight w (C_out, C_in/G, *R), G
 groups, output (N, C_out, *P); Cg = C_in/G, Og = C_out/G; L = prod(P) output positions,
 numbered row-major (last spatial dim fastest); kernel offsets r numbered row-major likewise.
 
@@ -106,9 +107,10 @@ def conv_forward(args, gpu, dtype):
     out = np.empty((C_out, N * L), np.float32)
     if N * L and C_out:
         xp, wn = _pad(_f32(x), padding), _f32(w).reshape(C_out, -1)
+        sc = _fp8.exponents(dtype, w, x)  # fp8: one scale per tensor (_fp8), else (None, None)
         for g in range(G):
             out[g * Og:(g + 1) * Og] = _fp8.product(wn[g * Og:(g + 1) * Og], _cols(xp, g, Cg, R, P, stride, dilation),
-                                                    gpu, dtype)
+                                                    gpu, dtype, *sc)
     res = torch.from_numpy(np.ascontiguousarray(np.moveaxis(out.reshape(C_out, N, *P), 0, 1)))
     if bias is not None:
         res = res + bias.detach().to(torch.float32).reshape(1, C_out, *([1] * len(P)))
@@ -142,20 +144,21 @@ def conv_backward(args, gpu, dtype):
     if mask[0]:
         S_padded = [int(x.shape[2 + i]) + 2 * padding[i] for i in range(len(P))]
         gx = np.zeros((N, int(x.shape[1]), *S_padded), np.float32)
+        sc = _fp8.exponents(dtype, w, go)
         for g in range(G):
             if N * L and Og and K:
                 dcols = _fp8.product(np.ascontiguousarray(wn[g * Og:(g + 1) * Og].T), gon[g * Og:(g + 1) * Og],
-                                     gpu, dtype)
+                                     gpu, dtype, *sc)
                 gx[:, g * Cg:(g + 1) * Cg] = _col2im(dcols, N, Cg, R, P, S_padded, stride, dilation)
         crop = tuple(slice(padding[i], padding[i] + int(x.shape[2 + i])) for i in range(len(P)))
         grad_x = torch.from_numpy(np.ascontiguousarray(gx[(slice(None), slice(None), *crop)])).to(xdt)
     if mask[1]:
         gw = np.zeros((C_out, K), np.float32)
         if N * L and Og and K:
-            xp = _pad(_f32(x), padding)
+            xp, sc = _pad(_f32(x), padding), _fp8.exponents(dtype, go, x)
             for g in range(G):
                 cols_t = np.ascontiguousarray(_cols(xp, g, Cg, R, P, stride, dilation).T)
-                gw[g * Og:(g + 1) * Og] = _fp8.product(gon[g * Og:(g + 1) * Og], cols_t, gpu, dtype)
+                gw[g * Og:(g + 1) * Og] = _fp8.product(gon[g * Og:(g + 1) * Og], cols_t, gpu, dtype, *sc)
         grad_w = torch.from_numpy(gw.reshape(tuple(w.shape))).to(xdt)
     if mask[2]:
         grad_b = go.detach().to(torch.float32).sum(dim=[0] + list(range(2, go.dim()))).to(go.dtype)
@@ -182,8 +185,10 @@ def _transposed_forward(x, w, bias, stride, padding, dilation, output_padding, g
     acc = np.zeros((N, Og * G, *S_padded), np.float32)
     if N * int(np.prod(S)) and Cg and Og:
         xm, wn = _channels_by_positions(x), _f32(w).reshape(C_in, -1)
+        sc = _fp8.exponents(dtype, w, x)
         for g in range(G):
-            dcols = _fp8.product(np.ascontiguousarray(wn[g * Cg:(g + 1) * Cg].T), xm[g * Cg:(g + 1) * Cg], gpu, dtype)
+            dcols = _fp8.product(np.ascontiguousarray(wn[g * Cg:(g + 1) * Cg].T), xm[g * Cg:(g + 1) * Cg],
+                                 gpu, dtype, *sc)
             acc[:, g * Og:(g + 1) * Og] = _col2im(dcols, N, Og, R, S, S_padded, stride, dilation)
     crop = tuple(slice(padding[i], padding[i] + Pt[i]) for i in range(sp))
     res = torch.from_numpy(np.ascontiguousarray(acc[(slice(None), slice(None), *crop)]))
@@ -205,9 +210,10 @@ def _transposed_backward(go, x, w, stride, padding, dilation, groups, mask, gpu,
         gw = np.zeros((C_in, Og * int(np.prod(R))), np.float32)
         if int(x.shape[0]) * int(np.prod(P)) and Og:
             gp, xm = _pad(_f32(go), padding_), _channels_by_positions(x)
+            sc = _fp8.exponents(dtype, x, go)
             for g in range(G):
                 cols_t = np.ascontiguousarray(_cols(gp, g, Og, R, P, stride_, dilation_).T)
-                gw[g * Cg:(g + 1) * Cg] = _fp8.product(xm[g * Cg:(g + 1) * Cg], cols_t, gpu, dtype)
+                gw[g * Cg:(g + 1) * Cg] = _fp8.product(xm[g * Cg:(g + 1) * Cg], cols_t, gpu, dtype, *sc)
         grad_w = torch.from_numpy(gw.reshape(tuple(w.shape))).to(torch.result_type(x, w))
     if mask[2]:
         grad_b = go.detach().to(torch.float32).sum(dim=[0] + list(range(2, go.dim()))).to(go.dtype)

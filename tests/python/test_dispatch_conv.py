@@ -252,13 +252,53 @@ def test_unknown_dtype_refused():
         et.emulate_products(gpu="sm90", dtype="e3m4")
 
 
-def test_conv_under_fp8_dtype_runs_scaled():
-    x = torch.randn(1, 2, 6, 6)
-    w = torch.randn(3, 2, 3, 3)
-    y, e = emulated(lambda: F.conv2d(x, w), "sm90", "e4m3")
-    # One group, one batch element: the GEMM is W (3 x 18) @ unfold(x) (18 x 16), each scaled.
-    cols = F.unfold(x, 3)[0]
-    same_bits(y.reshape(3, 16), fp8_reference(w.reshape(3, 18), cols, "sm90", "e4m3"))
+def fp8_exponent(t, fmt):
+    """The scale exponent of a whole tensor, by the rule written out (see fp8_reference)."""
+    fmax = {"e4m3": 448.0, "e5m2": 57344.0}[fmt]
+    amax = float(t.detach().abs().max())
+    e = 0
+    if amax > 0:
+        e = math.floor(math.log2(fmax / amax))
+        while amax * 2.0 ** e > fmax:
+            e -= 1
+        while amax * 2.0 ** (e + 1) <= fmax:
+            e += 1
+    return e
+
+
+def fp8_gemm(a, b, ea, eb, gpu, fmt):
+    qa = bf16emu.convert((a.detach().float().numpy() * np.float32(2.0 ** ea)).astype(np.float32), to=fmt,
+                         saturate=True)
+    qb = bf16emu.convert((b.detach().float().numpy() * np.float32(2.0 ** eb)).astype(np.float32), to=fmt,
+                         saturate=True)
+    d = np.asarray(bf16emu.gemm(np.asarray(qa), np.asarray(qb), arch=gpu, a_format=fmt, threads=1), np.float32)
+    return torch.from_numpy((d * np.float32(2.0 ** -(ea + eb))).astype(np.float32))
+
+
+def test_fp8_bmm_one_scale_per_tensor():
+    g = torch.Generator().manual_seed(7)
+    a = torch.randn(3, 5, 16, generator=g) * torch.tensor([1.0, 1e-3, 30.0]).reshape(3, 1, 1)
+    b = torch.randn(3, 16, 4, generator=g)
+    y, _ = emulated(lambda: torch.bmm(a, b), "sm90", "e4m3")
+    ea, eb = fp8_exponent(a, "e4m3"), fp8_exponent(b, "e4m3")
+    ref = torch.stack([fp8_gemm(a[i], b[i], ea, eb, "sm90", "e4m3") for i in range(3)])
+    same_bits(y, ref)
+    # Scaling each slice on its own would give other bits (slice 1 is 1000x smaller).
+    assert not torch.equal(y[1], fp8_reference(a[1], b[1], "sm90", "e4m3"))
+
+
+def test_conv_under_fp8_dtype_one_scale_per_tensor():
+    g = torch.Generator().manual_seed(8)
+    # Group 0's channels are 1000x smaller than group 1's: a per-group scale would differ.
+    x = torch.randn(1, 4, 6, 6, generator=g) * torch.tensor([1e-3, 1e-3, 1.0, 1.0]).reshape(1, 4, 1, 1)
+    w = torch.randn(4, 2, 3, 3, generator=g)
+    y, e = emulated(lambda: F.conv2d(x, w, groups=2), "sm90", "e4m3")
+    cols = F.unfold(x, 3)[0]  # (4*9, 16), group g's rows g*18:(g+1)*18
+    ex, ew = fp8_exponent(x, "e4m3"), fp8_exponent(w, "e4m3")
+    ref = torch.cat([fp8_gemm(w[2 * k:2 * k + 2].reshape(2, 18), cols[18 * k:18 * (k + 1)], ew, ex, "sm90", "e4m3")
+                     for k in range(2)])
+    same_bits(y.reshape(4, 16), ref)
+    assert e.report_dict()["emulated"]["convolution"]["calls"] == 1
 
 
 def test_ctrl_c_interrupts_long_product():
