@@ -360,3 +360,30 @@ def test_conv3d_forward_and_weight_grad_bits():
                                 cols[k, (d * H + h) * W + ww] = xp[c, d + kd, 2 * h + kh, ww + kw]
     same_bits(y.reshape(3, -1), gemm2(w.detach().reshape(3, -1), cols, "sm90"))
     same_bits(w.grad.reshape(3, -1), gemm2(go.reshape(3, -1), cols.t(), "sm90"))
+
+
+@pytest.mark.parametrize("gpu,dtype,arg", [("sm999", "bf16", "gpu"), ("sm80", "e4m3", "gpu"), ("sm90", "fp8", "dtype")])
+def test_conv_model_refused_naming_the_argument(gpu, dtype, arg):
+    model = torch.nn.Sequential(torch.nn.Conv2d(2, 3, 3), torch.nn.ReLU())
+    with pytest.raises(ValueError, match=f"argument '{arg}'"):
+        et.emulate(model, gpu=gpu, dtype=dtype)
+    assert not getattr(model, "_bf16emu_products", False)  # nothing left marked on the model
+
+
+def test_small_cnn_trains_with_every_product_emulated():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(1, 4, 3, padding=1), torch.nn.ReLU(),
+                                torch.nn.Conv2d(4, 4, 3, stride=2, groups=2), torch.nn.Flatten(),
+                                torch.nn.Linear(4 * 3 * 3, 2))
+    x = torch.randn(3, 1, 8, 8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        em = et.emulate(model, gpu="sm100", dtype="bf16")
+        with em as m:
+            loss = m(x).square().mean()
+            loss.backward()
+    rep = em.report_dict()
+    assert rep["emulated"]["convolution"]["calls"] == 2
+    assert rep["emulated"]["convolution_backward"]["calls"] == 2
+    assert not any("convolution" in k or k in ("mm", "addmm") for k in rep["not_emulated"])
+    assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in model.parameters())
