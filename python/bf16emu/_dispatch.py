@@ -22,11 +22,12 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import bf16emu as _bf
-from bf16emu import _fp8, _implicit_gemm
+
+from . import _fp8, _implicit_gemm
 
 __all__ = ["ProductMode", "emulate_products"]
 
-DTYPES = ("bf16", "fp16", "tf32", "e4m3", "e5m2")  # e4m3/e5m2: per-tensor scale rule, _fp8.py
+DTYPES = _fp8.DTYPES  # bf16 fp16 tf32 e4m3 e5m2 (fp8: scale rule in _fp8)
 _aten = torch.ops.aten
 _EMULATED = {_aten.mm.default: "mm", _aten.bmm.default: "bmm", _aten.addmm.default: "addmm",
              _aten.baddbmm.default: "baddbmm"}
@@ -38,17 +39,7 @@ new_empty_strided empty_strided stack cat repeat expand_as view_as to _local_sca
 
 
 def _check(gpu, dtype):
-    if not isinstance(dtype, str) or dtype not in DTYPES:
-        raise ValueError(f"argument 'dtype': {dtype!r:.80} is not one of {', '.join(DTYPES)}")
-    if not isinstance(gpu, str):
-        raise TypeError(f"argument 'gpu' must be a preset name such as 'sm90', got {type(gpu).__name__}")
-    if dtype in _fp8.FORMATS:
-        return _fp8.check(gpu, dtype)
-    one = np.asarray(_bf.convert(np.ones((1, 1), np.float32), to=dtype))
-    try:
-        _bf.gemm(one, one, arch=gpu, a_format=dtype, threads=1)
-    except ValueError as e:
-        raise ValueError(f"argument 'gpu': no tensor-core preset '{gpu:.80}' for dtype {dtype} ({e})") from None
+    _fp8.check(gpu, dtype)  # ValueError naming 'dtype' or 'gpu'
 
 
 def _slice_product(a, b, gpu, dtype):
@@ -59,8 +50,8 @@ def _slice_product(a, b, gpu, dtype):
         return torch.zeros((M, N), dtype=torch.float32)
     an = a.detach().to(torch.float32).contiguous().numpy()
     bn = b.detach().to(torch.float32).contiguous().numpy()
-    if dtype in _fp8.FORMATS:
-        return torch.from_numpy(_fp8.product(an, bn, gpu, dtype).copy())
+    if dtype in _fp8.FP8:
+        return torch.from_numpy(_fp8.product(an, bn, gpu, dtype))
     ab = np.asarray(_bf.convert(an, to=dtype))
     bb = np.asarray(_bf.convert(bn, to=dtype))
     d = _bf.gemm(ab, bb, arch=gpu, a_format=dtype, threads=0)
@@ -80,6 +71,8 @@ class ProductMode(TorchDispatchMode):
     def _product(self, a, b):
         if a.dim() == 2:
             return _slice_product(a, b, self.gpu, self.dtype)
+        if self.dtype in _fp8.FP8:  # one fp8 scale per tensor, over the whole batch
+            return _fp8.batched(a, b, self.gpu, self.dtype)
         out = [_slice_product(a[i], b[i], self.gpu, self.dtype) for i in range(a.shape[0])]
         if not out:
             return torch.zeros((0, a.shape[1], b.shape[2]), dtype=torch.float32)
@@ -87,10 +80,10 @@ class ProductMode(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if func in _implicit_gemm.OPS:  # convolutions: implicit GEMM (_implicit_gemm)
+            return _implicit_gemm.dispatch(self, func, args, kwargs)
         name = _EMULATED.get(func)
         tensors = [x for x in args if isinstance(x, torch.Tensor)]
-        if func in _implicit_gemm.OPS and all(x.is_floating_point() for x in tensors):
-            return self._convolution(func, args, kwargs)
         if name is None or not all(x.is_floating_point() for x in tensors):
             op = func.overloadpacket.__name__
             if op not in _MOVES and any(x.is_floating_point() for x in tensors):
@@ -116,13 +109,6 @@ class ProductMode(TorchDispatchMode):
         s[0] += 1
         s[1] += int(a.numel()) * int(b.shape[-1])
         s[2] += time.perf_counter() - t0
-        return out
-
-    def _convolution(self, func, args, kwargs):
-        t0 = time.perf_counter()
-        out, macs = _implicit_gemm.run(func, args, kwargs, lambda a, b: _slice_product(a, b, self.gpu, self.dtype))
-        s = self.stats.setdefault(_implicit_gemm.OPS[func], [0, 0, 0.0])
-        s[0], s[1], s[2] = s[0] + 1, s[1] + macs, s[2] + time.perf_counter() - t0
         return out
 
     def report_dict(self) -> dict:
@@ -177,9 +163,9 @@ class _Products:
 def emulate_products(gpu: str = "sm90", dtype: str = "bf16", model=None) -> _Products:
     """Context manager: every mm/bmm/addmm/baddbmm (so @, matmul, einsum, linear and their
     backward) inside the `with` block runs on tensor-core preset `gpu` with operands rounded to
-    `dtype` (bf16, fp16, tf32; e4m3, e5m2 with a per-tensor power-of-two scale, _fp8.py);
-    .report() / .report_dict() give calls, MACs and seconds per op and the floating-point ops
-    left to the host. model= marks that model so a second nested
+    `dtype` (bf16, fp16, tf32; e4m3/e5m2 scaled, _fp8); convolutions as implicit GEMMs
+    (_implicit_gemm); .report() / .report_dict() give calls, MACs and seconds per op and
+    the floating-point ops left to the host. model= marks that model so a second nested
     emulate_products() on it is refused.
 
     >>> with et.emulate_products(gpu="sm90", dtype="bf16") as e:
