@@ -20,6 +20,7 @@ Classes:
   fp32 ops (sum, exp, pow, ...) get this only outside a backward pass: autocast is off in the
   backward, where they run in their inputs' type ("elementwise" rule below).
 - "fp32_backward": backward ops of fp32 ops: FP32 in, FP32 out.
+- "fp32, rounded back": norm: FP32 arithmetic, rounded once to the input's dtype (see TABLE).
 - "elementwise": not an autocast list. PyTorch's CUDA kernels compute BFloat16/Half element-wise
   ops and reductions in float (at::opmath_type) and round once to the result dtype; the mode
   computes them in FP32 on the host and rounds once (RNE) to torch's promoted result dtype. The
@@ -52,8 +53,13 @@ native_layer_norm native_group_norm frobenius_norm nuclear_norm cosine_similarit
 cosine_embedding_loss nll_loss_forward nll_loss2d_forward hinge_embedding_loss kl_div l1_loss smooth_l1_loss
 huber_loss mse_loss margin_ranking_loss multilabel_margin_loss_forward soft_margin_loss triplet_margin_loss
 multi_margin_loss binary_cross_entropy_with_logits dist _pdist_forward _cdist_forward renorm logsumexp
-prod _softmax _log_softmax cumprod cumsum sum norm linalg_vector_norm"""):
+prod _softmax _log_softmax cumprod cumsum sum"""):
     TABLE[_n] = "fp32"
+# norm (fp32_append_dtype): torch 1.13's composite callers (frobenius_norm) assert that norm's
+# result has the input's dtype, so the mode computes it in FP32 and rounds it back (a deviation:
+# autocast's norm returns FP32).
+for _n in _W("norm"):
+    TABLE[_n] = "fp32, rounded back"
 for _n in _W("""_softmax_backward_data _log_softmax_backward_data native_layer_norm_backward
 native_group_norm_backward nll_loss_backward nll_loss2d_backward mse_loss_backward smooth_l1_loss_backward
 huber_loss_backward softplus_backward soft_margin_loss_backward multi_margin_loss_backward
@@ -64,7 +70,7 @@ for _n in _W("""addcdiv addcmul atan2 cross dot index_put scatter_add"""):
 for _n in _W("""add sub rsub mul div neg abs relu threshold threshold_backward gelu gelu_backward tanh
 tanh_backward sigmoid sigmoid_backward silu silu_backward where masked_fill native_dropout
 native_dropout_backward embedding embedding_dense_backward sqrt sin cos erf clamp clamp_min clamp_max
-maximum minimum mean square exp2 leaky_relu leaky_relu_backward lerp sign"""):
+maximum minimum mean square exp2 leaky_relu leaky_relu_backward lerp sign bernoulli"""):
     TABLE[_n] = "elementwise"
 # Ops whose fp32 policy is "fp32_set_opt_dtype": with an explicit dtype= autocast leaves them alone.
 SET_OPT_DTYPE = frozenset(_W("prod _softmax _log_softmax cumprod cumsum sum"))
@@ -74,6 +80,7 @@ WHAT = {
     "lower_precision_fp (host)": "not emulated: host arithmetic (reported, warned on low-precision input)",
     "fp32": "inputs cast to FP32, host FP32, output FP32 (in the forward)",
     "fp32_backward": "inputs cast to FP32, host FP32, output FP32",
+    "fp32, rounded back": "computed in FP32, rounded once to the input's dtype",
     "promote": "computed in FP32, rounded once to the promoted dtype",
     "elementwise": "computed in FP32, rounded once to the promoted dtype",
 }
@@ -179,7 +186,7 @@ def run(cls, func, args, kwargs):
         cls = "elementwise"  # autocast is off in the backward
     if cls in ("fp32", "fp32_backward"):
         return _call_fp32(func, args, kwargs)[2], "fp32"
-    # elementwise / promote: FP32 arithmetic, one rounding to the promoted dtype.
+    # elementwise / promote / fp32, rounded back: FP32 arithmetic, one rounding to the promoted dtype.
     ts = floating(args, kwargs)
     dt = result_dtype(ts)
     a, k, out = _call_fp32(func, args, kwargs)

@@ -147,7 +147,7 @@ class ProductMode(TorchDispatchMode):
         if name is None or not all(x.is_floating_point() for x in tensors):
             if op in _MOVES or not ts:
                 return func(*args, **kwargs)
-            cls = _ac.lookup(op) if self.autocast else None
+            cls = _ac.lookup(op) if self.autocast and "out" not in kwargs else None  # out=: host, reported
             if cls is None or cls == "lower_precision_fp (host)":
                 low = any(t.dtype in _ac.LOW.values() for t in ts)
                 if not self.autocast:
