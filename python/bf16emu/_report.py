@@ -53,13 +53,13 @@ class Report:
         d = self.as_dict()
         lines = [f"products on {self.gpu}, operands {self.dtype}, FP32 accumulation; autocast "
                  f"{'on' if self.autocast else 'off'}",
-                 f"{'kind':14s} {'op':28s} {'calls':>7s} {'MACs':>14s} {'seconds':>9s} {'differing':>16s} "
+                 f"{'kind':14s} {'op':36s} {'calls':>7s} {'MACs':>14s} {'seconds':>9s} {'differing':>16s} "
                  f"{'max rel diff':>12s}"]
         for kind in ("emulated", "host_products", "fp32", "rounded", "not_emulated"):
             for op, s in sorted(self.ops.get(kind, {}).items()):
                 dif = f"{s['differing']}/{s['outputs']}" if "outputs" in s else ""
                 rel = f"{s['max_rel_diff']:.3g}" if "max_rel_diff" in s else ""
-                lines.append(f"{kind:14s} aten.{op:23s} {s['calls']:7d} {s['macs']:14d} {s['seconds']:9.3f} "
+                lines.append(f"{kind:14s} aten.{op:31s} {s['calls']:7d} {s['macs']:14d} {s['seconds']:9.3f} "
                              f"{dif:>16s} {rel:>12s}")
         if self.not_emulated:
             lines.append("not emulated (host arithmetic):")

@@ -49,36 +49,39 @@ class Net(torch.nn.Module):
         return F.mse_loss(p, target)
 
 
-def by_hand(m, x, target, gpu):
-    """What a CUDA autocast bf16 step computes, each product a direct bf16emu.gemm. Returns the
+def by_hand(m, x, target, gpu, dtype="bf16"):
+    """What a CUDA autocast step computes, each product a direct bf16emu.gemm. Returns the
     loss and the gradients of l1.weight, l1.bias, l2.weight, l2.bias."""
+    low = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
+    lo = lambda t: t.detach().to(low)  # noqa: E731  autocast's cast, round to nearest even
     W1, b1, W2, b2 = (p.detach() for p in (m.l1.weight, m.l1.bias, m.l2.weight, m.l2.bias))
-    # Forward: autocast casts x, W and b to bf16; addmm = FP32 product + bias, rounded once.
-    z1 = bf(gemm2(x, W1.t(), gpu) + bf(b1).float())
-    h = bf(F.gelu(z1.float()))  # element-wise: FP32 arithmetic, rounded once
-    z2 = bf(gemm2(h, W2.t(), gpu) + bf(b2).float())
+    # Forward: autocast casts x, W and b to the low dtype; addmm = FP32 product + bias, rounded once.
+    z1 = lo(gemm2(x, W1.t(), gpu, dtype) + lo(b1).float())
+    h = lo(F.gelu(z1.float()))  # element-wise: FP32 arithmetic, rounded once
+    z2 = lo(gemm2(h, W2.t(), gpu, dtype) + lo(b2).float())
     z2f = z2.float().requires_grad_()  # softmax and the loss: autocast's fp32 list
     loss = F.mse_loss(torch.softmax(z2f, -1), target)
     (g_z2,) = torch.autograd.grad(loss, z2f)
-    # Backward: the gradient reaching the bf16 tensor z2 is cast to bf16; autocast is off.
-    g_z2 = bf(g_z2)
-    gW2 = bf(gemm2(g_z2.t(), h, gpu)).float()  # bf16 product, then cast to W2's FP32
-    gb2 = bf(g_z2.float().sum(0)).float()  # bf16 reduction: FP32 sum, rounded once
-    g_h = bf(gemm2(g_z2, W2, gpu))
-    g_z1 = bf(torch.ops.aten.gelu_backward(g_h.float(), z1.float()))
-    gW1 = bf(gemm2(g_z1.t(), x, gpu)).float()
-    gb1 = bf(g_z1.float().sum(0)).float()
+    # Backward: the gradient reaching the low-precision tensor z2 is cast to its dtype; autocast
+    # is off there.
+    g_z2 = lo(g_z2)
+    gW2 = lo(gemm2(g_z2.t(), h, gpu, dtype)).float()  # low-precision product, then cast to W2's FP32
+    gb2 = lo(g_z2.float().sum(0)).float()  # low-precision reduction: FP32 sum, rounded once
+    g_h = lo(gemm2(g_z2, W2, gpu, dtype))
+    g_z1 = lo(torch.ops.aten.gelu_backward(g_h.float(), z1.float()))
+    gW1 = lo(gemm2(g_z1.t(), x, gpu, dtype)).float()
+    gb1 = lo(g_z1.float().sum(0)).float()
     return loss.detach(), gW1, gb1, gW2, gb2
 
 
-@pytest.mark.parametrize("gpu", PRESETS)
-def test_autocast_model_forward_and_gradients(gpu):
+@pytest.mark.parametrize("gpu,dtype", [(g, "bf16") for g in PRESETS] + [("sm90", "fp16")])
+def test_autocast_model_forward_and_gradients(gpu, dtype):
     m, x = Net(), r(6, 24, seed=2)
     target = torch.softmax(r(6, 7, seed=3), -1)
-    with et.emulate_products(gpu=gpu, dtype="bf16", model=m) as e:  # autocast: default for bf16
+    with et.emulate_products(gpu=gpu, dtype=dtype, model=m) as e:  # autocast: default for bf16/fp16
         loss = m(x, target)
         loss.backward()
-    want = by_hand(m, x, target, gpu)
+    want = by_hand(m, x, target, gpu, dtype)
     same_bits(loss.detach(), want[0])
     for p, g in zip((m.l1.weight, m.l1.bias, m.l2.weight, m.l2.bias), want[1:]):
         same_bits(p.grad, g)
@@ -89,7 +92,7 @@ def test_autocast_model_forward_and_gradients(gpu):
     assert {"gelu", "gelu_backward", "sum"} <= set(rep["rounded"])
     # The model is not the same as without autocast: the rounding points matter.
     m2 = Net()
-    with et.emulate_products(gpu=gpu, dtype="bf16", model=m2, autocast=False):
+    with et.emulate_products(gpu=gpu, dtype=dtype, model=m2, autocast=False):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             loss2 = m2(x, target)
@@ -114,6 +117,8 @@ def test_tf32_autocast_refused_and_autocast_checked():
         et.emulate_products(gpu="sm90", autocast="yes")
     with pytest.raises(ValueError, match="argument 'autocast'"):
         et.emulate(Net(), gpu="sm90", dtype="tf32", autocast=True)
+    with pytest.raises(ValueError, match="argument 'autocast'/'overrides'"):
+        et.emulate(Net(), autocast=True)  # no gpu=: no products' mode to set
     with et.emulate_products(gpu="sm90", dtype="tf32") as e:  # None: off for tf32
         y = r(3, 5) @ r(5, 2)
     assert y.dtype == torch.float32 and e.report_dict()["autocast"] is False
@@ -181,3 +186,28 @@ def test_overrides():
         et.emulate(m, gpu="sm90", overrides={"lm_head": "sm1234"})
     with pytest.raises(ValueError, match="argument 'overrides'.*model="):
         et.emulate_products(gpu="sm90", overrides={"lm_head": None})
+
+
+def test_autocast_single_ops():
+    """One op of each class on low-precision tensors, against hand-written FP32 + .to(bf16)."""
+    a, b, c = r(4, 33, seed=10), r(33, 6, seed=11), r(6, seed=12)
+    ab, cb = bf(a @ torch.eye(33)), bf(c)  # bf16 operands made outside the mode
+    p = gemm2(a, b, "sm80")
+    with et.emulate_products(gpu="sm80") as e:
+        y = torch.addmm(c, a, b, beta=0.5, alpha=2.0)
+        s = ab[:, :6] + cb  # element-wise: FP32 sum rounded once
+        q = ab[:, :6] * c  # bf16 * FP32 tensor: torch promotes to FP32
+        ex = torch.exp(ab)  # autocast fp32 list: FP32 output
+        sm = torch.softmax(ab, -1)
+        g = F.gelu(ab)
+        t = ab.clone()
+        t.mul_(1.1)  # in place: FP32 arithmetic, rounded into the bf16 tensor
+    same_bits(y, bf(2.0 * p + 0.5 * bf(c).float()))
+    same_bits(s, bf(ab[:, :6].float() + cb.float()))
+    same_bits(q, ab[:, :6].float() * c)
+    same_bits(ex, torch.exp(ab.float()))
+    same_bits(sm, torch.softmax(ab.float(), -1))
+    same_bits(g, bf(F.gelu(ab.float())))
+    same_bits(t, bf(ab.float() * 1.1))
+    d = e.report_dict()
+    assert set(d["fp32"]) == {"exp", "_softmax"} and {"add", "mul", "gelu", "mul_"} <= set(d["rounded"])
