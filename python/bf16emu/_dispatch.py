@@ -252,6 +252,7 @@ class _Products:
         for h in self._hooks:
             h.remove()
         self._hooks = []
+        self.mode.modules.clear()  # a forward that raised leaves its modules' names
         if self.model is not None:
             self.model._bf16emu_products = False
         return False

@@ -100,7 +100,8 @@ class Emulated:
         return self.model(*args, **kwargs)
 
     def report(self) -> str:
-        """The products' report (gpu=): calls, MACs, seconds per op, the ops left to the host."""
+        """The run's report (gpu=): per op kind and per module calls, MACs, seconds, the products'
+        differences from the host FP32 result, the ops left to the host and why."""
         return self.products.report() if self.products is not None else "no products emulated (gpu=None)"
 
     def report_dict(self) -> dict:
