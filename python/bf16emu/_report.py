@@ -3,6 +3,8 @@
 Differences of an emulated product: the mode's output against the host's FP32 result of the
 same call (the aten op on the same operands, each cast to FP32, computed by the host).
 - differing: elements whose values differ (two NaNs count as equal);
+- differing_after_rounding: the same against the host result rounded (RNE) to the output's dtype
+  (bf16/fp16 under autocast): what the tensor-core model changes beyond the output rounding;
 - max_rel_diff: the largest |emu - host| / |host| over the elements with host != 0 and both
   finite; elements with host == 0 that differ are counted in host_zero_differing instead (their
   relative difference has no finite value), non-finite mismatches in nonfinite_differing.
@@ -33,7 +35,8 @@ class Report:
             s["macs"] += int(macs)
             s["seconds"] += seconds
             if diff is not None:
-                for key in ("outputs", "differing", "host_zero_differing", "nonfinite_differing"):
+                for key in ("outputs", "differing", "differing_after_rounding", "host_zero_differing",
+                            "nonfinite_differing"):
                     s[key] = s.get(key, 0) + diff[key]
                 s["max_rel_diff"] = max(s.get("max_rel_diff", 0.0), diff["max_rel_diff"])
 
@@ -77,11 +80,13 @@ def difference(emu, host):
     e, h = emu.detach().to(torch.float32), host.detach().to(torch.float32)
     both_nan = torch.isnan(e) & torch.isnan(h)
     differ = (e != h) & ~both_nan
+    hr = host.detach().to(emu.dtype).to(torch.float32)
+    after = (e != hr) & ~(torch.isnan(e) & torch.isnan(hr))
     finite = torch.isfinite(e) & torch.isfinite(h)
     zero = h == 0
     rel_ok = differ & finite & ~zero
     rel = ((e - h).abs() / h.abs())[rel_ok]
-    return {"outputs": int(e.numel()), "differing": int(differ.sum()),
+    return {"outputs": int(e.numel()), "differing": int(differ.sum()), "differing_after_rounding": int(after.sum()),
             "host_zero_differing": int((differ & finite & zero).sum()),
             "nonfinite_differing": int((differ & ~finite).sum()),
             "max_rel_diff": float(rel.max()) if rel.numel() else 0.0}

@@ -147,6 +147,13 @@ def test_report_differences_and_modules():
     mm = e.report_dict()["emulated"]["mm"]
     assert mm["outputs"] == 99 and mm["differing"] == int((emu != host).sum()) and mm["differing"] > 0
     assert mm["max_rel_diff"] == pytest.approx(want_rel, rel=1e-6) and mm["max_rel_diff"] > 0
+    assert mm["differing_after_rounding"] == mm["differing"]  # FP32 output: no rounding
+    with et.emulate_products(gpu="sm90") as e3:  # autocast: bf16 output
+        a @ b
+    mm = e3.report_dict()["emulated"]["mm"]
+    assert mm["differing"] == int((emu.to(torch.bfloat16).float() != host).sum())
+    assert mm["differing_after_rounding"] == int((emu.to(torch.bfloat16) != host.to(torch.bfloat16)).sum())
+    assert mm["differing_after_rounding"] < mm["differing"]
     m, x = Net(), r(4, 24, seed=8)
     with et.emulate_products(gpu="sm90", model=m) as e2:
         m(x, torch.zeros(4, 7)).backward()
