@@ -221,24 +221,53 @@ def _transposed_backward(go, x, w, stride, padding, dilation, groups, mask, gpu,
 
 
 def dispatch(mode, func, args, kwargs):
-    """ProductMode's hook: run a convolution op on mode.gpu / mode.dtype, counted in mode.stats
-    (operands that are not floating point: on the host, listed in mode.not_emulated, warned once)."""
+    """ProductMode's hook for a convolution op, reported as its products are: on the preset of
+    the running module (mode._preset(); an override of None keeps it in host FP32), with the
+    outputs compared against the host's FP32 result of the same call. Under autocast the
+    outputs are rounded once to the low dtype, and the forward's bias is first rounded to it, as
+    autocast casts every input of a lower-precision op (the bias is then added in FP32, as for
+    addmm). The rounded outputs keep the operands' dtype (FP32 for an FP32 model) instead of
+    becoming bfloat16/float16 tensors: torch 1.13's conv1d/2d/3d refuse a low-precision input with
+    an FP32 bias above the dispatch level, where no mode can cast it as CUDA autocast does, so a
+    conv after a conv would fail. The element-wise op after a convolution therefore runs in FP32
+    without the final rounding (docs/torch-autocast.md). Non-floating operands: on the host,
+    warned once and reported."""
     import time
-    import warnings
 
+    from bf16emu import _autocast as _ac
+    from bf16emu._report import difference
+
+    kwargs = kwargs or {}
     name = OPS[func]
     if not all(x.is_floating_point() for x in args[:3] if isinstance(x, torch.Tensor)):
-        key = f"{name} (non-floating operands)"
-        if key not in mode.not_emulated:
-            warnings.warn(f"bf16emu.torch: aten.{name} is not emulated: non-floating operands (runs in the "
-                          f"host's arithmetic)", stacklevel=3)
-        mode.not_emulated[key] = mode.not_emulated.get(key, 0) + 1
-        return func(*args, **(kwargs or {}))
+        return mode._host(func, name, args, kwargs, "non-floating operands: host arithmetic")
     t0 = time.perf_counter()
-    run = conv_forward if func is _aten.convolution.default else conv_backward
-    out = run(args, mode.gpu, mode.dtype)
-    s = mode.stats.setdefault(name, [0, 0, 0.0])
-    s[0] += 1
-    s[1] += macs(func, args)
-    s[2] += time.perf_counter() - t0
+    fwd = func is _aten.convolution.default
+    n = macs(func, args)
+    gpu = mode._preset()
+    f32 = [x.to(torch.float32) if isinstance(x, torch.Tensor) else x for x in args]
+    if gpu is None:
+        host = func(*f32, **kwargs)
+        mode.rep.add("host_products", name, mode.module(), time.perf_counter() - t0, n)
+        return host
+    low = _ac.LOW[mode.dtype] if mode.autocast else None
+    if low is not None and fwd and args[2] is not None:
+        args = (args[0], args[1], args[2].to(low)) + tuple(args[3:])
+    out = (conv_forward if fwd else conv_backward)(args, gpu, mode.dtype)
+    host = func(*f32, **kwargs)  # after the emulated product, which Ctrl-C can interrupt
+    outs, hosts = (out,), (host,)
+    if not fwd:
+        outs, hosts = zip(*[(o, h) for o, h in zip(out, host) if o is not None]) if any(
+            o is not None for o in out) else ((), ())
+    if low is not None:  # rounded once to the low dtype, carried in the operands' dtype (docstring)
+        outs = tuple(o.to(low).to(o.dtype) for o in outs)
+        if fwd:
+            out = outs[0]
+        else:
+            it = iter(outs)
+            out = tuple(None if o is None else next(it) for o in out)
+    seen = tuple(o.to(low) for o in outs) if low is not None else outs
+    diff = difference(torch.cat([o.reshape(-1) for o in seen]), torch.cat([h.reshape(-1) for h in hosts])) \
+        if outs else None
+    mode.rep.add("emulated", name, mode.module(), time.perf_counter() - t0, n, diff)
     return out

@@ -71,7 +71,9 @@ def reference_conv(x4, w4, b, go4, gpu, stride, padding, dilation, groups):
 def emulated(fn, gpu, dtype="bf16"):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        with et.emulate_products(gpu=gpu, dtype=dtype) as e:
+        # autocast=False: the expectations are the FP32 products (autocast is the default for
+        # bf16/fp16 since the dispatch mode gained it; test_dispatch_autocast.py covers it)
+        with et.emulate_products(gpu=gpu, dtype=dtype, autocast=False) as e:
             out = fn()
     return out, e
 
@@ -304,7 +306,7 @@ def test_conv_under_fp8_dtype_one_scale_per_tensor():
 def test_ctrl_c_interrupts_long_product():
     a = torch.randn(256, 256)
     t0 = time.perf_counter()
-    with et.emulate_products(gpu="sm90", dtype="bf16"):
+    with et.emulate_products(gpu="sm90", dtype="bf16", autocast=False):
         a @ a
     per_mac = (time.perf_counter() - t0) / 256 ** 3
     # A square product that would take about 6 s; SIGINT after 1 s.
@@ -319,7 +321,7 @@ def test_ctrl_c_interrupts_long_product():
         os.kill(os.getpid(), signal.SIGINT)
 
     timer = threading.Timer(1.0, fire)
-    with et.emulate_products(gpu="sm90", dtype="bf16"):
+    with et.emulate_products(gpu="sm90", dtype="bf16", autocast=False):
         timer.start()
         try:
             x @ x
@@ -387,3 +389,29 @@ def test_small_cnn_trains_with_every_product_emulated():
     assert rep["emulated"]["convolution_backward"]["calls"] == 2
     assert not any("convolution" in k or k in ("mm", "addmm") for k in rep["not_emulated"])
     assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in model.parameters())
+
+
+@pytest.mark.parametrize("gpu", PRESETS)
+def test_conv2d_under_autocast_rounds_outputs_once(gpu):
+    """autocast (the default for bf16): the outputs are the FP32-accumulated products rounded once
+    to bf16, the bias rounded to bf16 before it is added (autocast casts every input), carried
+    in FP32 (docs/torch-autocast.md); every gradient rounded once to bf16 as well."""
+    g = torch.Generator().manual_seed(7)
+    x = torch.randn(2, 4, 9, 8, generator=g, requires_grad=True)
+    w = torch.randn(6, 2, 3, 2, generator=g, requires_grad=True)
+    b = torch.randn(6, generator=g, requires_grad=True)
+    kw = dict(stride=2, padding=1, dilation=2, groups=2)
+    go = torch.randn(F.conv2d(x, w, b, **kw).shape, generator=g)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with et.emulate_products(gpu=gpu, dtype="bf16") as e:
+            y = F.conv2d(x, w, b, **kw)
+            y.backward(go)
+    assert e.report_dict()["autocast"] is True and y.dtype == torch.float32
+    ry, rgx, rgw, rgb = reference_conv(x.detach(), w.detach(), None, go, gpu, 2, 1, 2, 2)
+    bf = lambda t: t.to(torch.bfloat16).to(torch.float32)  # noqa: E731
+    same_bits(y.detach(), bf(ry + bf(b.detach()).reshape(1, 6, 1, 1)))
+    same_bits(x.grad, bf(rgx))
+    same_bits(w.grad, bf(rgw))
+    same_bits(b.grad, bf(go.sum(dim=[0, 2, 3])))
+    assert not torch.equal(y.detach(), ry + b.detach().reshape(1, 6, 1, 1))  # the roundings are seen
