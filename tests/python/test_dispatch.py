@@ -12,27 +12,11 @@ import torch.nn.functional as F  # noqa: E402
 import bf16emu  # noqa: E402
 import bf16emu.torch as et  # noqa: E402
 
-PRESETS = ["sm80", "sm90", "sm100"]
-
-
-def gemm2(a, b, gpu, dtype="bf16"):
-    """The expectation: a (M x K) @ b (K x N) by one direct bf16emu.gemm, FP32 tensor."""
-    a = a.detach().float().contiguous().numpy()
-    b = b.detach().float().contiguous().numpy()
-    if a.shape[0] == 0 or b.shape[1] == 0 or a.shape[1] == 0:
-        return torch.zeros(a.shape[0], b.shape[1])
-    d = bf16emu.gemm(np.asarray(bf16emu.convert(a, to=dtype)), np.asarray(bf16emu.convert(b, to=dtype)),
-                     arch=gpu, a_format=dtype, threads=1)
-    return torch.from_numpy(np.asarray(d, dtype=np.float32).copy())
+from dispatch_reference import PRESETS, gemm2, same_bits  # noqa: E402
 
 
 def batched(a, b, gpu, dtype="bf16"):
     return torch.stack([gemm2(a[i], b[i], gpu, dtype) for i in range(a.shape[0])])
-
-
-def same_bits(x, y):
-    assert x.shape == y.shape and x.dtype == y.dtype == torch.float32, (x.shape, y.shape, x.dtype, y.dtype)
-    assert torch.equal(x.contiguous().view(torch.int32), y.contiguous().view(torch.int32))
 
 
 def run(fn, gpu, dtype="bf16"):

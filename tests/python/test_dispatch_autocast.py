@@ -13,23 +13,8 @@ import torch.nn.functional as F  # noqa: E402
 import bf16emu  # noqa: E402
 import bf16emu.torch as et  # noqa: E402
 
-PRESETS = ["sm80", "sm90", "sm100"]
+from dispatch_reference import PRESETS, gemm2, same_bits  # noqa: E402
 bf = lambda t: t.detach().to(torch.bfloat16)  # noqa: E731  what autocast's casts do
-
-
-def gemm2(a, b, gpu, dtype="bf16"):
-    """a (M x K) @ b (K x N) by one direct bf16emu.gemm on operands rounded to dtype: FP32 tensor."""
-    a = a.detach().float().contiguous().numpy()
-    b = b.detach().float().contiguous().numpy()
-    d = bf16emu.gemm(np.asarray(bf16emu.convert(a, to=dtype)), np.asarray(bf16emu.convert(b, to=dtype)),
-                     arch=gpu, a_format=dtype, threads=1)
-    return torch.from_numpy(np.asarray(d, dtype=np.float32).copy())
-
-
-def same_bits(x, y):
-    assert x.shape == y.shape and x.dtype == y.dtype, (x.shape, y.shape, x.dtype, y.dtype)
-    assert torch.equal(x.contiguous().view(torch.int16 if x.dtype == torch.bfloat16 else torch.int32),
-                       y.contiguous().view(torch.int16 if y.dtype == torch.bfloat16 else torch.int32))
 
 
 def r(*shape, seed=0):
