@@ -7,9 +7,10 @@ their backward to) are computed by bf16emu.gemm on the preset `gpu`: both operan
 accumulation and output, one bf16emu.gemm per 2-d slice. addmm/baddbmm's bias is added after
 the product in FP32 by the host, as cuBLASLt's bias epilogue does:
 out = alpha * P + beta * bias (alpha == 1: P itself; beta == 0: the bias is not read, as
-PyTorch defines). Everything else (softmax, layer norm, elementwise ops, reductions) runs in
-the host's own arithmetic; the floating-point ops among them are listed in report() and warned
-about once per op.
+PyTorch defines). With autocast (the default for bf16/fp16) the products' outputs are rounded
+once to the low dtype and the other ops follow torch.autocast's CUDA lists (bf16emu._autocast,
+docs/torch-autocast.md); without it everything else runs in the host's own arithmetic. Floating
+ops left to the host are listed in report() and warned about once per op.
 """
 
 from __future__ import annotations
@@ -22,11 +23,14 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import bf16emu as _bf
-from bf16emu import _fp8, _implicit_gemm
+import bf16emu._autocast as _ac
+from bf16emu._report import Report as _Report, difference as _difference
+
+from . import _fp8, _implicit_gemm
 
 __all__ = ["ProductMode", "emulate_products"]
 
-DTYPES = ("bf16", "fp16", "tf32", "e4m3", "e5m2")  # e4m3/e5m2: per-tensor scale rule, _fp8.py
+DTYPES = _fp8.DTYPES  # bf16 fp16 tf32 e4m3 e5m2 (fp8: scale rule in _fp8)
 _aten = torch.ops.aten
 _EMULATED = {_aten.mm.default: "mm", _aten.bmm.default: "bmm", _aten.addmm.default: "addmm",
              _aten.baddbmm.default: "baddbmm"}
@@ -38,17 +42,7 @@ new_empty_strided empty_strided stack cat repeat expand_as view_as to _local_sca
 
 
 def _check(gpu, dtype):
-    if not isinstance(dtype, str) or dtype not in DTYPES:
-        raise ValueError(f"argument 'dtype': {dtype!r:.80} is not one of {', '.join(DTYPES)}")
-    if not isinstance(gpu, str):
-        raise TypeError(f"argument 'gpu' must be a preset name such as 'sm90', got {type(gpu).__name__}")
-    if dtype in _fp8.FORMATS:
-        return _fp8.check(gpu, dtype)
-    one = np.asarray(_bf.convert(np.ones((1, 1), np.float32), to=dtype))
-    try:
-        _bf.gemm(one, one, arch=gpu, a_format=dtype, threads=1)
-    except ValueError as e:
-        raise ValueError(f"argument 'gpu': no tensor-core preset '{gpu:.80}' for dtype {dtype} ({e})") from None
+    _fp8.check(gpu, dtype)  # ValueError naming 'dtype' or 'gpu'
 
 
 def _bits(x, dtype):
@@ -70,51 +64,120 @@ def _gemm_bits(ab, bb, gpu, dtype):
 
 def _slice_product(a, b, gpu, dtype):
     """a (M x K) @ b (K x N) on the preset: FP32 torch tensor (M x N)."""
-    if dtype in _fp8.FORMATS:
+    if dtype in _fp8.FP8:
         M, K, N = a.shape[0], a.shape[1], b.shape[1]
         if M == 0 or N == 0 or K == 0:
             return torch.zeros((M, N), dtype=torch.float32)
         an = a.detach().to(torch.float32).contiguous().numpy()
         bn = b.detach().to(torch.float32).contiguous().numpy()
-        return torch.from_numpy(_fp8.product(an, bn, gpu, dtype).copy())
+        return torch.from_numpy(_fp8.product(an, bn, gpu, dtype))
     return _gemm_bits(_bits(a, dtype), _bits(b, dtype), gpu, dtype)
 
 
-class ProductMode(TorchDispatchMode):
-    """The dispatch mode itself; emulate_products() makes and enters one."""
+def _check_autocast(autocast, dtype):
+    if autocast is None:
+        return dtype in _ac.LOW
+    if not isinstance(autocast, bool):
+        raise TypeError(f"argument 'autocast' must be None, True or False, got {type(autocast).__name__}")
+    if autocast and dtype not in _ac.LOW:
+        raise ValueError(f"argument 'autocast': True needs dtype bf16 or fp16 (torch.autocast has no {dtype} "
+                         f"tensors), got dtype {dtype}")
+    return autocast
 
-    def __init__(self, gpu: str = "sm90", dtype: str = "bf16"):
+
+class ProductMode(TorchDispatchMode):
+    """The dispatch mode itself; emulate_products() makes and enters one. autocast (None: True
+    for bf16/fp16, False for tf32): see bf16emu._autocast and docs/torch-autocast.md.
+    overrides: {module name: None or preset}, resolved by emulate_products(model=...)."""
+
+    def __init__(self, gpu: str = "sm90", dtype: str = "bf16", autocast=None, overrides=None):
         super().__init__()
         _check(gpu, dtype)
         self.gpu, self.dtype = gpu, dtype
-        self.stats = {}  # op -> [calls, MACs, seconds]
-        self.not_emulated = {}  # op name -> calls
+        self.autocast = _check_autocast(autocast, dtype)
+        self.overrides = dict(overrides or {})
+        self.rep = _Report(gpu, dtype, self.autocast)
+        self.modules = []  # names of the modules running (forward hooks)
+        self._warned = set()
 
-    def _product(self, a, b):
+    @property
+    def stats(self):
+        return self.rep.ops.get("emulated", {})
+
+    @property
+    def not_emulated(self):
+        return {k: v["calls"] for k, v in self.rep.not_emulated.items()}
+
+    def module(self):
+        if self.modules:
+            return self.modules[-1]
+        return "(backward)" if _ac.in_backward() else "(outside)"
+
+    def __enter__(self):
+        self._engine = _ac.wrap_engine()
+        return super().__enter__()
+
+    def __exit__(self, *exc):
+        try:
+            return super().__exit__(*exc)
+        finally:
+            _ac.unwrap_engine(self._engine)
+
+    def _preset(self):
+        """The preset for a product now: the innermost running module with an override."""
+        for name in reversed(self.modules):
+            if name in self.overrides:
+                return self.overrides[name]
+        return self.gpu
+
+    def _product(self, a, b, gpu):
         if a.dim() == 2:
-            return _slice_product(a, b, self.gpu, self.dtype)
+            return _slice_product(a, b, gpu, self.dtype)
+        if self.dtype in _fp8.FP8:  # one fp8 scale per tensor, over the whole batch
+            return _fp8.batched(a, b, gpu, self.dtype)
         if a.shape[0] == 0:
             return torch.zeros((0, a.shape[1], b.shape[2]), dtype=torch.float32)
-        if self.dtype in _fp8.FORMATS:  # a scale per slice, as before
-            return torch.stack([_slice_product(a[i], b[i], self.gpu, self.dtype) for i in range(a.shape[0])])
         # Each operand converted once as a whole (one copy, one bf16emu.convert), then sliced.
         ab, bb = _bits(a, self.dtype), _bits(b, self.dtype)
-        return torch.stack([_gemm_bits(ab[i], bb[i], self.gpu, self.dtype) for i in range(a.shape[0])])
+        return torch.stack([_gemm_bits(ab[i], bb[i], gpu, self.dtype) for i in range(a.shape[0])])
+
+    def _host(self, func, op, args, kwargs, reason):
+        if op not in self._warned:
+            self._warned.add(op)
+            warnings.warn(f"bf16emu.torch.emulate_products: aten.{op} is not emulated ({reason})", stacklevel=3)
+        t0 = time.perf_counter()
+        out = func(*args, **kwargs)
+        self.rep.host(op, reason, self.module(), time.perf_counter() - t0)
+        return out
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if func in _implicit_gemm.OPS:  # convolutions: implicit GEMM (_implicit_gemm)
+            return _implicit_gemm.dispatch(self, func, args, kwargs)
         name = _EMULATED.get(func)
+        op = func.overloadpacket.__name__
+        ts = _ac.floating(args, kwargs)
         tensors = [x for x in args if isinstance(x, torch.Tensor)]
-        if func in _implicit_gemm.OPS and all(x.is_floating_point() for x in tensors):
-            return self._convolution(func, args, kwargs)
         if name is None or not all(x.is_floating_point() for x in tensors):
-            op = func.overloadpacket.__name__
-            if op not in _MOVES and any(x.is_floating_point() for x in tensors):
-                if op not in self.not_emulated:
-                    warnings.warn(f"bf16emu.torch.emulate_products: aten.{op} is not emulated (runs in the "
-                                  f"host's arithmetic)", stacklevel=2)
-                self.not_emulated[op] = self.not_emulated.get(op, 0) + 1
-            return func(*args, **kwargs)
+            if op in _MOVES or not ts:
+                return func(*args, **kwargs)
+            cls = _ac.lookup(op) if self.autocast and "out" not in kwargs else None  # out=: host, reported
+            if cls is None or cls == "lower_precision_fp (host)":
+                low = any(t.dtype in _ac.LOW.values() for t in ts)
+                if not self.autocast:
+                    reason = "autocast off: host arithmetic"
+                elif cls:
+                    reason = "autocast lower-precision op without a tensor-core model here: host arithmetic"
+                elif low:
+                    reason = "not in bf16emu's autocast table: host arithmetic on low-precision tensors"
+                else:
+                    reason = "not in bf16emu's autocast table: host FP32 arithmetic (FP32 operands)"
+                return self._host(func, op, args, kwargs, reason)
+            t0 = time.perf_counter()
+            out, how = _ac.run(cls, func, args, kwargs)
+            self.rep.add(how if how in ("fp32", "rounded") else "fp32", op, self.module(),
+                         time.perf_counter() - t0)
+            return out
         t0 = time.perf_counter()
         if name in ("mm", "bmm"):
             a, b = args[0], args[1]
@@ -122,48 +185,74 @@ class ProductMode(TorchDispatchMode):
         else:
             bias, a, b = args[0], args[1], args[2]
             beta, alpha = kwargs.get("beta", 1), kwargs.get("alpha", 1)
-        p = self._product(a, b)
+        macs = int(a.numel()) * int(b.shape[-1])
+        gpu = self._preset()
+
+        def host():  # the host's FP32 result of the same call
+            return func(*[x.to(torch.float32) if isinstance(x, torch.Tensor) else x for x in args], **kwargs)
+
+        if gpu is None:  # overrides: this module's products stay in host FP32
+            out = host()
+            self.rep.add("host_products", name, self.module(), time.perf_counter() - t0, macs)
+            return out
+        # The emulated product first: Ctrl-C interrupts it between chunks of rows, while the host's
+        # own product (after it) cannot be interrupted, as in plain PyTorch.
+        p = self._product(a, b, gpu)
         if alpha != 1:
             p = p * alpha
         if bias is not None and beta != 0:
-            p = p + (bias.to(torch.float32) if beta == 1 else beta * bias.to(torch.float32))
-        out = p.to(torch.result_type(a, b))
-        s = self.stats.setdefault(name, [0, 0, 0.0])
-        s[0] += 1
-        s[1] += int(a.numel()) * int(b.shape[-1])
-        s[2] += time.perf_counter() - t0
-        return out
-
-    def _convolution(self, func, args, kwargs):
-        t0 = time.perf_counter()
-        out, macs = _implicit_gemm.run(func, args, kwargs, lambda a, b: _slice_product(a, b, self.gpu, self.dtype))
-        s = self.stats.setdefault(_implicit_gemm.OPS[func], [0, 0, 0.0])
-        s[0], s[1], s[2] = s[0] + 1, s[1] + macs, s[2] + time.perf_counter() - t0
+            bias = bias.to(torch.float32)
+            if self.autocast:  # autocast casts every input, the bias too, to the low dtype
+                bias = bias.to(_ac.LOW[self.dtype]).to(torch.float32)
+            p = p + (bias if beta == 1 else beta * bias)
+        out = p.to(_ac.LOW[self.dtype] if self.autocast else torch.result_type(a, b))
+        self.rep.add("emulated", name, self.module(), time.perf_counter() - t0, macs, _difference(out, host()))
         return out
 
     def report_dict(self) -> dict:
-        return {"gpu": self.gpu, "dtype": self.dtype,
-                "emulated": {k: {"calls": v[0], "macs": v[1], "seconds": v[2]} for k, v in self.stats.items()},
-                "not_emulated": dict(self.not_emulated)}
+        return self.rep.as_dict()
 
     def report(self) -> str:
-        lines = [f"products on {self.gpu}, operands {self.dtype}, FP32 accumulation and output"]
-        for k, v in sorted(self.stats.items()):
-            rate = v[1] / v[2] / 1e6 if v[2] > 0 else 0.0
-            lines.append(f"  aten.{k:8s} {v[0]:6d} calls {v[1]:14d} MACs {v[2]:9.3f} s ({rate:.1f} M MAC/s)")
-        if self.not_emulated:
-            lines.append("not emulated (host arithmetic): " +
-                         ", ".join(f"aten.{k} x{n}" for k, n in sorted(self.not_emulated.items())))
-        return "\n".join(lines)
+        return self.rep.text()
+
+
+def _check_overrides(overrides, model, dtype):
+    if overrides is None:
+        return {}
+    if not isinstance(overrides, dict):
+        raise TypeError(f"argument 'overrides' must be a dict of module name -> None or preset, "
+                        f"got {type(overrides).__name__}")
+    if overrides and model is None:
+        raise ValueError("argument 'overrides': needs model= (module names come from model.named_modules())")
+    names = dict(model.named_modules()) if model is not None else {}
+    for key, val in overrides.items():
+        if not isinstance(key, str) or key not in names or key == "":
+            raise ValueError(f"argument 'overrides': no module named {key!r:.80} in the model")
+        if val is not None:
+            try:
+                _check(val, dtype)
+            except (TypeError, ValueError) as e:
+                raise ValueError(f"argument 'overrides': module {key!r}: {e}") from None
+    return dict(overrides)
 
 
 class _Products:
     """What emulate_products() returns: a `with` block runs the products on the preset."""
 
-    def __init__(self, gpu, dtype, model):
+    def __init__(self, gpu, dtype, model, autocast=None, overrides=None):
         if model is not None and not isinstance(model, torch.nn.Module):
             raise TypeError(f"argument 'model' must be a torch.nn.Module or None, got {type(model).__name__}")
-        self.mode, self.model, self._entered, self._exited = ProductMode(gpu, dtype), model, False, False
+        ov = _check_overrides(overrides, model, dtype)
+        self.mode = ProductMode(gpu, dtype, autocast, ov)
+        self.model, self._entered, self._exited = model, False, False
+        self._hooks = []
+
+    def _hook(self):
+        stack = self.mode.modules
+        for name, mod in self.model.named_modules():
+            label = name or "(root)"
+            self._hooks.append(mod.register_forward_pre_hook(lambda m, i, label=label: stack.append(label) and None))
+            self._hooks.append(mod.register_forward_hook(lambda m, i, o: stack.pop() and None))
 
     def __enter__(self):
         if self._entered:
@@ -172,6 +261,7 @@ class _Products:
             if getattr(self.model, "_bf16emu_products", False):
                 raise RuntimeError("argument 'model': emulate_products() is already active on this model")
             self.model._bf16emu_products = True
+            self._hook()
         self._entered = True
         self.mode.__enter__()
         return self
@@ -179,6 +269,10 @@ class _Products:
     def __exit__(self, *exc):
         self._exited = True
         self.mode.__exit__(*exc)
+        for h in self._hooks:
+            h.remove()
+        self._hooks = []
+        self.mode.modules.clear()  # a forward that raised leaves its modules' names
         if self.model is not None:
             self.model._bf16emu_products = False
         return False
@@ -190,17 +284,35 @@ class _Products:
         return self.mode.report_dict()
 
 
-def emulate_products(gpu: str = "sm90", dtype: str = "bf16", model=None) -> _Products:
+def emulate_products(gpu: str = "sm90", dtype: str = "bf16", model=None, autocast=None,
+                     overrides=None) -> _Products:
     """Context manager: every mm/bmm/addmm/baddbmm (so @, matmul, einsum, linear and their
     backward) inside the `with` block runs on tensor-core preset `gpu` with operands rounded to
-    `dtype` (bf16, fp16, tf32; e4m3, e5m2 with a per-tensor power-of-two scale, _fp8.py);
-    .report() / .report_dict() give calls, MACs and seconds per op and the floating-point ops
-    left to the host. model= marks that model so a second nested
-    emulate_products() on it is refused.
+    `dtype` (bf16, fp16, tf32; e4m3/e5m2 with one power-of-two scale per tensor, _fp8);
+    convolutions (transposed too) as implicit GEMMs (_implicit_gemm, docs/torch-convolution.md).
+
+    autocast (None: True for bf16/fp16, False for tf32; True with tf32 is refused): the rest of
+    a CUDA torch.autocast step, with torch.bfloat16/float16 tensors for the low-precision ones:
+    products return the low dtype (the FP32 result of the tensor-core model rounded once, RNE;
+    addmm/baddbmm's bias rounded to the low dtype first, as autocast casts every input, then
+    alpha * P + beta * bias in FP32 and one rounding: the cuBLASLt bias epilogue assumption);
+    autocast's fp32 ops in FP32; element-wise ops computed in FP32 and rounded once to torch's
+    promoted dtype; other floating ops on the host, warned once per op and reported. The table
+    is bf16emu._autocast.TABLE, documented in docs/torch-autocast.md. autocast=False: products
+    give FP32, everything else runs on the host.
+
+    .report() / .report_dict() (JSON-serialisable): calls, MACs, seconds per op kind and per
+    module, and for the emulated products how many outputs differ from the host FP32 result of
+    the same call and the largest relative difference (bf16emu._report). model= names the
+    modules (forward hooks; backward ops are filed under "(backward)") and marks the model so
+    that a second nested emulate_products() on it is refused. overrides= (with model=):
+    {module name: None (its products stay in host FP32) or a preset name}; it applies to the
+    products of that module's forward (and its submodules'), not to the backward's products,
+    which no module hook sees.
 
     >>> with et.emulate_products(gpu="sm90", dtype="bf16") as e:
     ...     y = torch.ones(2, 3) @ torch.ones(3, 4)
-    >>> e.report_dict()["emulated"]["mm"]["calls"]
-    1
+    >>> e.report_dict()["emulated"]["mm"]["calls"], y.dtype
+    (1, torch.bfloat16)
     """
-    return _Products(gpu, dtype, model)
+    return _Products(gpu, dtype, model, autocast, overrides)

@@ -100,7 +100,8 @@ class Emulated:
         return self.model(*args, **kwargs)
 
     def report(self) -> str:
-        """The products' report (gpu=): calls, MACs, seconds per op, the ops left to the host."""
+        """The run's report (gpu=): per op kind and per module calls, MACs, seconds, the products'
+        differences from the host FP32 result, the ops left to the host and why."""
         return self.products.report() if self.products is not None else "no products emulated (gpu=None)"
 
     def report_dict(self) -> dict:
@@ -122,15 +123,17 @@ def _config(arg, what, key, check):
     return dict(arg)
 
 
-def emulate(model, attention=None, linear=None, *, ledger: bool = False, gpu=None, dtype: str = "bf16") -> Emulated:
+def emulate(model, attention=None, linear=None, *, ledger: bool = False, gpu=None, dtype: str = "bf16",
+            autocast=None, overrides=None) -> Emulated:
     """Serves `model`'s nn.Linear layers by bf16emu.torch.linear (linear: a dict of its keyword
     arguments, or an arch name) and its scaled_dot_product_attention calls by
     bf16emu.torch.attention (attention: a dict of its keyword arguments, or a policy name), until
     restore() or the end of the `with` block. None leaves that op alone. ledger=True keeps each
     attention call's ledger in .ledgers ('forward': the forward ledgers only). gpu= (a preset
     name) runs every matrix product inside the `with` block, forward and backward, on that
-    preset with operands rounded to dtype= (bf16emu.torch.emulate_products; not with linear=);
-    .report() then gives the products' report.
+    preset with operands rounded to dtype= (bf16emu.torch.emulate_products; not with linear=),
+    with autocast= (None: on for bf16/fp16) and per-module overrides= as emulate_products has
+    them; .report() then gives the run's report.
 
     >>> model = torch.nn.Sequential(torch.nn.Linear(16, 3))
     >>> with et.emulate(model, linear={"arch": "sm90", "format": "bf16"}) as m:
@@ -156,5 +159,8 @@ def emulate(model, attention=None, linear=None, *, ledger: bool = False, gpu=Non
     lin = _config(linear, "linear", "arch", lambda c: _t._linear(tiny[0, 0], tiny[0, 0], **c))
     if gpu is not None and linear is not None:
         raise ValueError("argument 'gpu': not with linear= (both would serve the nn.Linear layers)")
-    products = None if gpu is None else emulate_products(gpu=gpu, dtype=dtype, model=model)
+    if gpu is None and (autocast is not None or overrides is not None):
+        raise ValueError("argument 'autocast'/'overrides': only with gpu= (they set the products' mode)")
+    products = None if gpu is None else emulate_products(gpu=gpu, dtype=dtype, model=model, autocast=autocast,
+                                                         overrides=overrides)
     return Emulated(model, att, lin, ledger, products)

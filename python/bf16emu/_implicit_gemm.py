@@ -1,155 +1,273 @@
-"""Convolutions as implicit GEMMs on a tensor-core preset (issue 43 item 1).
+"""Convolutions as implicit GEMMs on a tensor-core preset (issue 43 item 1, docs/torch-convolution.md).
 
-ProductMode (bf16emu/_dispatch.py) sends aten.convolution.default (what F.conv1d/conv2d/conv3d and
-nn.Conv*d reach in torch 1.13) and aten.convolution_backward.default here. Each is computed as
-GEMMs through the mode's own 2-d product (operands rounded to the dtype, bf16emu.gemm on the
-preset, FP32 accumulation and output). The layout, and so the reduction order, is:
+ProductMode sends aten.convolution (forward of F.conv1d/conv2d/conv3d, nn.ConvNd) and
+aten.convolution_backward here. Everything is a plain bf16emu.gemm on the preset, the data
+movement around it exact (NumPy copies), and every addition outside the GEMM done in FP32 on the
+host in the order stated below. With fp8 operands (dtype e4m3/e5m2) each tensor (w, x, grad_output) has one scale (_fp8), the
+same for every group. Notation: x (N, C_in, *S), weight w (C_out, C_in/G, *R), G
+groups, output (N, C_out, *P); Cg = C_in/G, Og = C_out/G; L = prod(P) output positions,
+numbered row-major (last spatial dim fastest); kernel offsets r numbered row-major likewise.
 
-- columns: for input x (N, C_in, *S) zero-padded by `padding`, the column matrix of group g has
-  one row per K index k = (c, k_1, ..., k_d) with c in the group's C_in/groups channels, in that
-  order (channel slowest, the last kernel dimension fastest, as torch's weight layout), and one
-  column per (n, o_1, ..., o_d) (batch slowest, the last output dimension fastest);
-  element = x_pad[n, c, o_1*stride_1 + k_1*dilation_1, ...].
-- forward: for each group g, one GEMM  A = weight_g (C_out/groups x K)  @  B = columns_g
-  (K x N*L), L = the number of output positions; the reduction runs over K in the order above,
-  in the preset's block order. The bias is added afterwards in FP32 by the host.
-- grad_input: for each group, one GEMM  A = weight_g^T (K x C_out/groups)  @  B = grad_out_g
-  (C_out/groups x N*L), reduction over the group's output channels; then col2im: the rows of
-  that result are scatter-added into a zero FP32 padded input on the host, one kernel offset at a
-  time in lexicographic order of (k_1, ..., k_d) (each offset adds one strided slice, so a padded
-  position receives its contributions in that order, each a single FP32 add), and the padding is
-  cropped.
-- grad_weight: for each group, one GEMM  A = grad_out_g (C_out/groups x N*L)  @  B = columns_g^T
-  (N*L x K): K of this GEMM is every (batch, output position) in the column order above.
-- grad_bias: grad_out summed over batch and spatial dimensions by the host in FP32
-  (torch.sum over dims (0, 2, ...)); it is no product.
-
-Transposed convolutions (transposed=True: F.conv_transpose*) are not emulated: the mode raises
-NotImplementedError naming them, it never runs them silently in FP32.
+Forward, one GEMM per group g:
+    A = w[g*Og:(g+1)*Og] reshaped (Og x K),  K = Cg * prod(R), K index = (c, r) with c slowest
+        (c_in within the group, then the kernel offsets row-major) -- w's own memory order;
+    B = cols (K x N*L): cols[(c, r), (n, l)] = x_padded[n, g*Cg + c, l*stride + r*dilation]
+        (zero where the window reads padding), column index n slowest, then l;
+    D = A @ B on the preset (operands rounded to `dtype`, FP32 accumulation and output), so each
+    output element is one dot product over K in the order above; then the bias, if any, is added
+    to D in FP32 by the host (out = D + bias[o]), as for addmm.
+Backward (aten.convolution_backward, output_mask picks which of the three are made):
+    grad_input:  dcols = A^T (K x Og) @ gO_g (Og x N*L) on the preset, reduction over the Og
+        output channels of the group in order; then col2im in FP32 on the host: grad_x_padded
+        starts at +0.0 and for each kernel offset r in row-major order, dcols[(c, r), (n, l)] is
+        added to grad_x_padded[n, g*Cg + c, l*stride + r*dilation] (for one r no two l hit the
+        same element); so each input element's contributions are summed in kernel-offset order.
+        The padding border is then cut off.
+    grad_weight: dW_g (Og x K) = gO_g (Og x N*L) @ cols^T (N*L x K) on the preset, reduction
+        over the N*L (batch element, output position) pairs, n slowest.
+    grad_bias:   grad_output summed over the batch and spatial dims by the host in FP32
+        (torch.sum over dims [0, 2, ...]), as PyTorch does for addmm's bias.
+Transposed convolutions (transposed=True; w (C_in, Og, *R), output (N, C_out, *P')):
+    output: dcols = W_g^T (Og*prod(R) x Cg_in) @ x_g (Cg_in x N*L_in) on the preset, reduction
+        over the group's input channels in order; then the same FP32 col2im as grad_input above
+        (kernel offsets in row-major order) into the padded output, cut to P'; bias in FP32 after.
+    grad_input: the plain convolution of grad_output with w (the forward above, no bias).
+    grad_weight: dW_g (Cg_in x Og*prod(R)) = x_g (Cg_in x N*L_in) @ cols(grad_output)^T on the
+        preset, reduction over the (n, input position) pairs, n slowest.
+    grad_bias: as above.
 """
 
 from __future__ import annotations
 
 import itertools
 
+import numpy as np
 import torch
 
-__all__ = ["OPS", "run"]
+from . import _fp8
+
+__all__ = ["OPS", "conv_forward", "conv_backward", "macs", "dispatch"]
 
 _aten = torch.ops.aten
 OPS = {_aten.convolution.default: "convolution", _aten.convolution_backward.default: "convolution_backward"}
 
 
-def _refuse_transposed():
-    raise NotImplementedError("bf16emu.torch: transposed convolutions (conv_transpose*) are not emulated "
-                              "by the tensor-core mode; run them outside the mode")
+def _f32(t):
+    return np.ascontiguousarray(t.detach().to(torch.float32).numpy())
 
 
-def _offsets(kernel):
-    return list(itertools.product(*[range(k) for k in kernel]))
+def _geometry(x_shape, w_shape, stride, padding, dilation):
+    spatial = len(x_shape) - 2
+    stride, padding, dilation = (list(v) * spatial if len(v) == 1 else list(v) for v in (stride, padding, dilation))
+    R = list(w_shape[2:])
+    P = [(x_shape[2 + i] + 2 * padding[i] - dilation[i] * (R[i] - 1) - 1) // stride[i] + 1 for i in range(spatial)]
+    return stride, padding, dilation, R, P
 
 
-def _window(o, k, s, d):
-    """The strided slice of a padded dimension that kernel offset k reads for o outputs."""
-    return slice(k * d, k * d + s * (o - 1) + 1, s)
-
-
-def _columns(xpad, kernel, out, stride, dilation):
-    """(N, C, *Spad) -> (C * prod(kernel), N * prod(out)), K index (c, k_1..k_d)."""
-    N, C = xpad.shape[:2]
-    parts = []
-    for ks in _offsets(kernel):
-        idx = (slice(None), slice(None)) + tuple(_window(o, k, s, d) for o, k, s, d in zip(out, ks, stride, dilation))
-        parts.append(xpad[idx])  # (N, C, *out)
-    cols = torch.stack(parts, dim=2)  # (N, C, KK, *out)
-    L = int(torch.tensor(out).prod()) if out else 1
-    return cols.reshape(N, C * len(parts), L).permute(1, 0, 2).reshape(C * len(parts), N * L)
-
-
-def _geometry(x, w, stride, padding, dilation):
-    kernel = list(w.shape[2:])
-    spatial = list(x.shape[2:])
-    out = [(n + 2 * p - d * (k - 1) - 1) // s + 1 for n, k, s, p, d in zip(spatial, kernel, stride, padding, dilation)]
-    return kernel, out
+def _cols(xp, g, Cg, R, P, stride, dilation):
+    """cols (K x N*L) of group g from the padded input xp (N, C_in, *S_padded), FP32."""
+    N = xp.shape[0]
+    K = Cg * int(np.prod(R))
+    L = int(np.prod(P))
+    out = np.empty((Cg, *R, N, *P), np.float32)
+    xg = xp[:, g * Cg:(g + 1) * Cg]
+    for r in itertools.product(*(range(k) for k in R)):
+        sl = tuple(slice(r[i] * dilation[i], r[i] * dilation[i] + (P[i] - 1) * stride[i] + 1, stride[i])
+                   for i in range(len(R)))
+        # xg[:, :, window] is (N, Cg, *P); cols wants (Cg, N, *P) at kernel offset r.
+        out[(slice(None), *r)] = np.moveaxis(xg[(slice(None), slice(None), *sl)], 0, 1)
+    return out.reshape(K, N * L)
 
 
 def _pad(x, padding):
-    xf = x.detach().to(torch.float32)
-    if any(padding):
-        shape = list(xf.shape[:2]) + [n + 2 * p for n, p in zip(xf.shape[2:], padding)]
-        xp = torch.zeros(shape, dtype=torch.float32)
-        xp[(slice(None), slice(None)) + tuple(slice(p, p + n) for p, n in zip(padding, xf.shape[2:]))] = xf
-        return xp
-    return xf
+    return np.pad(x, [(0, 0), (0, 0)] + [(p, p) for p in padding])
 
 
-def _expand(v, d):
-    v = list(v)
-    return v * d if len(v) == 1 else v
+def macs(func, args):
+    """Multiply-adds of the preset GEMMs of this call (for the report)."""
+    fwd = func is _aten.convolution.default
+    x, w = (args[0], args[1]) if fwd else (args[1], args[2])
+    if (args[6] if fwd else args[7]):  # transposed: one MAC per (input position, weight element)
+        per = int(x.shape[0]) * int(np.prod(x.shape[2:])) * int(w.numel())
+    elif fwd:
+        _, _, _, R, P = _geometry(x.shape, w.shape, args[3], args[4], args[5])
+        per = int(x.shape[0]) * int(np.prod(P)) * int(w.numel())
+    else:
+        per = int(args[0].shape[0]) * int(np.prod(args[0].shape[2:])) * int(w.numel())
+    return per if fwd else per * (int(bool(args[10][0])) + int(bool(args[10][1])))
 
 
-def _setup(x, w, stride, padding, dilation, groups):
-    """The geometry both directions share: spatial rank, per-dimension stride/padding/dilation,
-    kernel and output sizes, batch, channels, and channels per group."""
-    d = x.dim() - 2
-    stride, padding, dilation = _expand(stride, d), _expand(padding, d), _expand(dilation, d)
-    kernel, out = _geometry(x, w, stride, padding, dilation)
-    N, Cin = x.shape[:2]
-    Cout = w.shape[0]
-    return d, stride, padding, dilation, kernel, out, N, Cin, Cout, Cin // groups, Cout // groups
-
-
-def forward(x, w, bias, stride, padding, dilation, groups, product):
-    d, stride, padding, dilation, kernel, out, N, Cin, Cout, cg, og = _setup(x, w, stride, padding, dilation, groups)
-    cols = _columns(_pad(x, padding), kernel, out, stride, dilation)  # (Cin*KK, N*L)
-    KK = cols.shape[0] // Cin
-    wf = w.detach().to(torch.float32).reshape(Cout, cg * KK)
-    res = [product(wf[g * og:(g + 1) * og], cols[g * cg * KK:(g + 1) * cg * KK]) for g in range(groups)]
-    y = torch.cat(res, 0).reshape(Cout, N, *out).movedim(0, 1)
-    if bias is not None:
-        y = y + bias.detach().to(torch.float32).reshape([1, Cout] + [1] * d)
-    return y.contiguous()
-
-
-def backward(grad, x, w, stride, padding, dilation, groups, mask, product):
-    d, stride, padding, dilation, kernel, out, N, Cin, Cout, cg, og = _setup(x, w, stride, padding, dilation, groups)
-    KK = len(_offsets(kernel))
-    gf = grad.detach().to(torch.float32).movedim(1, 0).reshape(Cout, grad.numel() // max(Cout, 1))  # (Cout, N*L)
-    wf = w.detach().to(torch.float32).reshape(Cout, cg * KK)
-    gx = gw = gb = None
-    if mask[0]:
-        gcols = torch.cat([product(wf[g * og:(g + 1) * og].t(), gf[g * og:(g + 1) * og]) for g in range(groups)], 0)
-        gcols = gcols.reshape(Cin, KK, N, *out)
-        shape = [N, Cin] + [n + 2 * p for n, p in zip(x.shape[2:], padding)]
-        gpad = torch.zeros(shape, dtype=torch.float32)
-        for i, ks in enumerate(_offsets(kernel)):
-            idx = (slice(None), slice(None)) + tuple(_window(o, k, s, dd) for o, k, s, dd in
-                                                     zip(out, ks, stride, dilation))
-            gpad[idx] += gcols[:, i].movedim(1, 0)
-        gx = gpad[(slice(None), slice(None)) + tuple(slice(p, p + n) for p, n in zip(padding, x.shape[2:]))]
-        gx = gx.contiguous().to(x.dtype)
-    if mask[1]:
-        cols = _columns(_pad(x, padding), kernel, out, stride, dilation)
-        gw = torch.cat([product(gf[g * og:(g + 1) * og], cols[g * cg * KK:(g + 1) * cg * KK].t())
-                        for g in range(groups)], 0).reshape(w.shape).to(w.dtype)
-    if mask[2]:
-        gb = grad.to(torch.float32).sum(dim=[0] + list(range(2, grad.dim()))).to(grad.dtype)
-    return gx, gw, gb
-
-
-def run(func, args, kwargs, product):
-    """Compute aten.convolution / convolution_backward; returns (result, MACs)."""
-    a = list(args)  # torch 1.13 passes every argument positionally (kwargs is empty)
-    if OPS[func] == "convolution":
-        x, w, bias, stride, padding, dilation, transposed, _op, groups = a[:9]
-        if transposed:
-            _refuse_transposed()
-        y = forward(x, w, bias, stride, padding, dilation, groups, product)
-        macs = y.numel() * (w.numel() // w.shape[0])
-        return y.to(torch.result_type(x, w)), macs
-    grad, x, w, _bs, stride, padding, dilation, transposed, _op, groups, mask = a[:11]
+def conv_forward(args, gpu, dtype):
+    x, w, bias, stride, padding, dilation, transposed, output_padding, groups = args
     if transposed:
-        _refuse_transposed()
-    res = backward(grad, x, w, stride, padding, dilation, groups, mask, product)
-    macs = grad.numel() * (w.numel() // w.shape[0]) * (int(bool(mask[0])) + int(bool(mask[1])))
-    return res, macs
+        return _transposed_forward(x, w, bias, stride, padding, dilation, output_padding, groups, gpu, dtype)
+    stride, padding, dilation, R, P = _geometry(x.shape, w.shape, stride, padding, dilation)
+    N, C_out, G = int(x.shape[0]), int(w.shape[0]), int(groups)
+    Cg, Og, L = int(w.shape[1]), C_out // G, int(np.prod(P))
+    out = np.empty((C_out, N * L), np.float32)
+    if N * L and C_out:
+        xp, wn = _pad(_f32(x), padding), _f32(w).reshape(C_out, -1)
+        sc = _fp8.exponents(dtype, w, x)  # fp8: one scale per tensor (_fp8), else (None, None)
+        for g in range(G):
+            out[g * Og:(g + 1) * Og] = _fp8.product(wn[g * Og:(g + 1) * Og], _cols(xp, g, Cg, R, P, stride, dilation),
+                                                    gpu, dtype, *sc)
+    res = torch.from_numpy(np.ascontiguousarray(np.moveaxis(out.reshape(C_out, N, *P), 0, 1)))
+    if bias is not None:
+        res = res + bias.detach().to(torch.float32).reshape(1, C_out, *([1] * len(P)))
+    return res.to(torch.result_type(x, w))
+
+
+def _col2im(dcols, N, Cg, R, P, S_padded, stride, dilation):
+    """FP32 scatter-add of dcols (K x N*L) into (N, Cg, *S_padded), kernel offsets in row-major order."""
+    acc = np.zeros((N, Cg, *S_padded), np.float32)
+    d = dcols.reshape(Cg, *R, N, *P)
+    for r in itertools.product(*(range(k) for k in R)):
+        sl = tuple(slice(r[i] * dilation[i], r[i] * dilation[i] + (P[i] - 1) * stride[i] + 1, stride[i])
+                   for i in range(len(R)))
+        view = acc[(slice(None), slice(None), *sl)]
+        view += np.moveaxis(d[(slice(None), *r)], 1, 0)  # one FP32 add per element (no overlap for one r)
+    return acc
+
+
+def conv_backward(args, gpu, dtype):
+    go, x, w, bias_sizes, stride, padding, dilation, transposed, _op, groups, mask = args
+    if transposed:
+        return _transposed_backward(go, x, w, stride, padding, dilation, groups, mask, gpu, dtype)
+    stride, padding, dilation, R, P = _geometry(x.shape, w.shape, stride, padding, dilation)
+    N, C_out, G = int(x.shape[0]), int(w.shape[0]), int(groups)
+    Cg, Og, L = int(w.shape[1]), C_out // G, int(np.prod(P))
+    K = Cg * int(np.prod(R))
+    gon = np.moveaxis(_f32(go), 1, 0).reshape(C_out, N * L)  # (C_out, N*L), n slowest
+    wn = _f32(w).reshape(C_out, K)
+    xdt = torch.result_type(x, w)
+    grad_x = grad_w = grad_b = None
+    if mask[0]:
+        S_padded = [int(x.shape[2 + i]) + 2 * padding[i] for i in range(len(P))]
+        gx = np.zeros((N, int(x.shape[1]), *S_padded), np.float32)
+        sc = _fp8.exponents(dtype, w, go)
+        for g in range(G):
+            if N * L and Og and K:
+                dcols = _fp8.product(np.ascontiguousarray(wn[g * Og:(g + 1) * Og].T), gon[g * Og:(g + 1) * Og],
+                                     gpu, dtype, *sc)
+                gx[:, g * Cg:(g + 1) * Cg] = _col2im(dcols, N, Cg, R, P, S_padded, stride, dilation)
+        crop = tuple(slice(padding[i], padding[i] + int(x.shape[2 + i])) for i in range(len(P)))
+        grad_x = torch.from_numpy(np.ascontiguousarray(gx[(slice(None), slice(None), *crop)])).to(xdt)
+    if mask[1]:
+        gw = np.zeros((C_out, K), np.float32)
+        if N * L and Og and K:
+            xp, sc = _pad(_f32(x), padding), _fp8.exponents(dtype, go, x)
+            for g in range(G):
+                cols_t = np.ascontiguousarray(_cols(xp, g, Cg, R, P, stride, dilation).T)
+                gw[g * Og:(g + 1) * Og] = _fp8.product(gon[g * Og:(g + 1) * Og], cols_t, gpu, dtype, *sc)
+        grad_w = torch.from_numpy(gw.reshape(tuple(w.shape))).to(xdt)
+    if mask[2]:
+        grad_b = go.detach().to(torch.float32).sum(dim=[0] + list(range(2, go.dim()))).to(go.dtype)
+    return grad_x, grad_w, grad_b
+
+
+
+def _channels_by_positions(t):
+    """(N, C, *S) -> FP32 (C x N*L), column index n slowest, then the positions row-major."""
+    return np.ascontiguousarray(np.moveaxis(_f32(t), 1, 0).reshape(int(t.shape[1]), -1))
+
+
+def _transposed_forward(x, w, bias, stride, padding, dilation, output_padding, groups, gpu, dtype):
+    """conv_transpose: w (C_in, Og, *R); per group dcols = W_g^T (Og*R x Cg_in) @ x_g (Cg_in x N*L),
+    then the col2im of the convolution backward (FP32, kernel offsets in row-major order), cut."""
+    sp = len(x.shape) - 2
+    stride, padding, dilation, output_padding = (list(v) * sp if len(v) == 1 else list(v)
+                                                 for v in (stride, padding, dilation, output_padding))
+    N, C_in, G = int(x.shape[0]), int(x.shape[1]), int(groups)
+    Cg, Og, R, S = C_in // G, int(w.shape[1]), list(w.shape[2:]), list(x.shape[2:])
+    Pt = [(S[i] - 1) * stride[i] - 2 * padding[i] + dilation[i] * (R[i] - 1) + output_padding[i] + 1
+          for i in range(sp)]
+    S_padded = [Pt[i] + 2 * padding[i] for i in range(sp)]
+    acc = np.zeros((N, Og * G, *S_padded), np.float32)
+    if N * int(np.prod(S)) and Cg and Og:
+        xm, wn = _channels_by_positions(x), _f32(w).reshape(C_in, -1)
+        sc = _fp8.exponents(dtype, w, x)
+        for g in range(G):
+            dcols = _fp8.product(np.ascontiguousarray(wn[g * Cg:(g + 1) * Cg].T), xm[g * Cg:(g + 1) * Cg],
+                                 gpu, dtype, *sc)
+            acc[:, g * Og:(g + 1) * Og] = _col2im(dcols, N, Og, R, S, S_padded, stride, dilation)
+    crop = tuple(slice(padding[i], padding[i] + Pt[i]) for i in range(sp))
+    res = torch.from_numpy(np.ascontiguousarray(acc[(slice(None), slice(None), *crop)]))
+    if bias is not None:
+        res = res + bias.detach().to(torch.float32).reshape(1, -1, *([1] * sp))
+    return res.to(torch.result_type(x, w))
+
+
+def _transposed_backward(go, x, w, stride, padding, dilation, groups, mask, gpu, dtype):
+    """grad_input of conv_transpose is the plain convolution of grad_output with w (as conv_forward);
+    grad_weight_g (Cg_in x Og*R) = x_g (Cg_in x N*L) @ cols(grad_output)^T (N*L x Og*R)."""
+    grad_x = grad_w = grad_b = None
+    if mask[0]:
+        grad_x = conv_forward((go, w, None, stride, padding, dilation, False, [0], groups), gpu, dtype).to(x.dtype)
+    if mask[1]:
+        C_in, Og, G = int(w.shape[0]), int(w.shape[1]), int(groups)
+        Cg = C_in // G
+        stride_, padding_, dilation_, R, P = _geometry(go.shape, w.shape, stride, padding, dilation)
+        gw = np.zeros((C_in, Og * int(np.prod(R))), np.float32)
+        if int(x.shape[0]) * int(np.prod(P)) and Og:
+            gp, xm = _pad(_f32(go), padding_), _channels_by_positions(x)
+            sc = _fp8.exponents(dtype, x, go)
+            for g in range(G):
+                cols_t = np.ascontiguousarray(_cols(gp, g, Og, R, P, stride_, dilation_).T)
+                gw[g * Cg:(g + 1) * Cg] = _fp8.product(xm[g * Cg:(g + 1) * Cg], cols_t, gpu, dtype, *sc)
+        grad_w = torch.from_numpy(gw.reshape(tuple(w.shape))).to(torch.result_type(x, w))
+    if mask[2]:
+        grad_b = go.detach().to(torch.float32).sum(dim=[0] + list(range(2, go.dim()))).to(go.dtype)
+    return grad_x, grad_w, grad_b
+
+
+def dispatch(mode, func, args, kwargs):
+    """ProductMode's hook for a convolution op, reported as its products are: on the preset of
+    the running module (mode._preset(); an override of None keeps it in host FP32), with the
+    outputs compared against the host's FP32 result of the same call. Under autocast the
+    outputs are rounded once to the low dtype, and the forward's bias is first rounded to it, as
+    autocast casts every input of a lower-precision op (the bias is then added in FP32, as for
+    addmm). The rounded outputs keep the operands' dtype (FP32 for an FP32 model) instead of
+    becoming bfloat16/float16 tensors: torch 1.13's conv1d/2d/3d refuse a low-precision input with
+    an FP32 bias above the dispatch level, where no mode can cast it as CUDA autocast does, so a
+    conv after a conv would fail. The element-wise op after a convolution therefore runs in FP32
+    without the final rounding (docs/torch-autocast.md). Non-floating operands: on the host,
+    warned once and reported."""
+    import time
+
+    from bf16emu import _autocast as _ac
+    from bf16emu._report import difference
+
+    kwargs = kwargs or {}
+    name = OPS[func]
+    if not all(x.is_floating_point() for x in args[:3] if isinstance(x, torch.Tensor)):
+        return mode._host(func, name, args, kwargs, "non-floating operands: host arithmetic")
+    t0 = time.perf_counter()
+    fwd = func is _aten.convolution.default
+    n = macs(func, args)
+    gpu = mode._preset()
+    f32 = [x.to(torch.float32) if isinstance(x, torch.Tensor) else x for x in args]
+    if gpu is None:
+        host = func(*f32, **kwargs)
+        mode.rep.add("host_products", name, mode.module(), time.perf_counter() - t0, n)
+        return host
+    low = _ac.LOW[mode.dtype] if mode.autocast else None
+    if low is not None and fwd and args[2] is not None:
+        args = (args[0], args[1], args[2].to(low)) + tuple(args[3:])
+    out = (conv_forward if fwd else conv_backward)(args, gpu, mode.dtype)
+    host = func(*f32, **kwargs)  # after the emulated product, which Ctrl-C can interrupt
+    outs, hosts = (out,), (host,)
+    if not fwd:
+        outs, hosts = zip(*[(o, h) for o, h in zip(out, host) if o is not None]) if any(
+            o is not None for o in out) else ((), ())
+    if low is not None:  # rounded once to the low dtype, carried in the operands' dtype (docstring)
+        outs = tuple(o.to(low).to(o.dtype) for o in outs)
+        if fwd:
+            out = outs[0]
+        else:
+            it = iter(outs)
+            out = tuple(None if o is None else next(it) for o in out)
+    seen = tuple(o.to(low) for o in outs) if low is not None else outs
+    diff = difference(torch.cat([o.reshape(-1) for o in seen]), torch.cat([h.reshape(-1) for h in hosts])) \
+        if outs else None
+    mode.rep.add("emulated", name, mode.module(), time.perf_counter() - t0, n, diff)
+    return out
