@@ -132,7 +132,7 @@ def train(args) -> dict:
         print(f"SKIPPED: {err} (needs python3-torch and the bf16emu module on PYTHONPATH)")
         sys.exit(77)
     torch.set_num_threads(args.threads)
-    text = corpus_text(args.docs)
+    text, commit = corpus_text(args.docs), corpus_commit(args.docs)  # the commit when it was read
     chars = sorted(set(text))
     stoi = {c: i for i, c in enumerate(chars)}
     data = torch.tensor([stoi[c] for c in text], dtype=torch.long)
@@ -187,7 +187,7 @@ def train(args) -> dict:
             "config": {k: v for k, v in vars(args).items() if k not in ("out", "check", "doc", "no_plot")},
             "corpus": {"files": "*.md of --docs, sorted by name", "chars": len(text), "vocab": len(chars),
                        "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
-                       "git_commit": corpus_commit(args.docs)},
+                       "git_commit": commit},
             "parameters": sum(p.numel() for p in first.parameters()),
             "torch": torch.__version__, "bf16emu": getattr(bf16emu, "__version__", "?"),
             "emulate_signature": str(inspect.signature(et.emulate)), "threads": torch.get_num_threads(),
