@@ -124,7 +124,7 @@ def _config(arg, what, key, check):
 
 
 def emulate(model, attention=None, linear=None, *, ledger: bool = False, gpu=None, dtype: str = "bf16",
-            autocast=None, overrides=None) -> Emulated:
+            autocast=None, overrides=None, compare: bool = True) -> Emulated:
     """Serves `model`'s nn.Linear layers by bf16emu.torch.linear (linear: a dict of its keyword
     arguments, or an arch name) and its scaled_dot_product_attention calls by
     bf16emu.torch.attention (attention: a dict of its keyword arguments, or a policy name), until
@@ -132,8 +132,8 @@ def emulate(model, attention=None, linear=None, *, ledger: bool = False, gpu=Non
     attention call's ledger in .ledgers ('forward': the forward ledgers only). gpu= (a preset
     name) runs every matrix product inside the `with` block, forward and backward, on that
     preset with operands rounded to dtype= (bf16emu.torch.emulate_products; not with linear=),
-    with autocast= (None: on for bf16/fp16) and per-module overrides= as emulate_products has
-    them; .report() then gives the run's report.
+    with autocast= (None: on for bf16/fp16), per-module overrides= and compare= as
+    emulate_products has them; .report() then gives the run's report.
 
     >>> model = torch.nn.Sequential(torch.nn.Linear(16, 3))
     >>> with et.emulate(model, linear={"arch": "sm90", "format": "bf16"}) as m:
@@ -159,8 +159,8 @@ def emulate(model, attention=None, linear=None, *, ledger: bool = False, gpu=Non
     lin = _config(linear, "linear", "arch", lambda c: _t._linear(tiny[0, 0], tiny[0, 0], **c))
     if gpu is not None and linear is not None:
         raise ValueError("argument 'gpu': not with linear= (both would serve the nn.Linear layers)")
-    if gpu is None and (autocast is not None or overrides is not None):
-        raise ValueError("argument 'autocast'/'overrides': only with gpu= (they set the products' mode)")
+    if gpu is None and (autocast is not None or overrides is not None or compare is not True):
+        raise ValueError("argument 'autocast'/'overrides'/'compare': only with gpu= (they set the products' mode)")
     products = None if gpu is None else emulate_products(gpu=gpu, dtype=dtype, model=model, autocast=autocast,
-                                                         overrides=overrides)
+                                                         overrides=overrides, compare=compare)
     return Emulated(model, att, lin, ledger, products)

@@ -254,10 +254,10 @@ def dispatch(mode, func, args, kwargs):
     if low is not None and fwd and args[2] is not None:
         args = (args[0], args[1], args[2].to(low)) + tuple(args[3:])
     out = (conv_forward if fwd else conv_backward)(args, gpu, mode.dtype)
-    host = func(*f32, **kwargs)  # after the emulated product, which Ctrl-C can interrupt
+    host = func(*f32, **kwargs) if mode.compare else None  # after the emulated product (Ctrl-C)
     outs, hosts = (out,), (host,)
     if not fwd:
-        outs, hosts = zip(*[(o, h) for o, h in zip(out, host) if o is not None]) if any(
+        outs, hosts = zip(*[(o, h) for o, h in zip(out, host or (None,) * len(out)) if o is not None]) if any(
             o is not None for o in out) else ((), ())
     if low is not None:  # rounded once to the low dtype, carried in the operands' dtype (docstring)
         outs = tuple(o.to(low).to(o.dtype) for o in outs)
@@ -268,6 +268,6 @@ def dispatch(mode, func, args, kwargs):
             out = tuple(None if o is None else next(it) for o in out)
     seen = tuple(o.to(low) for o in outs) if low is not None else outs
     diff = difference(torch.cat([o.reshape(-1) for o in seen]), torch.cat([h.reshape(-1) for h in hosts])) \
-        if outs else None
+        if outs and mode.compare else None
     mode.rep.add("emulated", name, mode.module(), time.perf_counter() - t0, n, diff)
     return out

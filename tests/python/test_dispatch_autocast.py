@@ -276,3 +276,25 @@ def test_nanogpt_trains_with_every_product_emulated():
     assert {k: v["calls"] for k, v in rep["emulated"].items() if k in products} == {k: 3 * n for k, n in c.n.items()}
     assert "(backward)" in rep["modules"] and "qkv" in rep["modules"] and "lm_head" in rep["modules"]
     assert all(p.grad is not None and p.grad.dtype == torch.float32 for p in model.parameters())
+
+
+def test_compare_off_same_bits_no_differences():
+    """compare=False skips the host's FP32 product: the same outputs bit for bit, the report
+    without the difference counters; a non-bool compare is refused, naming it."""
+    a, b = torch.randn(5, 37), torch.randn(37, 6)
+    x, w = torch.randn(2, 3, 8, 8), torch.randn(4, 3, 3, 3)
+    outs = {}
+    for compare in (True, False):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with et.emulate_products(gpu="sm90", dtype="bf16", compare=compare) as e:
+                outs[compare] = (a @ b, F.conv2d(x, w))
+        rep = e.report_dict()["emulated"]
+        assert ("differing" in rep["mm"]) == compare and ("differing" in rep["convolution"]) == compare
+        assert rep["mm"]["calls"] == 1 and rep["convolution"]["calls"] == 1
+    for t, f in zip(outs[True], outs[False]):
+        same_bits(t, f)
+    with pytest.raises(TypeError, match="argument 'compare'"):
+        et.emulate_products(gpu="sm90", compare="no")
+    with pytest.raises(ValueError, match="only with gpu="):
+        et.emulate(torch.nn.Linear(2, 2), compare=False)
