@@ -64,10 +64,7 @@ def _gemm_bits(ab, bb, gpu, dtype):
 
 def _slice_product(a, b, gpu, dtype):
     """a (M x K) @ b (K x N) on the preset: FP32 torch tensor (M x N)."""
-    if dtype in _fp8.FP8:
-        M, K, N = a.shape[0], a.shape[1], b.shape[1]
-        if M == 0 or N == 0 or K == 0:
-            return torch.zeros((M, N), dtype=torch.float32)
+    if dtype in _fp8.FP8:  # _fp8.product scales, rounds and handles empty products
         an = a.detach().to(torch.float32).contiguous().numpy()
         bn = b.detach().to(torch.float32).contiguous().numpy()
         return torch.from_numpy(_fp8.product(an, bn, gpu, dtype))
@@ -103,14 +100,6 @@ class ProductMode(TorchDispatchMode):
         self.rep = _Report(gpu, dtype, self.autocast)
         self.modules = []  # names of the modules running (forward hooks)
         self._warned = set()
-
-    @property
-    def stats(self):
-        return self.rep.ops.get("emulated", {})
-
-    @property
-    def not_emulated(self):
-        return {k: v["calls"] for k, v in self.rep.not_emulated.items()}
 
     def module(self):
         if self.modules:
@@ -159,10 +148,10 @@ class ProductMode(TorchDispatchMode):
         if func in _implicit_gemm.OPS:  # convolutions: implicit GEMM (_implicit_gemm)
             return _implicit_gemm.dispatch(self, func, args, kwargs)
         name = _EMULATED.get(func)
-        op = func.overloadpacket.__name__
-        ts = _ac.floating(args, kwargs)
         tensors = [x for x in args if isinstance(x, torch.Tensor)]
         if name is None or not all(x.is_floating_point() for x in tensors):
+            op = func.overloadpacket.__name__
+            ts = _ac.floating(args, kwargs)
             if op in _MOVES or not ts:
                 return func(*args, **kwargs)
             cls = _ac.lookup(op) if self.autocast and "out" not in kwargs else None  # out=: host, reported

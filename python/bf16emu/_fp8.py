@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import torch
 
 import bf16emu as _bf
 
@@ -98,8 +99,6 @@ def exponents(dtype, ta, tb):
 def batched(a, b, gpu, dtype):
     """bmm of torch tensors a (B x M x K), b (B x K x N) with fp8 operands: one scale per tensor
     (from the amax of all of a, all of b), the product slice by slice; FP32 torch tensor."""
-    import torch
-
     ea, eb = exponents(dtype, a, b)
     an, bn = a.detach().to(torch.float32).numpy(), b.detach().to(torch.float32).numpy()
     out = np.zeros((a.shape[0], a.shape[1], b.shape[2]), np.float32)
@@ -117,15 +116,16 @@ def product(a, b, gpu, dtype, ea=None, eb=None):
         return np.zeros((M, N), np.float32)
     a = np.ascontiguousarray(a, dtype=np.float32)
     b = np.ascontiguousarray(b, dtype=np.float32)
+    threads = torch.get_num_threads()  # as the mode's other products (the bits do not depend on it)
     if dtype not in FP8:
-        d = _bf.gemm(np.asarray(_bf.convert(a, to=dtype)), np.asarray(_bf.convert(b, to=dtype)),
-                     arch=gpu, a_format=dtype, threads=0)
+        d = _bf.gemm(np.asarray(_bf.convert(a, to=dtype, threads=threads)),
+                     np.asarray(_bf.convert(b, to=dtype, threads=threads)), arch=gpu, a_format=dtype, threads=threads)
         return np.asarray(d, dtype=np.float32)
     ea = scale_exponent(a, dtype) if ea is None else ea
     eb = scale_exponent(b, dtype) if eb is None else eb
-    aq = np.asarray(_bf.convert(np.ldexp(a, ea).astype(np.float32), to=dtype, saturate=True))
-    bq = np.asarray(_bf.convert(np.ldexp(b, eb).astype(np.float32), to=dtype, saturate=True))
+    aq = np.asarray(_bf.convert(np.ldexp(a, ea).astype(np.float32), to=dtype, saturate=True, threads=threads))
+    bq = np.asarray(_bf.convert(np.ldexp(b, eb).astype(np.float32), to=dtype, saturate=True, threads=threads))
     kind = _kind(gpu, dtype)
-    d = np.asarray(_bf.gemm(aq, bq, arch=gpu, a_format=dtype, threads=0, **({"kind": kind} if kind else {})),
+    d = np.asarray(_bf.gemm(aq, bq, arch=gpu, a_format=dtype, threads=threads, **({"kind": kind} if kind else {})),
                    dtype=np.float32)
     return np.ldexp(d, -(ea + eb)).astype(np.float32)

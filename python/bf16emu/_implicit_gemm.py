@@ -40,11 +40,13 @@ Transposed convolutions (transposed=True; w (C_in, Og, *R), output (N, C_out, *P
 from __future__ import annotations
 
 import itertools
+import time
 
 import numpy as np
 import torch
 
-from . import _fp8
+from . import _autocast as _ac, _fp8
+from ._report import difference
 
 __all__ = ["OPS", "conv_forward", "conv_backward", "macs", "dispatch"]
 
@@ -232,11 +234,6 @@ def dispatch(mode, func, args, kwargs):
     conv after a conv would fail. The element-wise op after a convolution therefore runs in FP32
     without the final rounding (docs/torch-autocast.md). Non-floating operands: on the host,
     warned once and reported."""
-    import time
-
-    from bf16emu import _autocast as _ac
-    from bf16emu._report import difference
-
     kwargs = kwargs or {}
     name = OPS[func]
     if not all(x.is_floating_point() for x in args[:3] if isinstance(x, torch.Tensor)):
