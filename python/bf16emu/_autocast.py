@@ -34,7 +34,6 @@ import threading
 import torch
 
 LOW = {"bf16": torch.bfloat16, "fp16": torch.float16}
-_LOWS = (torch.bfloat16, torch.float16)
 
 _W = lambda s: s.split()  # noqa: E731
 
@@ -75,15 +74,6 @@ maximum minimum mean square exp2 leaky_relu leaky_relu_backward lerp sign bernou
 # Ops whose fp32 policy is "fp32_set_opt_dtype": with an explicit dtype= autocast leaves them alone.
 SET_OPT_DTYPE = frozenset(_W("prod _softmax _log_softmax cumprod cumsum sum"))
 
-WHAT = {
-    "product": "tensor-core model of the preset, output rounded once to the low dtype",
-    "lower_precision_fp (host)": "not emulated: host arithmetic (reported, warned on low-precision input)",
-    "fp32": "inputs cast to FP32, host FP32, output FP32 (in the forward)",
-    "fp32_backward": "inputs cast to FP32, host FP32, output FP32",
-    "fp32, rounded back": "computed in FP32, rounded once to the input's dtype",
-    "promote": "computed in FP32, rounded once to the promoted dtype",
-    "elementwise": "computed in FP32, rounded once to the promoted dtype",
-}
 
 # The backward pass: autocast is off there. torch.autograd.backward/grad call
 # Variable._execution_engine.run_backward; ProductMode wraps it while it is active.
@@ -146,10 +136,6 @@ def _tensors(x, out):
 
 def floating(args, kwargs):
     return [t for t in _tensors(list(args) + list(kwargs.values()), []) if t.is_floating_point()]
-
-
-def has_low(args, kwargs):
-    return any(t.dtype in _LOWS for t in floating(args, kwargs))
 
 
 def result_dtype(ts):
