@@ -35,8 +35,7 @@ void add_sink_options(CLI::App *app, attention::sink_params &p) {
 void check_scenario(const std::string &scenario, const attention::sink_params &p) {
   if (scenario != "random" && scenario != "sink")
     throw bad_input("unknown --scenario '" + io::shorten(scenario) + "' (random, sink)");
-  if (scenario == "sink" &&
-      (p.multiplicity < 0 || !in_unit(p.tie_share) || !in_unit(p.v_skew) || !in_unit(p.skew_cols)))
+  if (p.multiplicity < 0 || !in_unit(p.tie_share) || !in_unit(p.v_skew) || !in_unit(p.skew_cols))
     throw bad_input("sink knobs: --tie-share, --v-skew, --skew-cols in [0, 1], --multiplicity >= 0");
 }
 

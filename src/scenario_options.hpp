@@ -16,8 +16,9 @@ namespace bf16emu::cli {
 // gives p's values at the call as the defaults.
 void add_sink_options(CLI::App *app, attention::sink_params &p);
 
-// Throws bad_input for an unknown --scenario, or for sink knobs out of range, naming them; the knobs are
-// checked only for the sink scenario, the one that reads them.
+// Throws bad_input for an unknown --scenario, or for sink knobs out of range, naming them. The knobs
+// are checked whatever the scenario (a knob out of range is a mistake even where it is not read),
+// as `ablate` always did.
 void check_scenario(const std::string &scenario, const attention::sink_params &p);
 
 // The inputs of a checked scenario.
