@@ -290,34 +290,45 @@ def test_conv_under_fp8_dtype_one_scale_per_tensor():
 
 
 def test_ctrl_c_interrupts_long_product():
-    a = torch.randn(256, 256)
-    t0 = time.perf_counter()
-    with et.emulate_products(gpu="sm90", dtype="bf16", autocast=False):
-        a @ a
-    per_mac = (time.perf_counter() - t0) / 256 ** 3
-    # A square product that would take about 6 s; SIGINT after 1 s.
-    n = int(round((6.0 / per_mac) ** (1 / 3)))
-    n = max(256, min(n, 4096))
-    x = torch.randn(n, n)
-    full = per_mac * n ** 3
-    sent = []
-
-    def fire():
-        sent.append(time.perf_counter())
-        os.kill(os.getpid(), signal.SIGINT)
-
-    timer = threading.Timer(1.0, fire)
-    with et.emulate_products(gpu="sm90", dtype="bf16", autocast=False):
-        timer.start()
-        try:
+    def product(n):
+        x = torch.randn(n, n)
+        with et.emulate_products(gpu="sm90", dtype="bf16", autocast=False):
+            t0 = time.perf_counter()
             x @ x
-            raised = False
-        except KeyboardInterrupt:
-            raised = True
-        done = time.perf_counter()
-    timer.cancel()
-    assert sent, "the timer did not fire"
-    assert raised, f"no KeyboardInterrupt (full product ~{full:.1f} s)"
+            return time.perf_counter() - t0
+
+    # The rate is taken from a warm product: the first call pays for loading and thread start-up,
+    # which made the old estimate too slow and the product too small, so that on a fast (AVX-512)
+    # machine it ended before the signal was sent (CI of 3057ca6).
+    product(128)
+    per_mac = product(384) / 384 ** 3
+    # A square product that should take about 6 s; SIGINT after 0.5 s.  Should it still end
+    # before the signal (a machine much faster than the estimate), the side is doubled, twice at most.
+    n = max(256, min(int(round((6.0 / per_mac) ** (1 / 3))), 4096))
+    for attempt in range(3):
+        x = torch.randn(n, n)
+        full = per_mac * n ** 3
+        sent = []
+
+        def fire():
+            sent.append(time.perf_counter())
+            os.kill(os.getpid(), signal.SIGINT)
+
+        timer = threading.Timer(0.5, fire)
+        with et.emulate_products(gpu="sm90", dtype="bf16", autocast=False):
+            timer.start()
+            try:
+                x @ x
+                raised = False
+            except KeyboardInterrupt:
+                raised = True
+            done = time.perf_counter()
+        timer.cancel()
+        if sent or raised:
+            break
+        n = min(2 * n, 8192)
+    assert sent, f"every product ended before the signal (last side {n}, estimated {full:.1f} s)"
+    assert raised, f"no KeyboardInterrupt (side {n}, full product ~{full:.1f} s)"
     assert done - sent[0] < 1.0, (done - sent[0], full)  # within ~1 s of the signal
 
 
