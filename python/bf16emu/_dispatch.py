@@ -26,7 +26,7 @@ import bf16emu as _bf
 import bf16emu._autocast as _ac
 from bf16emu._report import Report as _Report, difference as _difference
 
-from . import _fp8, _implicit_gemm
+from . import _core, _fp8, _implicit_gemm
 
 __all__ = ["ProductMode", "emulate_products"]
 
@@ -46,20 +46,23 @@ def _check(gpu, dtype):
 
 
 def _bits(x, dtype):
-    """x rounded to dtype once (round to nearest even): a C-contiguous NumPy array of bit patterns."""
-    return np.asarray(_bf.convert(x.detach().to(torch.float32).contiguous().numpy(), to=dtype,
-                                  threads=torch.get_num_threads()))
+    """x rounded to dtype once (round to nearest even): a C-contiguous NumPy array of bit patterns;
+    a tensor already of that dtype gives its own bits (NaN payloads too). Converted on one thread
+    below 2^20 elements: 2^16 elements (convert's chunk) take tens of microseconds, less than a
+    second thread costs to start and schedule beside torch's own (docs/performance.md, "Two
+    threads"); the bits do not depend on it."""
+    if x.dtype == _ac.LOW.get(dtype):  # already in dtype (autocast's casts): its bits as they are
+        return x.detach().contiguous().view(torch.int16).numpy().view(np.uint16)
+    threads = torch.get_num_threads() if x.numel() >= 1 << 20 else 1
+    return np.asarray(_bf.convert(x.detach().to(torch.float32).contiguous().numpy(), to=dtype, threads=threads))
 
 
 def _gemm_bits(ab, bb, gpu, dtype):
-    """ab (M x K) @ bb (K x N), both bit patterns of dtype, on the preset, with torch's thread
-    count: FP32 torch tensor (M x N), sharing the result's memory (no copy)."""
-    M, K = ab.shape
-    N = bb.shape[1]
-    if M == 0 or N == 0 or K == 0:
-        return torch.zeros((M, N), dtype=torch.float32)
-    d = _bf.gemm(ab, bb, arch=gpu, a_format=dtype, threads=torch.get_num_threads())
-    return torch.from_numpy(np.asarray(d, dtype=np.float32))
+    """ab (batch x M x K) @ bb (batch x K x N), both bit patterns of dtype, on the preset, with
+    torch's thread count, in one call of the kernel (the chunks of every product share the
+    workers): FP32 torch tensor (batch x M x N), sharing the result's memory (no copy)."""
+    d = _core.gemm_batch(ab, bb, dtype, gpu, torch.get_num_threads())
+    return torch.from_numpy(d.view(np.float32))
 
 
 def _slice_product(a, b, gpu, dtype):
@@ -68,7 +71,7 @@ def _slice_product(a, b, gpu, dtype):
         an = a.detach().to(torch.float32).contiguous().numpy()
         bn = b.detach().to(torch.float32).contiguous().numpy()
         return torch.from_numpy(_fp8.product(an, bn, gpu, dtype))
-    return _gemm_bits(_bits(a, dtype), _bits(b, dtype), gpu, dtype)
+    return _gemm_bits(_bits(a, dtype)[None], _bits(b, dtype)[None], gpu, dtype)[0]
 
 
 def _check_autocast(autocast, dtype):
@@ -128,11 +131,8 @@ class ProductMode(TorchDispatchMode):
             return _slice_product(a, b, gpu, self.dtype)
         if self.dtype in _fp8.FP8:  # one fp8 scale per tensor, over the whole batch
             return _fp8.batched(a, b, gpu, self.dtype)
-        if a.shape[0] == 0:
-            return torch.zeros((0, a.shape[1], b.shape[2]), dtype=torch.float32)
-        # Each operand converted once as a whole (one copy, one bf16emu.convert), then sliced.
-        ab, bb = _bits(a, self.dtype), _bits(b, self.dtype)
-        return torch.stack([_gemm_bits(ab[i], bb[i], gpu, self.dtype) for i in range(a.shape[0])])
+        # Each operand converted once as a whole (one copy, one bf16emu.convert).
+        return _gemm_bits(_bits(a, self.dtype), _bits(b, self.dtype), gpu, self.dtype)
 
     def _host(self, func, op, args, kwargs, reason):
         if op not in self._warned:

@@ -406,15 +406,45 @@ pybind11::tuple amd_formats(const std::string &arch, const std::string &instr, c
   return pybind11::make_tuple(to_string(P->a), to_string(P->b), to_string(P->out), P->name);
 }
 
-// Rows per chunk of gemm: about four chunks per worker, and at most ~2^24 MACs a chunk (so
-// Ctrl-C is seen within a fraction of a second), never fewer than 8 rows when M has them.
+// Rows per chunk of gemm: one chunk per worker, cut to ~2^28 MACs a chunk (tens of ms, so that
+// Ctrl-C is seen soon) but never to fewer than 16 rows when M has them. Each chunk is one call of
+// the lane kernel, which decodes all of B again: that costs what 10 to 20 rows of products cost,
+// whatever N and K, so chunks of 16 rows (N K above 2^24) run at about half the kernel's rate;
+// there Ctrl-C comes first. Four chunks per worker of at most 2^24 MACs (before) left the Python
+// face at 87 % of bench_tc on 512^3 and one thread; one chunk per worker gives 97-99 %
+// (docs/performance.md, "bf16emu.gemm from Python").
 std::uint64_t gemm_chunk_rows(long M, long N, long K, unsigned threads) {
   if (M <= 0) return 1;
   const std::uint64_t workers = resolve_threads(threads, std::uint64_t(M));
-  std::uint64_t rows = (std::uint64_t(M) + 4 * workers - 1) / (4 * workers);
+  std::uint64_t rows = (std::uint64_t(M) + workers - 1) / workers;
   const std::uint64_t per_row = std::uint64_t(std::max(1L, N)) * std::uint64_t(std::max(1L, K));
-  rows = std::min(rows, std::max<std::uint64_t>(8, (std::uint64_t(1) << 24) / per_row));
+  rows = std::min(rows, std::max<std::uint64_t>(16, (std::uint64_t(1) << 28) / per_row));
   return std::max<std::uint64_t>(rows, 1);
+}
+
+// D[b] = A[b] B[b] + C[b] for every b < batch on the preset: A (batch x M x K), B (batch x K x N), C
+// and D (batch x M x N), dense row-major; C null: +0 (D is zeroed and used as C). Chunks of rows of
+// every product share one parallel_for with the GIL released, each chunk one whole-matrix call (the
+// lane kernel decodes B's columns once per call, not once per row); every element is its own chain,
+// so the bits depend neither on the chunking nor on the thread count.
+template <class In, class Out>
+void gemm_chunks(const tc::preset &P, long batch, long M, long N, long K, const fp<In> *A, const fp<In> *B,
+                 const fp<Out> *C, fp<Out> *D, unsigned threads) {
+  if (batch <= 0 || M <= 0 || N <= 0) return;
+  const auto rows =
+      long(std::min<std::uint64_t>(std::uint64_t(M), gemm_chunk_rows(batch * M, N, K, threads)));
+  const long per = (M + rows - 1) / rows; // chunks per product
+  pybind11::gil_scoped_release release;
+  parallel_for(
+      std::uint64_t(batch * per), threads,
+      [&](std::uint64_t c, unsigned) {
+        const long b = long(c) / per, i = (long(c) % per) * rows, r = std::min(rows, M - i);
+        const long d = (b * M + i) * N;
+        if (!C) std::fill(D + d, D + d + r * N, fp<Out>{});
+        tc::gemm<In, Out>(P, int(r), int(N), int(K), A + (b * M + i) * K, K, B + b * K * N, N,
+                          C ? C + d : D + d, N, D + d, N);
+      },
+      signal_checker()); // Ctrl-C between chunks
 }
 
 // D = A B + C on the preset, A (M x K), B (K x N), C (M x N) row-major bit patterns; with
@@ -442,21 +472,7 @@ pybind11::tuple gemm_bits(const pybind11::array &a, const pybind11::array &b, co
         const auto *B = reinterpret_cast<const fp<In> *>(b.data());
         const auto *C = reinterpret_cast<const fp<Out> *>(c.data());
         auto *D = reinterpret_cast<fp<Out> *>(d.mutable_data());
-        {
-          pybind11::gil_scoped_release release;
-          // Chunks of rows, each one whole-matrix call (the lane kernel decodes B's columns once
-          // per call, not once per row); every element is its own chain, so the bits do not
-          // depend on the chunking or the thread count.
-          const std::uint64_t rows = gemm_chunk_rows(M, N, K, threads);
-          const std::uint64_t chunks = (std::uint64_t(M) + rows - 1) / rows;
-          parallel_for(
-              chunks, threads,
-              [&](std::uint64_t c, unsigned) {
-                const std::uint64_t i = c * rows, r = std::min<std::uint64_t>(rows, std::uint64_t(M) - i);
-                tc::gemm<In, Out>(P, int(r), int(N), int(K), A + i * K, K, B, N, C + i * N, N, D + i * N, N);
-              },
-              signal_checker()); // Ctrl-C between chunks
-        }
+        gemm_chunks<In, Out>(P, 1, M, N, K, A, B, C, D, threads);
         if (trace_i >= 0) {
           std::vector<tc::block_trace> rec;
           auto tr = tc::make_block_tracer([&](const tc::block_trace &t) { rec.push_back(t); });
@@ -483,11 +499,41 @@ pybind11::tuple gemm_bits(const pybind11::array &a, const pybind11::array &b, co
   return pybind11::make_tuple(d, blocks, info);
 }
 
+// D[b] = A[b] B[b] for every b (C = +0): a (batch x M x K) and b (batch x K x N) C-contiguous bit
+// patterns of in_name, D fp32 bit patterns (uint32, batch x M x N). One call for a whole batched
+// product (bf16emu.torch's bmm/baddbmm, and its mm as a batch of one), so that its chunks share the
+// workers; the preset's checks are gemm's.
+pybind11::array gemm_batch_bits(const pybind11::array &a, const pybind11::array &b,
+                                const std::string &in_name, const std::string &arch, unsigned threads) {
+  const format_id in = io::parse_format(in_name);
+  const tc::preset &P = lookup(arch, "", in, format_id::fp32);
+  check_bits(a, in, "a");
+  check_bits(b, in, "b");
+  if (a.ndim() != 3 || b.ndim() != 3 || b.shape(0) != a.shape(0) || b.shape(1) != a.shape(2))
+    throw pybind11::value_error("arguments 'a' and 'b' must be (batch, M, K) and (batch, K, N); got a " +
+                                shape_text(a) + ", b " + shape_text(b));
+  const long batch = long(a.shape(0)), M = long(a.shape(1)), K = long(a.shape(2)), N = long(b.shape(2));
+  pybind11::array d = pybind11::array(pybind11::dtype("uint32"), std::vector<pybind11::ssize_t>{batch, M, N});
+  auto *D = reinterpret_cast<fp<binary32> *>(d.mutable_data());
+  visit_format(in, [&](auto fi) {
+    using In = decltype(fi);
+    if constexpr (In::precision <= 11)
+      gemm_chunks<In, binary32>(P, batch, M, N, K, reinterpret_cast<const fp<In> *>(a.data()),
+                                reinterpret_cast<const fp<In> *>(b.data()), nullptr, D, threads);
+    else // (no preset takes such inputs with FP32 out: lookup refuses them first)
+      throw pybind11::value_error("argument 'in_format': " + in_name.substr(0, 80) +
+                                  " is not a tensor-core input");
+  });
+  return d;
+}
+
 } // namespace
 
 void bind_tc(pybind11::module_ &m) {
   m.def("gemm", &gemm_bits,
         "D = A B + C on the tensor-core model; returns (D bits, trace blocks, preset info)");
+  m.def("gemm_batch", &gemm_batch_bits,
+        "D[b] = A[b] B[b] on the tensor-core model, C = +0; D fp32 bits (uint32, batch x M x N)");
   m.def("gemm_scaled", &gemm_scaled_bits,
         "D = A B + C on a mixed-format / block-scaled kind; D bits (uint64)");
   m.def("gemm_amd", &gemm_amd_bits, "D = A B + C on an AMD CDNA MFMA instruction; D bits (uint64)");

@@ -73,6 +73,26 @@ def test_batched_products(gpu):
     same_bits(run(lambda: q @ w, gpu), gemm2(q.reshape(24, 8), w, gpu).reshape(2, 3, 4, 5))
 
 
+@pytest.mark.parametrize("threads", [1, 2, 3, 5])
+def test_batched_products_cut_into_chunks(threads):
+    # A bmm runs as one call of the kernel, its products cut into chunks of rows (one per worker,
+    # never across two products) that share the workers: 2 x 200 rows give one chunk per product
+    # on 1 or 2 threads, 134 + 66 rows on 3, 80 + 80 + 40 on 5. The bits of every slice equal a
+    # direct bf16emu.gemm of that slice alone.
+    a, b = r(2, 200, 37, seed=40), r(2, 37, 29, seed=41)
+    want = batched(a, b, "sm90")
+    old = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        got = run(lambda: torch.bmm(a, b), "sm90")
+    finally:
+        torch.set_num_threads(old)
+    same_bits(got, want)
+    e = torch.zeros(2, 3, 0)  # K = 0: D = +0, as gemm gives
+    same_bits(run(lambda: torch.bmm(e, torch.zeros(2, 0, 4)), "sm90"), torch.zeros(2, 3, 4))
+    same_bits(run(lambda: torch.bmm(torch.zeros(0, 3, 2), torch.zeros(0, 2, 4)), "sm90"), torch.zeros(0, 3, 4))
+
+
 @pytest.mark.parametrize("dtype", ["fp16", "tf32"])
 def test_other_dtypes(dtype):
     a, b = r(6, 21, seed=16), r(21, 7, seed=17)
