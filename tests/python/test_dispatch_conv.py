@@ -54,6 +54,15 @@ def reference_conv(x4, w4, b, go4, gpu, stride, padding, dilation, groups):
     return y, gx, gw.reshape(w4.shape), gb
 
 
+def forward_backward(f, go):
+    """A step for emulated(): y = f(), then y.backward(go); returns y's values."""
+    def step():
+        y = f()
+        y.backward(go)
+        return y.detach()
+    return step
+
+
 def emulated(fn, gpu, dtype="bf16"):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -74,13 +83,8 @@ def test_conv2d_forward_backward_bits(gpu):
     y_ref = F.conv2d(x, w, b, **kw)
     go = torch.randn(y_ref.shape, generator=g)
 
-    def step():
-        y = F.conv2d(x, w, b, **kw)
-        y.backward(go)
-        return y.detach()
-
     x.grad = w.grad = b.grad = None
-    y, e = emulated(step, gpu)
+    y, e = emulated(forward_backward(lambda: F.conv2d(x, w, b, **kw), go), gpu)
     ry, rgx, rgw, rgb = reference_conv(x.detach(), w.detach(), b.detach(), go, gpu, 2, 1, 2, 2)
     same_bits(y, ry)
     same_bits(x.grad, rgx)
@@ -102,12 +106,7 @@ def test_conv1d_forward_backward_bits(gpu):
     kw = dict(stride=2, padding=1, dilation=2, groups=2)
     go = torch.randn(F.conv1d(x, w, b, **kw).shape, generator=g)
 
-    def step():
-        y = F.conv1d(x, w, b, **kw)
-        y.backward(go)
-        return y.detach()
-
-    y, _ = emulated(step, gpu)
+    y, _ = emulated(forward_backward(lambda: F.conv1d(x, w, b, **kw), go), gpu)
     # conv1d is conv2d on a height-1 image with a (1, k) kernel: the reference's unfold/fold.
     ry, rgx, rgw, rgb = reference_conv(x.detach().unsqueeze(2), w.detach().unsqueeze(2), b.detach(),
                                        go.unsqueeze(2), gpu, (1, 2), (0, 1), (1, 2), 2)
@@ -122,12 +121,7 @@ def test_conv_module_no_bias_and_only_weight_grad():
     x = torch.randn(2, 3, 5, 5)  # no input gradient: convolution_backward's mask is [False, True, False]
     go = torch.randn(2, 4, 5, 5)
 
-    def step():
-        y = conv(x)
-        y.backward(go)
-        return y.detach()
-
-    y, _ = emulated(step, "sm90")
+    y, _ = emulated(forward_backward(lambda: conv(x), go), "sm90")
     ry, _, rgw, _ = reference_conv(x, conv.weight.detach(), None, go, "sm90", 1, 1, 1, 1)
     same_bits(y, ry)
     same_bits(conv.weight.grad, rgw)
@@ -143,12 +137,7 @@ def test_conv_transpose2d_forward_backward_bits(gpu):
     y_host = F.conv_transpose2d(x, w, b, **kw)
     go = torch.randn(y_host.shape, generator=g)
 
-    def step():
-        y = F.conv_transpose2d(x, w, b, **kw)
-        y.backward(go)
-        return y.detach()
-
-    y, e = emulated(step, gpu)
+    y, e = emulated(forward_backward(lambda: F.conv_transpose2d(x, w, b, **kw), go), gpu)
     xd, wd = x.detach(), w.detach()
     N, Cg, L, K = 2, 2, 4 * 5, 3 * 3 * 2
     # Forward: per batch element and group, W_g^T (Og*kh*kw x Cg) @ x_g (Cg x L), then F.fold
@@ -344,12 +333,7 @@ def test_conv3d_forward_and_weight_grad_bits():
     w = torch.randn(3, 2, 2, 3, 2, generator=g, requires_grad=True)
     go = torch.randn(F.conv3d(x, w, stride=(1, 2, 1), padding=1).shape, generator=g)
 
-    def step():
-        y = F.conv3d(x, w, stride=(1, 2, 1), padding=1)
-        y.backward(go)
-        return y.detach()
-
-    y, _ = emulated(step, "sm90")
+    y, _ = emulated(forward_backward(lambda: F.conv3d(x, w, stride=(1, 2, 1), padding=1), go), "sm90")
     xp = F.pad(x, (1, 1, 1, 1, 1, 1))[0]
     D, H, W = go.shape[2:]
     cols = torch.empty(2 * 2 * 3 * 2, D * H * W)
