@@ -166,20 +166,26 @@ def test_conv_transpose2d_forward_backward_bits(gpu):
     assert not torch.equal(y, y_host.detach())
 
 
-def fp8_reference(a, b, gpu, fmt, kind=None):
-    """The scale rule written out: scale 2^e, the largest power of two with amax * 2^e <= fmt_max."""
+def fp8_exponent(t, fmt):
+    """The scale rule written out: the exponent e of the scale 2^e of a whole tensor, the largest
+    power of two with amax * 2^e <= fmt_max."""
     fmax = {"e4m3": 448.0, "e5m2": 57344.0}[fmt]
+    amax = float(t.detach().abs().max())
+    e = 0
+    if amax > 0:
+        e = math.floor(math.log2(fmax / amax))
+        while amax * 2.0 ** e > fmax:
+            e -= 1
+        while amax * 2.0 ** (e + 1) <= fmax:
+            e += 1
+    return e
 
+
+def fp8_reference(a, b, gpu, fmt, kind=None):
+    """The product with each operand scaled by 2^fp8_exponent, rounded to fmt, on the preset."""
     def quant(t):
+        e = fp8_exponent(t, fmt)
         t = t.detach().float().contiguous().numpy()
-        amax = float(np.abs(t).max())
-        e = 0
-        if amax > 0:
-            e = math.floor(math.log2(fmax / amax))
-            while amax * 2.0 ** e > fmax:
-                e -= 1
-            while amax * 2.0 ** (e + 1) <= fmax:
-                e += 1
         q = bf16emu.convert((t * np.float32(2.0 ** e)).astype(np.float32), to=fmt, saturate=True)
         return np.asarray(q), e
 
@@ -227,20 +233,6 @@ def test_unknown_preset_refused(dtype):
 def test_unknown_dtype_refused():
     with pytest.raises(ValueError, match="argument 'dtype'.*e4m3"):
         et.emulate_products(gpu="sm90", dtype="e3m4")
-
-
-def fp8_exponent(t, fmt):
-    """The scale exponent of a whole tensor, by the rule written out (see fp8_reference)."""
-    fmax = {"e4m3": 448.0, "e5m2": 57344.0}[fmt]
-    amax = float(t.detach().abs().max())
-    e = 0
-    if amax > 0:
-        e = math.floor(math.log2(fmax / amax))
-        while amax * 2.0 ** e > fmax:
-            e -= 1
-        while amax * 2.0 ** (e + 1) <= fmax:
-            e += 1
-    return e
 
 
 def fp8_gemm(a, b, ea, eb, gpu, fmt):
